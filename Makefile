@@ -1,0 +1,29 @@
+# Two commands on a fresh machine (only python3 and make needed):
+#   make demo   the main job
+#   make test   the test suite (what CI runs)
+# Each bootstraps .venv and installs the package on first use.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test bench-kernels clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python examples/ntm_program.py
+
+test: $(STAMP)
+	$(BIN)/python -m pytest tests
+
+bench-kernels: $(STAMP)
+	$(BIN)/python -m benchmarks.kernels
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

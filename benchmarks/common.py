@@ -1,0 +1,168 @@
+"""Shared benchmark harness: timing, environment record, atomic result files.
+
+Every benchmark in this folder times compilation and steady state apart (with
+``block_until_ready``), reports ratios measured in one run, and records the
+device, the JAX/Flax versions and the commit beside every number.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        return out + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def device_slug() -> str:
+    """A folder name for this device: ``cpu-2cores`` or ``nvidia-h100-80gb-hbm3``."""
+    dev = jax.devices()[0]
+    if dev.platform == "cpu":
+        return f"cpu-{os.cpu_count()}cores"
+    return re.sub(r"[^a-z0-9]+", "-", dev.device_kind.lower()).strip("-")
+
+
+def environment() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    import flax
+
+    dev = jax.devices()[0]
+    return {
+        "device": dev.device_kind,
+        "platform": dev.platform,
+        "num_devices": jax.device_count(),
+        "cpu_count": os.cpu_count(),
+        "processor": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "flax": flax.__version__,
+        "commit": _commit(),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def block(tree):
+    """``block_until_ready`` on every leaf; returns the tree."""
+    return jax.tree_util.tree_map(lambda x: x.block_until_ready() if hasattr(x, "block_until_ready") else x, tree)
+
+
+def time_compiled(fn: Callable, *args, warmup: int = 2, repeats: int = 20) -> dict[str, float]:
+    """Compile ``jax.jit(fn)`` for ``args`` and time it.
+
+    Returns ``compile_s`` (lowering + XLA compilation) and the steady-state
+    ``median_s``, ``min_s``, ``max_s`` over ``repeats`` calls after ``warmup``.
+    """
+    t0 = time.perf_counter()
+    compiled = jax.jit(fn).lower(*args).compile()
+    compile_s = time.perf_counter() - t0
+    for _ in range(warmup):
+        block(compiled(*args))
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        block(compiled(*args))
+        times.append(time.perf_counter() - t0)
+    return {
+        "compile_s": compile_s,
+        "median_s": statistics.median(times),
+        "min_s": min(times),
+        "max_s": max(times),
+    }
+
+
+def time_calls(fn: Callable[[], Any], *, warmup: int = 1, repeats: int = 5) -> dict[str, float]:
+    """Time a zero-argument callable that does its own dispatch (e.g. a Python loop)."""
+    for _ in range(warmup):
+        block(fn())
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        block(fn())
+        times.append(time.perf_counter() - t0)
+    return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times)}
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    def fmt(v):
+        if isinstance(v, float):
+            return f"{v:.4g}"
+        return str(v)
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for r in rows:
+        lines.append("| " + " | ".join(fmt(r.get(c, "")) for c in columns) + " |")
+    return "\n".join(lines)
+
+
+def write_results(
+    name: str,
+    title: str,
+    rows: Sequence[dict[str, Any]],
+    columns: Sequence[str],
+    env: dict[str, Any],
+    notes: str = "",
+    command: str = "",
+) -> tuple[Path, Path]:
+    """Write ``results/<device>/<name>.json`` and ``.md`` atomically; return their paths."""
+    out = RESULTS_DIR / device_slug()
+    payload = {"name": name, "title": title, "command": command, "environment": env, "rows": list(rows), "notes": notes}
+    json_path = out / f"{name}.json"
+    md_path = out / f"{name}.md"
+    _atomic_write(json_path, json.dumps(payload, indent=2) + "\n")
+    env_line = ", ".join(f"{k}: {v}" for k, v in env.items())
+    md = f"# {title}\n\n"
+    if command:
+        md += f"Command: `{command}`\n\n"
+    md += f"Measured on: {env_line}\n\n" + markdown_table(rows, columns) + "\n"
+    if notes:
+        md += "\n" + notes.strip() + "\n"
+    _atomic_write(md_path, md)
+    return json_path, md_path

@@ -1,0 +1,16 @@
+"""Pure memory kernels: no parameters, no Flax, one example at a time.
+
+Each memory family lives in its own module and provides an arrays-only
+``XxxState``, an ``init_state``, an ``XxxControls`` of already-activated interface
+values, ``step(state, controls, mask=None) -> (state, read)`` in ``lax.scan``
+carry order, ``controls_from_interface`` (the split-and-activate of a raw
+controller output), and one public function per equation.
+
+Modules:
+  scan        the one recurrence wrapper (masks, remat, unroll)
+  addressing  content addressing and the NTM location-addressing primitives
+  ntm         the Neural Turing Machine memory
+  validation  trace-time shape checks with named errors
+
+Import the family you need: ``from panm_jax.kernels import ntm``.
+"""

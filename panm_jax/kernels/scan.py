@@ -1,0 +1,126 @@
+"""The one recurrence wrapper that every time loop in panm_jax goes through.
+
+Every recurrence in the library (a memory kernel's ``step``, a controller, PANM's
+decoder) runs as ``scan(step, state, xs, mask)``: one ``lax.scan`` over time, so a
+sequence compiles once per shape and runs without a Python loop or a host sync.
+The wrapper adds what ``lax.scan`` lacks:
+
+* ``mask``: where ``mask[t] == 0`` (padding) the state is carried unchanged and the
+  step's outputs are zeros, so one compiled program serves a padded batch of mixed
+  lengths (``vmap`` it over the batch with per-example masks);
+* ``remat``: wrap the step in ``jax.checkpoint`` to trade recomputation for memory
+  on long sequences (gradients unchanged);
+* ``trace_fn``: also stack ``trace_fn(state_t)`` over time, for plots of memory
+  weights or pointer positions, without changing the step.
+
+Shapes: ``xs`` is a pytree whose leaves share a leading time axis ``[T, ...]``;
+``mask`` is ``[T]`` (bool or {0, 1}); outputs are ``[T, ...]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+State = TypeVar("State")
+
+__all__ = ["scan", "select"]
+
+
+def select(keep_new: jax.Array, new: State, old: State) -> State:
+    """Choose ``new`` where ``keep_new`` is true and ``old`` elsewhere, leaf by leaf.
+
+    ``keep_new`` is a scalar (one example's step mask) or broadcasts against every
+    leaf from the left. This is how a masked (padding) step leaves a state
+    unchanged: ``select(mask, new_state, state)``.
+    """
+    keep = jnp.asarray(keep_new).astype(bool)
+
+    def pick(n, o):
+        k = jnp.reshape(keep, keep.shape + (1,) * (jnp.ndim(n) - keep.ndim))
+        return jnp.where(k, n, o)
+
+    return jax.tree_util.tree_map(pick, new, old)
+
+
+def _leading_sizes(xs) -> set[int]:
+    return {int(np.shape(leaf)[0]) for leaf in jax.tree_util.tree_leaves(xs) if np.ndim(leaf) > 0} | {
+        -1 for leaf in jax.tree_util.tree_leaves(xs) if np.ndim(leaf) == 0
+    }
+
+
+def scan(
+    step: Callable[[State, Any], tuple[State, Any]],
+    state: State,
+    xs: Any,
+    mask: jax.Array | None = None,
+    *,
+    remat: bool = False,
+    unroll: int | bool = 1,
+    length: int | None = None,
+    trace_fn: Callable[[State], Any] | None = None,
+) -> tuple[State, Any]:
+    """Run ``step`` over the leading (time) axis of ``xs``.
+
+    Args:
+      step: ``step(state, x_t) -> (state, out_t)``, ``lax.scan`` carry order.
+      state: the initial carry (any pytree of arrays).
+      xs: a pytree of ``[T, ...]`` arrays, or ``None`` with ``length`` given.
+      mask: optional ``[T]``; where ``mask[t] == 0`` the carry is passed through
+        unchanged and ``out_t`` is zeros (as is the trace, if any).
+      remat: wrap ``step`` in ``jax.checkpoint`` (recompute in the backward pass).
+      unroll: passed to ``lax.scan``: steps unrolled per loop iteration.
+      length: the number of steps when ``xs`` is ``None``.
+      trace_fn: if given, outputs are ``(out, trace)`` with
+        ``trace[t] = trace_fn(state after step t)``.
+
+    Returns:
+      ``(final_state, outputs)`` with outputs stacked over time, ``[T, ...]``.
+
+    Raises:
+      ValueError: when the leaves of ``xs`` disagree on ``T``, when ``mask`` is not
+        ``[T]``, or when neither ``xs`` nor ``length`` gives ``T``.
+    """
+    sizes = _leading_sizes(xs)
+    if -1 in sizes:
+        raise ValueError("xs: expected every leaf to have a leading time axis [T, ...], got a scalar leaf")
+    if len(sizes) > 1:
+        raise ValueError(f"xs: expected every leaf to share the leading time axis T, got sizes {sorted(sizes)}")
+    if sizes:
+        num_steps = sizes.pop()
+        if length is not None and length != num_steps:
+            raise ValueError(f"length: expected T = {num_steps} (the leading axis of xs), got {length}")
+    elif length is None:
+        raise ValueError("length: expected the number of steps when xs is None, got None")
+    else:
+        num_steps = int(length)
+
+    body = jax.checkpoint(step) if remat else step
+
+    if trace_fn is not None:
+        inner = body
+
+        def body(carry, x):
+            carry, out = inner(carry, x)
+            return carry, (out, trace_fn(carry))
+
+    if mask is None:
+        return jax.lax.scan(body, state, xs, length=num_steps, unroll=unroll)
+
+    if np.shape(mask) != (num_steps,):
+        raise ValueError(f"mask: expected shape [T] = ({num_steps},), got {tuple(np.shape(mask))}")
+
+    def masked_body(carry, inputs):
+        x, keep = inputs
+        new_carry, out = body(carry, x)
+        new_carry = select(keep, new_carry, carry)
+        out = jax.tree_util.tree_map(lambda o: jnp.where(keep, o, jnp.zeros_like(o)), out)
+        return new_carry, out
+
+    return jax.lax.scan(
+        masked_body, state, (xs, jnp.asarray(mask).astype(bool)), length=num_steps, unroll=unroll
+    )

@@ -1,0 +1,45 @@
+"""Shared test helpers.
+
+* ``x64()``: a context manager that enables float64 in JAX for one block (gradient
+  checks and reference comparisons that need more than float32 resolution),
+  whichever jax version is installed.
+* ``trace_counter``: counts how often a function is traced (to show that a second
+  call with new values but the same shapes does not retrace).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import jax
+import pytest
+
+
+@contextlib.contextmanager
+def x64():
+    """Enable float64 inside the block (``jax.enable_x64`` or its older home)."""
+    ctx = getattr(jax, "enable_x64", None)
+    if ctx is None:  # jax < 0.5 keeps it in jax.experimental
+        from jax.experimental import enable_x64 as ctx  # type: ignore[no-redef]
+        with ctx():
+            yield
+        return
+    with ctx(True):
+        yield
+
+
+class TraceCounter:
+    """Wraps a function; ``count`` is the number of times JAX traced it."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.count = 0
+
+    def __call__(self, *args, **kwargs):
+        self.count += 1  # runs only while tracing under jit
+        return self.fn(*args, **kwargs)
+
+
+@pytest.fixture
+def trace_counter():
+    return TraceCounter

@@ -1,0 +1,6 @@
+"""Float64 NumPy transcriptions of the seeds' equations.
+
+Literal loops over slots, heads and time, one comment per equation line. Nothing
+here imports panm_jax: these files are written from the papers, not from our JAX
+code, so that a test comparing the two can fail.
+"""
