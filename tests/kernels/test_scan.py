@@ -1,0 +1,134 @@
+"""Tests of panm_jax/kernels/scan.py: the recurrence wrapper against lax.scan."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from panm_jax.kernels.scan import scan, select
+
+T, D, B = 6, 3, 4
+
+
+def rnn_step(params, carry, x):
+    """A small nonlinear recurrence: h' = tanh(A h + U x); out = (h', sum h')."""
+    a, u = params
+    h = jnp.tanh(a @ carry["h"] + u @ x)
+    return {"h": h, "n": carry["n"] + 1}, (h, jnp.sum(h))
+
+
+@pytest.fixture
+def problem():
+    rng = np.random.default_rng(0)
+    params = (jnp.asarray(rng.normal(size=(D, D)) * 0.5, jnp.float32),
+              jnp.asarray(rng.normal(size=(D, 2)), jnp.float32))
+    carry = {"h": jnp.asarray(rng.normal(size=(D,)), jnp.float32), "n": jnp.zeros((), jnp.int32)}
+    xs = jnp.asarray(rng.normal(size=(T, 2)), jnp.float32)
+    return params, carry, xs
+
+
+def test_equals_lax_scan_values_and_gradients(problem):
+    params, carry, xs = problem
+    step = lambda c, x: rnn_step(params, c, x)  # noqa: E731
+    got = scan(step, carry, xs)
+    want = jax.lax.scan(step, carry, xs)
+    jax.tree_util.tree_map(lambda g, w: np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6), got, want)
+
+    def loss(params, wrapper, **kw):
+        final, (hs, sums) = wrapper(lambda c, x: rnn_step(params, c, x), carry, xs, **kw)
+        return jnp.sum(final["h"] ** 2) + jnp.sum(sums)
+
+    g_want = jax.grad(loss)(params, jax.lax.scan)
+    for kw in ({}, {"remat": True}, {"unroll": 3}):
+        g_got = jax.grad(loss)(params, scan, **kw)
+        jax.tree_util.tree_map(lambda g, w: np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5), g_got,
+                               g_want)
+
+
+def test_masked_steps_carry_state_and_zero_outputs(problem):
+    params, carry, xs = problem
+    step = lambda c, x: rnn_step(params, c, x)  # noqa: E731
+    mask = jnp.array([1, 1, 0, 1, 0, 0])
+    final, (hs, sums) = scan(step, carry, xs, mask)
+    # Running only the unmasked steps with plain lax.scan gives the same final state:
+    # a masked step is the identity on the carry.
+    kept = xs[np.asarray(mask).astype(bool)]
+    want_final, (want_hs, _) = jax.lax.scan(step, carry, kept)
+    np.testing.assert_allclose(np.asarray(final["h"]), np.asarray(want_final["h"]), rtol=1e-6)
+    assert int(final["n"]) == 3  # the step counter advanced only on the 3 real steps
+    np.testing.assert_array_equal(np.asarray(hs[2]), 0.0)
+    np.testing.assert_array_equal(np.asarray(sums)[[2, 4, 5]], 0.0)
+    np.testing.assert_allclose(np.asarray(hs)[[0, 1, 3]], np.asarray(want_hs), rtol=1e-6)
+
+
+def test_trailing_padding_changes_nothing(problem):
+    params, carry, xs = problem
+    step = lambda c, x: rnn_step(params, c, x)  # noqa: E731
+    short_final, short_out = scan(step, carry, xs[:4])
+    padded = jnp.concatenate([xs[:4], 100.0 * jnp.ones((5, 2))])
+    final, out = scan(step, carry, padded, jnp.array([1] * 4 + [0] * 5))
+    np.testing.assert_allclose(np.asarray(final["h"]), np.asarray(short_final["h"]), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(out[0][:4]), np.asarray(short_out[0]), rtol=1e-6)
+
+
+def test_vmap_over_batch_equals_python_loop(problem):
+    params, carry, _ = problem
+    rng = np.random.default_rng(1)
+    xs = jnp.asarray(rng.normal(size=(B, T, 2)), jnp.float32)
+    masks = jnp.asarray(rng.integers(0, 2, size=(B, T)))
+    carries = jax.tree_util.tree_map(lambda x: jnp.stack([x] * B), carry)
+    step = lambda c, x: rnn_step(params, c, x)  # noqa: E731
+    batched = jax.vmap(lambda c, x, m: scan(step, c, x, m))(carries, xs, masks)
+    for b in range(B):
+        single = scan(step, carry, xs[b], masks[b])
+        jax.tree_util.tree_map(
+            lambda g, w: np.testing.assert_allclose(np.asarray(g)[b], np.asarray(w), rtol=1e-6), batched, single)
+
+
+def test_second_call_does_not_retrace(problem, trace_counter):
+    params, carry, xs = problem
+    counter = trace_counter(lambda c, x: rnn_step(params, c, x))
+    run = jax.jit(lambda c, x, m: scan(counter, c, x, m))
+    run(carry, xs, jnp.ones((T,), jnp.int32))
+    n_first = counter.count
+    run(jax.tree_util.tree_map(lambda v: v + 1, carry), xs * 2.0, jnp.array([1, 0, 1, 0, 1, 1], jnp.int32))
+    assert n_first >= 1 and counter.count == n_first
+
+
+def test_trace_fn_stacks_states(problem):
+    params, carry, xs = problem
+    step = lambda c, x: rnn_step(params, c, x)  # noqa: E731
+    _, (out, trace) = scan(step, carry, xs, trace_fn=lambda c: c["n"])
+    np.testing.assert_array_equal(np.asarray(trace), np.arange(1, T + 1))
+    _, (out, trace) = scan(step, carry, xs, jnp.array([1, 0, 1, 1, 0, 1]), trace_fn=lambda c: c["n"])
+    np.testing.assert_array_equal(np.asarray(trace), [1, 0, 2, 3, 0, 4])  # zeros on masked steps
+
+
+def test_length_without_xs():
+    final, out = scan(lambda c, _: (c + 1, c), jnp.zeros(()), None, length=4)
+    assert float(final) == 4.0
+    np.testing.assert_array_equal(np.asarray(out), [0, 1, 2, 3])
+
+
+def test_select_picks_per_leaf():
+    new = {"a": jnp.ones((2, 3)), "b": jnp.ones(())}
+    old = {"a": jnp.zeros((2, 3)), "b": jnp.zeros(())}
+    assert float(select(jnp.array(0), new, old)["a"].sum()) == 0.0
+    assert float(select(jnp.array(True), new, old)["b"]) == 1.0
+    # A per-example mask [B] broadcasts over the leading axis.
+    got = select(jnp.array([1, 0]), new, old)["a"]
+    np.testing.assert_array_equal(np.asarray(got), [[1, 1, 1], [0, 0, 0]])
+
+
+def test_bad_inputs_name_the_argument():
+    step = lambda c, x: (c, x)  # noqa: E731
+    with pytest.raises(ValueError, match=r"mask: expected shape \[T\] = \(3,\), got \(4,\)"):
+        scan(step, jnp.zeros(()), jnp.zeros((3, 2)), jnp.ones((4,)))
+    with pytest.raises(ValueError, match=r"xs: expected every leaf to share the leading time axis T, got sizes \[3, 4\]"):
+        scan(step, jnp.zeros(()), (jnp.zeros((3,)), jnp.zeros((4,))))
+    with pytest.raises(ValueError, match=r"length: expected the number of steps when xs is None, got None"):
+        scan(step, jnp.zeros(()), None)
+    with pytest.raises(ValueError, match=r"length: expected T = 3 \(the leading axis of xs\), got 5"):
+        scan(step, jnp.zeros(()), jnp.zeros((3,)), length=5)
