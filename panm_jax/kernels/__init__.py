@@ -10,6 +10,8 @@ Modules:
   scan        the one recurrence wrapper (masks, remat, unroll)
   addressing  content addressing and the NTM location-addressing primitives
   ntm         the Neural Turing Machine memory
+  dnc         the Differentiable Neural Computer memory
+  stack       the neural Stack, Queue and DeQue
   validation  trace-time shape checks with named errors
 
 Import the family you need: ``from panm_jax.kernels import ntm``.
