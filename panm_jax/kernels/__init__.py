@@ -12,6 +12,7 @@ Modules:
   ntm         the Neural Turing Machine memory
   dnc         the Differentiable Neural Computer memory
   stack       the neural Stack, Queue and DeQue
+  pointer     PANM's address bank, pointer attention, Mode-1/Mode-2 access
   validation  trace-time shape checks with named errors
 
 Import the family you need: ``from panm_jax.kernels import ntm``.

@@ -1,0 +1,463 @@
+"""Pointer-Augmented Neural Memory (PANM): address bank, address attention, Mode 1 and Mode 2.
+
+Implements the parameter-free part of seed ``001_f692c4b8a9aae130.txt`` (PANM):
+the address bank of §2.2 and Algorithm 1 (lines 3-5), the address attention and
+soft pointer of the Pointer Unit (§2.3.1, Eq. 2-3), pointer dereference (§2.3.2,
+Mode 1) and relational access (§2.3.2, Mode 2, Eq. 5-6). The GRUs of Eq. 1 and 7,
+the address embedding ``g^a`` and the query network ``g^c`` (Eq. 4) have
+parameters and live in ``panm_jax.modules``.
+
+One public function per equation, one example at a time (modules add the batch
+axis with ``jax.vmap``)::
+
+    binary_addresses    A[j] = bin((a_B + j) mod 2^b),  j = 0 .. L-1    (Alg. 1, lines 3-5)
+    end_address         a_E = (a_B + l(X) - 1) mod 2^b                   (§2.2)
+    address_bits        bin(a), e.g. p_0 = bin(a_B) or bin(a_E)          (§2.3.1)
+    attention_scores    S[h, n] = cos(q_h, k_n)   or  q_h . k_n / sqrt(D)
+    masked_softmax      w[h, n] = softmax_n(beta_h S[h, n]) over the real slots
+    address_attention   w^a_t[n] = softmax_n(cos(h^a_t, g^a(A[n])))      (Eq. 2)
+    pointer_values      p^a_t = A w^a_t                                   (Eq. 3)
+    dereference         *p^a_t = M w^a_t                                  (Mode 1)
+    relational_access   w^c_t[n] = softmax_n(cos(q_t, M[n])),  *p^c_t = M w^c_t   (Eq. 5-6)
+
+Notation: ``H`` heads (``H^a`` Mode-1 pointers or ``H^c`` Mode-2 pointers),
+``L`` memory slots (the padded input length; the example's true length
+``l(X) <= L`` is given by ``mask``), ``A`` address bits (the paper's ``b``),
+``D`` width (of the keys, the embedded addresses and the memory rows). The
+paper stores ``M`` as ``[d_m, L]`` and ``A`` as ``[b, L]`` (columns are slots);
+here rows are slots, ``M [L, D]`` and ``A [L, A]``, so ``M w`` is ``w @ M``.
+
+Inverse temperature (a deliberate extension of Eq. 2 and 5). The paper puts a
+plain cosine, which lies in ``[-1, 1]``, inside the softmax. That cannot sharpen
+over a long memory: over ``L`` real slots the largest weight softmax(cos) can give
+is ``e / (e + (L - 1) e^-1)``, which over the 81 slots of a length-81 test input is
+``e / (e + 80 e^-1) ~= 0.08``, so a Mode-1 pointer can never dereference one slot.
+Every attention here therefore takes an ``inverse_temperature`` ``beta`` (a scalar,
+or one per head) that multiplies the scores before the softmax; the PANM module
+learns it, positive, one per head. ``inverse_temperature=1`` recovers the paper's
+Eq. 2 and 5 exactly. The kernel does not check the sign of ``beta`` (it may be a
+traced value): ``beta = 0`` gives the uniform distribution over the real slots, a
+negative ``beta`` points away from the best match.
+
+Score function. ``score="cosine"`` (the default) is the paper's Eq. 2 and 5,
+computed by ``addressing.cosine_similarity``, which is finite, with a finite
+gradient, at a zero key or a zero memory row (similarity 0 there).
+``score="scaled_dot"`` is the choice of the authors' public code: scaled
+dot-product attention ``q . k / sqrt(D)`` (their learned projections of the query
+and keys belong to the module, not here). The inverse temperature multiplies
+either score, so ``beta = 1`` with ``"scaled_dot"`` is exactly the authors' score.
+
+Bit order. Address bits are least-significant first: column ``k`` of
+``binary_addresses`` is bit ``k`` of the address (value ``2^k``). The paper prints
+addresses most-significant first (``0011`` for 3); the order is immaterial to the
+model, because ``g^a`` is a learned network over the whole bit vector, but it is
+fixed here so that ``p_0``, the address bank and the tests agree. Addresses wrap
+around: slot ``j`` holds ``(a_B + j) mod 2^b`` (Algorithm 1, line 5), so a bank that
+starts near the top of the address space continues at 0.
+
+Masking. Slots ``n`` with ``mask[n] == 0`` are padding (the input is padded to a
+bucket length ``L``). Their logit is replaced by ``MASKED_SCORE`` before the
+softmax and their weight is then set to exactly 0, so the weights over the real
+slots are exactly the paper's softmax over ``1 <= n <= l(X)`` and padded slots
+never receive attention, whatever their content (as long as it is finite: a
+weight of 0 times an infinite memory row is still NaN). Appending padded slots
+changes no output. A fully masked row (an empty example) gives all-zero weights,
+so its pointer values and dereferenced values are 0, with no NaN in the value or
+the gradient.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from panm_jax.kernels.addressing import cosine_similarity
+from panm_jax.kernels.validation import check_positive_int, check_shape
+
+__all__ = [
+    "MASKED_SCORE",
+    "MAX_ADDRESS_BITS",
+    "SCORES",
+    "address_attention",
+    "address_bits",
+    "attention_scores",
+    "binary_addresses",
+    "dereference",
+    "end_address",
+    "masked_softmax",
+    "pointer_values",
+    "relational_access",
+]
+
+# The logit given to padded slots before the softmax. Finite (not -inf) so that a
+# fully masked row is a softmax of equal finite logits (uniform, then zeroed by the
+# mask) rather than -inf - (-inf) = NaN; -1e9 is so far below any real logit
+# (|beta * score| is at most a few hundred in practice) that exp() of it underflows
+# to exactly 0 in float32 and bfloat16. For float16, whose range ends at 65504, the
+# kernel uses half of the dtype's most negative value instead (see _masked_logit).
+MASKED_SCORE = -1e9
+
+# Addresses are computed in int32: base mod 2^b plus a slot index must stay below
+# 2^31, and float32 represents every code bit exactly. 30 bits (10^9 addresses) is
+# far beyond the paper's b = 10.
+MAX_ADDRESS_BITS = 30
+
+# The score functions `attention_scores` knows, in the order the docs list them.
+SCORES = ("cosine", "scaled_dot")
+
+
+# ---- validation helpers (trace time, free under jit) -------------------------------
+
+def _check_bits(bits) -> int:
+    if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or not 1 <= bits <= MAX_ADDRESS_BITS:
+        raise ValueError(f"bits: expected an integer in [1, {MAX_ADDRESS_BITS}], got {bits!r}")
+    return int(bits)
+
+
+def _check_int_scalar(name: str, value) -> jax.Array:
+    check_shape(name, value, (), "")
+    value = jnp.asarray(value)
+    if not jnp.issubdtype(value.dtype, jnp.integer):
+        raise ValueError(f"{name}: expected an integer scalar, got dtype {value.dtype}")
+    return value
+
+
+def _check_score(score) -> str:
+    if score not in SCORES:
+        raise ValueError(f"score: expected one of {', '.join(repr(s) for s in SCORES)}, got {score!r}")
+    return score
+
+
+def _check_matrix(name: str, value, dims: str) -> tuple[int, int]:
+    if jnp.ndim(value) != 2:
+        raise ValueError(f"{name}: expected shape [{dims}], got {tuple(jnp.shape(value))}")
+    rows, cols = jnp.shape(value)
+    return int(rows), int(cols)
+
+
+def _check_inverse_temperature(inverse_temperature, heads: int, dim: str) -> None:
+    shape = tuple(jnp.shape(inverse_temperature))
+    if shape not in ((), (heads,)):
+        raise ValueError(f"inverse_temperature: expected shape [] or [{dim}] = () or ({heads},), got {shape}")
+
+
+def _wrap(values: jax.Array, bits: int) -> jax.Array:
+    # values mod 2^b, as int32. A bitwise AND with 2^b - 1 is the floor modulo for
+    # two's-complement integers, so a negative base wraps to the top of the space too.
+    return jnp.bitwise_and(values, (1 << bits) - 1).astype(jnp.int32)
+
+
+def _to_bits(values: jax.Array, bits: int, dtype) -> jax.Array:
+    # [...] int32 in [0, 2^b) -> [..., A] {0, 1}: column k = (value >> k) & 1 (LSB first).
+    shifts = jnp.arange(bits, dtype=jnp.int32)
+    return jnp.bitwise_and(jnp.right_shift(values[..., None], shifts), 1).astype(dtype)
+
+
+# ---- address bank (§2.2, Algorithm 1) ------------------------------------------------
+
+def binary_addresses(base: jax.Array, length: int, bits: int, *, dtype=jnp.float32) -> jax.Array:
+    """The address bank: ``L`` consecutive ``b``-bit addresses from the base, wrapping at ``2^b``.
+
+    Implements Algorithm 1, lines 3-5 of seed ``001_f692c4b8a9aae130.txt`` (PANM),
+    and the address bank of §2.2: ``a_B`` is ``base``, ``b`` is ``bits``, ``l(M)``
+    is ``length``::
+
+        A[j] = (a_B + j) mod 2^b,   j = 0, 1, ..., l(M) - 1
+
+    each address written as a ``b``-bit binary vector, least-significant bit first.
+    Slot ``j`` of the memory is bound to ``A[j]`` (``A[j] = &M[j]``).
+
+    ``base`` may be traced (a per-example random base under ``jit`` and ``vmap``);
+    ``length`` and ``bits`` are static. A negative ``base`` wraps like any other
+    (``-1`` is ``2^b - 1``).
+
+    Args:
+      base: ``[]`` integer ``a_B``.
+      length: ``L``, a static Python int >= 1 (the padded memory length; slots past
+        the example's true length get addresses too and are masked by the caller).
+      bits: ``A`` (the paper's ``b``), a static Python int in ``[1, 30]``.
+      dtype: the dtype of the codes (float32 by default).
+
+    Returns:
+      ``[L, A]`` in ``{0, 1}``: row ``j`` is the code of ``(base + j) mod 2^A``,
+      column ``k`` its bit ``k``.
+
+    Raises:
+      ValueError: ``base`` is not an integer scalar, ``length`` < 1 or ``bits``
+        outside ``[1, 30]``.
+    """
+    length = check_positive_int("length", length)
+    bits = _check_bits(bits)
+    base = _check_int_scalar("base", base)
+    # Wrap the base first so that base + j cannot overflow int32 (base < 2^30).
+    start = _wrap(base, bits)
+    values = _wrap(start + jnp.arange(length, dtype=jnp.int32), bits)  # [L]
+    return _to_bits(values, bits, dtype)
+
+
+def end_address(base: jax.Array, length: jax.Array, bits: int) -> jax.Array:
+    """The end address: the address of the last real slot.
+
+    Implements ``a_E`` of seed ``001_f692c4b8a9aae130.txt`` (PANM) §2.2, with
+    ``a_B`` = ``base`` and ``l(X)`` = ``length``::
+
+        a_E = (a_B + l(X) - 1) mod 2^b
+
+    ``binary_addresses(base, L, bits)[length - 1]`` is its code. ``length`` may be
+    traced (the example's true length). A zero length gives ``a_B - 1 mod 2^b``.
+
+    Args:
+      base: ``[]`` integer ``a_B``.
+      length: ``[]`` integer ``l(X)``, the number of real slots.
+      bits: ``A`` (the paper's ``b``), a static Python int in ``[1, 30]``.
+
+    Returns:
+      ``[]`` int32 in ``[0, 2^A)``.
+    """
+    bits = _check_bits(bits)
+    base = _check_int_scalar("base", base)
+    length = _check_int_scalar("length", length)
+    return _wrap(_wrap(base, bits) + _wrap(length, bits) - 1, bits)
+
+
+def address_bits(address: jax.Array, bits: int, *, dtype=jnp.float32) -> jax.Array:
+    """The ``b``-bit binary code of one address, least-significant bit first.
+
+    Used for the Pointer Units' initial pointers of seed
+    ``001_f692c4b8a9aae130.txt`` (PANM) §2.3.1 and §3: ``p_0 = a_B`` (the base) or
+    ``p_0 = a_E`` (the end address). ``address`` is taken mod ``2^b`` and may be
+    traced.
+
+    Args:
+      address: ``[]`` integer.
+      bits: ``A``, a static Python int in ``[1, 30]``.
+      dtype: the dtype of the code (float32 by default).
+
+    Returns:
+      ``[A]`` in ``{0, 1}``, element ``k`` is bit ``k`` of ``address mod 2^A``.
+    """
+    bits = _check_bits(bits)
+    address = _check_int_scalar("address", address)
+    return _to_bits(_wrap(address, bits), bits, dtype)
+
+
+# ---- attention ------------------------------------------------------------------------
+
+def _scores(queries, keys, score: str, q_name: str, k_name: str, q_dims: str, k_dims: str) -> jax.Array:
+    score = _check_score(score)
+    _, width = _check_matrix(q_name, queries, q_dims)
+    _check_matrix(k_name, keys, k_dims)
+    check_shape(k_name, keys, (None, width), k_dims)
+    if score == "cosine":
+        return cosine_similarity(queries, keys)  # [H, L], safe at zero vectors
+    # The authors' code: q . k / sqrt(D) (Vaswani et al. 2017).
+    return jnp.einsum("hd,nd->hn", queries, keys) * (1.0 / math.sqrt(width))
+
+
+def attention_scores(queries: jax.Array, keys: jax.Array, *, score: str = "cosine") -> jax.Array:
+    """The score of each query against each key, before the softmax.
+
+    Implements the fraction inside the softmax of Eq. 2 and Eq. 5 of seed
+    ``001_f692c4b8a9aae130.txt`` (PANM): ``queries`` are ``h^a_t`` (Eq. 2) or
+    ``q_t`` (Eq. 5), ``keys`` are ``g^a(A[n])`` (Eq. 2) or ``M[n]`` (Eq. 5)::
+
+        cosine:      S[h, n] = q_h . k_n / (|q_h| |k_n|)      (the paper)
+        scaled_dot:  S[h, n] = q_h . k_n / sqrt(D)           (the authors' code)
+
+    The cosine uses ``addressing.cosine_similarity`` (norms ``sqrt(|x|^2 + NORM_EPS)``,
+    so a zero vector scores 0 with a finite gradient).
+
+    Args:
+      queries: ``[H, D]``.
+      keys: ``[L, D]``.
+      score: ``"cosine"`` or ``"scaled_dot"``.
+
+    Returns:
+      ``[H, L]``; in ``[-1, 1]`` for the cosine.
+
+    Raises:
+      ValueError: unknown ``score``, or shapes that are not ``[H, D]`` and ``[L, D]``.
+    """
+    return _scores(queries, keys, score, "queries", "keys", "H, D", "L, D")
+
+
+def _masked_logit(dtype) -> float:
+    # MASKED_SCORE, or half the most negative finite value of a narrow dtype (float16),
+    # so that the padded logit stays finite in the scores' dtype.
+    return max(MASKED_SCORE, float(jnp.finfo(dtype).min) / 2)
+
+
+def masked_softmax(
+    scores: jax.Array, mask: jax.Array, inverse_temperature: jax.Array | float = 1.0
+) -> jax.Array:
+    """Softmax over the real slots of ``inverse_temperature * scores``; padded slots get 0.
+
+    The softmax of Eq. 2 and Eq. 5 of seed ``001_f692c4b8a9aae130.txt`` (PANM),
+    taken over ``1 <= n <= l(X)`` (the real slots, ``mask[n] != 0``), with the
+    inverse temperature ``beta`` of this library (module docstring)::
+
+        w[h, n] = exp(beta_h S[h, n]) / sum_{m real} exp(beta_h S[h, m])   if n is real
+        w[h, n] = 0                                                        if n is padding
+
+    Computed as ``softmax(where(mask, beta S, MASKED_SCORE))`` with the padded
+    weights then set to exactly 0. A fully masked row returns zeros (no NaN, zero
+    gradient). Stable: ``jax.nn.softmax`` subtracts the row maximum.
+
+    Args:
+      scores: ``[H, L]`` ``S``.
+      mask: ``[L]``, 1 (or ``True``) for a real slot, 0 for padding.
+      inverse_temperature: ``beta``, a scalar or ``[H]`` (one per head), broadcast
+        over ``L``; ``1`` is the paper.
+
+    Returns:
+      ``[H, L]`` weights: each row sums to 1 over the real slots (0 if there is
+      none) and is exactly 0 on padded slots.
+
+    Raises:
+      ValueError: ``scores`` not ``[H, L]``, ``mask`` not ``[L]``, or
+        ``inverse_temperature`` neither ``[]`` nor ``[H]``.
+    """
+    return _masked_softmax(scores, mask, inverse_temperature, "H")
+
+
+def _masked_softmax(scores, mask, inverse_temperature, dim: str) -> jax.Array:
+    # masked_softmax, with the heads axis named `dim` ("H" or "Hc") in the errors.
+    heads, slots = _check_matrix("scores", scores, f"{dim}, L")
+    check_shape("mask", mask, (slots,), "L")
+    _check_inverse_temperature(inverse_temperature, heads, dim)
+    scores = jnp.asarray(scores)
+    if not jnp.issubdtype(scores.dtype, jnp.floating):
+        scores = scores.astype(jnp.float32)
+    beta = jnp.asarray(inverse_temperature, scores.dtype)
+    if beta.ndim == 1:
+        beta = beta[:, None]  # [H, 1], one per head
+    real = jnp.asarray(mask) != 0  # [L]
+    logits = jnp.where(real, beta * scores, _masked_logit(scores.dtype))
+    weights = jax.nn.softmax(logits, axis=-1)
+    # Exactly 0 on padding (exp(MASKED_SCORE - max) already underflows to 0 when any
+    # slot is real; this also zeroes the uniform row of a fully masked example).
+    return jnp.where(real, weights, 0.0)
+
+
+def address_attention(
+    keys: jax.Array,
+    embedded_addresses: jax.Array,
+    mask: jax.Array,
+    *,
+    score: str = "cosine",
+    inverse_temperature: jax.Array | float = 1.0,
+) -> jax.Array:
+    """Address attention of the Pointer Units: where each Mode-1 pointer points.
+
+    Implements Eq. 2 of seed ``001_f692c4b8a9aae130.txt`` (PANM): ``keys`` are the
+    Pointer Units' hidden states ``h^a_t`` (one per head), ``embedded_addresses``
+    are ``g^a(A[n])`` (the address bank through the address embedding)::
+
+        w^a_t[n] = softmax_n( beta h^a_t . g^a(A[n]) / (|h^a_t| |g^a(A[n])|) ),  1 <= n <= l(X)
+
+    with ``beta = inverse_temperature`` (``1`` is the paper; see the module
+    docstring) and the softmax over the real slots only (``masked_softmax``).
+
+    Args:
+      keys: ``[H, D]`` ``h^a_t``, one per Mode-1 head (``H = H^a``).
+      embedded_addresses: ``[L, D]`` ``g^a(A)``.
+      mask: ``[L]``, 1 for the example's ``l(X)`` real slots, 0 for padding.
+      score: ``"cosine"`` (the paper) or ``"scaled_dot"`` (the authors' code).
+      inverse_temperature: ``beta``, a scalar or ``[H]``.
+
+    Returns:
+      ``[H, L]`` ``w^a_t``, each row a distribution over the real slots.
+
+    Raises:
+      ValueError: unknown ``score`` or a badly shaped argument (named).
+    """
+    scores = _scores(keys, embedded_addresses, score, "keys", "embedded_addresses", "H, D", "L, D")
+    return masked_softmax(scores, mask, inverse_temperature)
+
+
+def pointer_values(weights: jax.Array, addresses: jax.Array) -> jax.Array:
+    """The soft pointer: the attention-weighted average of the binary addresses.
+
+    Implements Eq. 3 of seed ``001_f692c4b8a9aae130.txt`` (PANM), ``p^a_t = A w^a_t``,
+    with ``A`` = ``addresses`` (rows are slots here) and ``w^a_t`` = ``weights``::
+
+        p^a_t[k] = sum_n w^a_t[n] A[n, k]
+
+    With weights that sum to at most 1 over the slots, every bit lies in ``[0, 1]``;
+    a one-hot weighting gives exactly that slot's address.
+
+    Args:
+      weights: ``[H, L]`` ``w^a_t``.
+      addresses: ``[L, A]`` the address bank ``A`` (``binary_addresses``).
+
+    Returns:
+      ``[H, A]`` ``p^a_t``.
+    """
+    _, slots = _check_matrix("weights", weights, "H, L")
+    _check_matrix("addresses", addresses, "L, A")
+    check_shape("addresses", addresses, (slots, None), "L, A")
+    return weights @ addresses
+
+
+def dereference(weights: jax.Array, memory: jax.Array) -> jax.Array:
+    """Mode 1: the memory value a pointer points at.
+
+    Implements pointer dereference (Mode 1, §2.3.2) of seed
+    ``001_f692c4b8a9aae130.txt`` (PANM), ``*p^a_t = M w^a_t``, using the binding
+    ``A[n] = &M[n]``: ``weights`` are the address attention ``w^a_t`` and
+    ``memory`` is ``M`` (rows are slots here)::
+
+        *p^a_t = sum_n w^a_t[n] M[n]
+
+    Args:
+      weights: ``[H, L]`` ``w^a_t``.
+      memory: ``[L, D]`` ``M``.
+
+    Returns:
+      ``[H, D]`` ``*p^a_t``, a convex combination of the real memory rows.
+    """
+    _, slots = _check_matrix("weights", weights, "H, L")
+    _check_matrix("memory", memory, "L, D")
+    check_shape("memory", memory, (slots, None), "L, D")
+    return weights @ memory
+
+
+def relational_access(
+    queries: jax.Array,
+    memory: jax.Array,
+    mask: jax.Array,
+    *,
+    score: str = "cosine",
+    inverse_temperature: jax.Array | float = 1.0,
+) -> tuple[jax.Array, jax.Array]:
+    """Mode 2: attend over the memory contents with a query made from the Mode-1 values.
+
+    Implements Eq. 5-6 of seed ``001_f692c4b8a9aae130.txt`` (PANM), §2.3.2 Mode 2:
+    ``queries`` are ``q_t`` (one per Mode-2 head), ``memory`` is ``M``::
+
+        w^c_t[n] = softmax_n( beta q_t . M[n] / (|q_t| |M[n]|) ),  1 <= n <= l(X)   (Eq. 5)
+        *p^c_t   = M w^c_t                                                          (Eq. 6)
+
+    with ``beta = inverse_temperature`` (``1`` is the paper) and the softmax over
+    the real slots only. Eq. 4, the query network ``q_t = g^c({*p^a_t})``, has
+    parameters and is part of the module.
+
+    Args:
+      queries: ``[Hc, D]`` ``q_t``, one per Mode-2 head (``Hc = H^c``).
+      memory: ``[L, D]`` ``M``.
+      mask: ``[L]``, 1 for real slots, 0 for padding.
+      score: ``"cosine"`` (the paper) or ``"scaled_dot"`` (the authors' code).
+      inverse_temperature: ``beta``, a scalar or ``[Hc]``.
+
+    Returns:
+      ``(values, weights)``: ``*p^c_t`` ``[Hc, D]`` and ``w^c_t`` ``[Hc, L]``.
+
+    Raises:
+      ValueError: unknown ``score`` or a badly shaped argument (named).
+    """
+    scores = _scores(queries, memory, score, "queries", "memory", "Hc, D", "L, D")
+    weights = _masked_softmax(scores, mask, inverse_temperature, "Hc")
+    return weights @ memory, weights

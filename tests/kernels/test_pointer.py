@@ -1,0 +1,384 @@
+"""Tests of panm_jax/kernels/pointer.py against tests/reference/pointer_ref.py (float64 loops)."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.test_util import check_grads
+
+from panm_jax.kernels import pointer
+from tests.conftest import x64
+from tests.reference import pointer_ref as ref
+
+# Sizes that differ per axis so a transposed axis fails.
+H, L, A, D, HC = 2, 7, 5, 6, 3
+REAL = 4  # real slots; the last L - REAL = 3 are padding
+MASK = np.array([1.0] * REAL + [0.0] * (L - REAL))
+TOL = 1e-5
+SCORES = pointer.SCORES
+
+
+def _f32(x):
+    return jnp.asarray(x, jnp.float32)
+
+
+def _inputs(rng, scale=1.0):
+    """Random keys [H, D], embedded addresses [L, D], memory [L, D], queries [HC, D] (float64 NumPy)."""
+    return (scale * rng.normal(size=(H, D)), scale * rng.normal(size=(L, D)),
+            scale * rng.normal(size=(L, D)), scale * rng.normal(size=(HC, D)))
+
+
+def _betas(kind):
+    """(beta for the H^a heads, beta for the H^c heads) of one kind."""
+    if kind == "paper":
+        return 1.0, 1.0
+    if kind == "scalar":
+        return 2.5, 3.0
+    return np.array([0.7, 4.0]), np.array([1.5, 0.5, 6.0])  # per head
+
+
+def _max_err(got, want) -> float:
+    return float(np.max(np.abs(np.asarray(got, np.float64) - np.asarray(want, np.float64))))
+
+
+# ---- 1. equals the reference --------------------------------------------------------
+
+@pytest.mark.parametrize("bits,base,length", [(3, 6, 4), (5, 0, 7), (5, 29, 7), (10, 1020, 9), (4, -3, 5)])
+def test_binary_addresses_and_end_address_match_reference(bits, base, length):
+    got = pointer.binary_addresses(jnp.int32(base), length, bits)
+    assert got.shape == (length, bits) and got.dtype == jnp.float32
+    np.testing.assert_array_equal(np.asarray(got), ref.binary_addresses(base, length, bits))
+    assert int(pointer.end_address(jnp.int32(base), jnp.int32(length), bits)) == ref.end_address(base, length, bits)
+    np.testing.assert_array_equal(np.asarray(pointer.address_bits(jnp.int32(base), bits)),
+                                  ref.binary_code(base % 2 ** bits, bits))
+
+
+@pytest.mark.parametrize("beta_kind", ["paper", "scalar", "per_head"])
+@pytest.mark.parametrize("score", SCORES)
+def test_attention_dereference_and_relational_access_match_reference(score, beta_kind):
+    rng = np.random.default_rng(1)
+    keys, emb, memory, queries = _inputs(rng)
+    beta_a, beta_c = _betas(beta_kind)
+    addresses = ref.binary_addresses(13, L, A)
+
+    w = pointer.address_attention(_f32(keys), _f32(emb), _f32(MASK), score=score, inverse_temperature=_f32(beta_a))
+    p = pointer.pointer_values(w, _f32(addresses))
+    v = pointer.dereference(w, _f32(memory))
+    rv, rw = pointer.relational_access(_f32(queries), _f32(memory), _f32(MASK), score=score,
+                                       inverse_temperature=_f32(beta_c))
+
+    w_ref = ref.address_attention(keys, emb, MASK, score, beta_a)
+    rv_ref, rw_ref = ref.relational_access(queries, memory, MASK, score, beta_c)
+    errors = {
+        "w^a (Eq. 2)": _max_err(w, w_ref),
+        "p^a (Eq. 3)": _max_err(p, ref.pointer_values(w_ref, addresses)),
+        "*p^a (Mode 1)": _max_err(v, ref.dereference(w_ref, memory)),
+        "w^c (Eq. 5)": _max_err(rw, rw_ref),
+        "*p^c (Eq. 6)": _max_err(rv, rv_ref),
+    }
+    print(f"PANM pointer ({score}, beta {beta_kind}), max abs error vs float64 reference:", errors)
+    assert max(errors.values()) < TOL, errors
+
+
+@pytest.mark.parametrize("score", SCORES)
+def test_attention_scores_and_masked_softmax_match_reference(score):
+    rng = np.random.default_rng(2)
+    queries, keys = rng.normal(size=(HC, D)), rng.normal(size=(L, D))
+    s = pointer.attention_scores(_f32(queries), _f32(keys), score=score)
+    f = ref.score_fn(score)
+    s_ref = np.array([[f(queries[h], keys[n]) for n in range(L)] for h in range(HC)])
+    beta = np.array([0.5, 2.0, 8.0])
+    sm = pointer.masked_softmax(s, _f32(MASK), _f32(beta))
+    errors = {"scores": _max_err(s, s_ref), "softmax": _max_err(sm, ref.masked_softmax(s_ref, MASK, beta))}
+    print(f"PANM scores ({score}), max abs error vs float64 reference:", errors)
+    assert max(errors.values()) < TOL, errors
+
+
+# ---- 2. invariants ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("score", SCORES)
+def test_weights_are_distributions_over_real_slots_and_reads_are_convex(score):
+    rng = np.random.default_rng(3)
+    keys, emb, memory, queries = (_f32(x) for x in _inputs(rng, scale=3.0))
+    addresses = pointer.binary_addresses(jnp.int32(29), L, A)
+    w = pointer.address_attention(keys, emb, _f32(MASK), score=score, inverse_temperature=_f32([0.3, 20.0]))
+    rv, rw = pointer.relational_access(queries, memory, _f32(MASK), score=score, inverse_temperature=5.0)
+    for weights in (w, rw):
+        assert bool(jnp.all(weights >= 0))
+        np.testing.assert_allclose(np.asarray(weights[:, :REAL].sum(-1)), 1.0, atol=1e-6)
+        np.testing.assert_array_equal(np.asarray(weights[:, REAL:]), 0.0)  # exactly 0 on padding
+    p = pointer.pointer_values(w, addresses)
+    assert bool(jnp.all((p >= 0) & (p <= 1 + 1e-6)))
+    # A convex combination of the real rows lies, coordinate by coordinate, between
+    # their minimum and maximum (the padded rows are excluded: they get weight 0).
+    lo, hi = memory[:REAL].min(0), memory[:REAL].max(0)
+    for values in (pointer.dereference(w, memory), rv):
+        assert bool(jnp.all((values >= lo - 1e-5) & (values <= hi + 1e-5)))
+
+
+# ---- 3. hand-built scenarios --------------------------------------------------------------
+
+def test_binary_addresses_wrap_around_at_two_to_the_bits():
+    # bits = 3: the space is 0..7, so from base 6 the bank runs 6, 7, then wraps to 0, 1.
+    # LSB first: 6 = 0*1 + 1*2 + 1*4 -> [0, 1, 1]; 7 -> [1, 1, 1]; 0 -> [0, 0, 0]; 1 -> [1, 0, 0].
+    got = pointer.binary_addresses(jnp.int32(6), 4, 3)
+    np.testing.assert_array_equal(np.asarray(got), [[0, 1, 1], [1, 1, 1], [0, 0, 0], [1, 0, 0]])
+    # The paper's §2.2 example: a_B = 3 with b = 4 gives the addresses 3, 4, 5.
+    np.testing.assert_array_equal(np.asarray(pointer.binary_addresses(3, 3, 4)),
+                                  [[1, 1, 0, 0], [0, 0, 1, 0], [1, 0, 1, 0]])
+
+
+def test_end_address_is_the_address_of_the_last_real_slot():
+    # (6 + 4 - 1) mod 8 = 1: the bank above ends at address 1, and its last row is bin(1).
+    a_e = pointer.end_address(jnp.int32(6), jnp.int32(4), 3)
+    assert a_e.dtype == jnp.int32 and int(a_e) == 1
+    np.testing.assert_array_equal(np.asarray(pointer.address_bits(a_e, 3)),
+                                  np.asarray(pointer.binary_addresses(jnp.int32(6), 4, 3)[-1]))
+    # At test time a_B = 0, so a length-10 input ends at address 9 (b = 10, no wrap).
+    assert int(pointer.end_address(0, jnp.int32(10), 10)) == 9
+    np.testing.assert_array_equal(np.asarray(pointer.address_bits(9, 10)), [1, 0, 0, 1, 0, 0, 0, 0, 0, 0])
+
+
+def test_key_equal_to_an_address_embedding_points_at_it():
+    # cos(g^a(A[2]), g^a(A[2])) = 1 is the largest score, so slot 2 has the largest weight;
+    # a large inverse temperature makes the softmax one-hot there, so the pointer value
+    # is A[2] (Eq. 3) and the dereference is M[2] (Mode 1).
+    rng = np.random.default_rng(4)
+    emb, memory = _f32(rng.normal(size=(L, D))), _f32(rng.normal(size=(L, D)))
+    addresses = pointer.binary_addresses(jnp.int32(11), L, A)
+    keys = jnp.stack([emb[2], emb[0]])  # head 0 -> slot 2, head 1 -> slot 0
+    scores = pointer.attention_scores(keys, emb)
+    np.testing.assert_allclose(np.asarray(scores[[0, 1], [2, 0]]), 1.0, atol=1e-6)
+    w1 = pointer.address_attention(keys, emb, _f32(MASK))  # the paper's beta = 1: right slot, but soft
+    assert [int(i) for i in jnp.argmax(w1, -1)] == [2, 0] and float(w1.max()) < 0.6
+    w = pointer.address_attention(keys, emb, _f32(MASK), inverse_temperature=1000.0)
+    assert float(w[0, 2]) > 0.999 and float(w[1, 0]) > 0.999
+    np.testing.assert_allclose(np.asarray(pointer.pointer_values(w, addresses)),
+                               np.asarray(addresses[jnp.array([2, 0])]), atol=1e-3)
+    np.testing.assert_allclose(np.asarray(pointer.dereference(w, memory)),
+                               np.asarray(memory[jnp.array([2, 0])]), atol=1e-2)
+
+
+def test_plain_cosine_cannot_sharpen_over_81_slots():
+    # The module docstring's claim: over 81 slots the best case (cos = 1 at one slot,
+    # -1 at the other 80) gives softmax(cos) a maximum of e / (e + 80 e^-1) ~= 0.085.
+    e = jnp.ones((1, D))
+    emb = jnp.concatenate([e, -jnp.ones((80, D))])
+    w = pointer.address_attention(e, emb, jnp.ones((81,)))
+    bound = math.e / (math.e + 80 / math.e)
+    np.testing.assert_allclose(float(w[0, 0]), bound, rtol=1e-5)
+    assert bound < 0.09
+
+
+def test_one_hot_weights_dereference_exactly_that_slot():
+    # w = e_3: M w = M[3] and A w = A[3], exactly (1 * x + 0 * y = x in floating point).
+    rng = np.random.default_rng(5)
+    memory = _f32(rng.normal(size=(L, D)))
+    addresses = pointer.binary_addresses(jnp.int32(30), L, A)
+    w = jnp.zeros((H, L)).at[:, 3].set(1.0)
+    np.testing.assert_array_equal(np.asarray(pointer.dereference(w, memory)), np.tile(np.asarray(memory[3]), (H, 1)))
+    np.testing.assert_array_equal(np.asarray(pointer.pointer_values(w, addresses)),
+                                  np.tile(np.asarray(addresses[3]), (H, 1)))
+
+
+@pytest.mark.parametrize("score", SCORES)
+def test_relational_access_with_a_memory_row_as_query_finds_it(score):
+    # Mode 2: a query equal to M[1] scores highest at slot 1 (cosine 1; for the dot
+    # product we make M[1] the longest real row, so q . M[1] = |M[1]|^2 is the maximum);
+    # a large inverse temperature makes the read M[1].
+    rng = np.random.default_rng(6)
+    memory = rng.normal(size=(L, D))
+    memory[1] *= 3.0
+    memory = _f32(memory)
+    values, weights = pointer.relational_access(memory[1][None], memory, _f32(MASK), score=score,
+                                                inverse_temperature=1000.0)
+    assert int(jnp.argmax(weights[0])) == 1 and float(weights[0, 1]) > 0.999
+    np.testing.assert_allclose(np.asarray(values[0]), np.asarray(memory[1]), atol=1e-2)
+
+
+@pytest.mark.parametrize("score", SCORES)
+def test_appending_padded_slots_changes_no_output(score):
+    # Padded slots get exactly 0 weight, so neither their content nor their number
+    # changes the weights on the real slots, the pointer values or the reads.
+    rng = np.random.default_rng(7)
+    keys, emb, memory, queries = (_f32(x) for x in _inputs(rng))
+    beta_a, beta_c = _f32([2.0, 5.0]), _f32([1.0, 3.0, 9.0])
+
+    def run(emb, memory, base, length, mask):
+        addresses = pointer.binary_addresses(base, length, A)
+        w = pointer.address_attention(keys, emb, mask, score=score, inverse_temperature=beta_a)
+        rv, rw = pointer.relational_access(queries, memory, mask, score=score, inverse_temperature=beta_c)
+        return w, pointer.pointer_values(w, addresses), pointer.dereference(w, memory), rw, rv
+
+    short = run(emb[:REAL], memory[:REAL], jnp.int32(29), REAL, jnp.ones((REAL,)))
+    junk = _f32(100.0 * rng.normal(size=(9, D)))  # any finite content in the padding
+    mask = jnp.concatenate([jnp.ones((REAL,)), jnp.zeros((9,))])
+    long = run(jnp.concatenate([emb[:REAL], junk]), jnp.concatenate([memory[:REAL], -junk]), jnp.int32(29),
+               REAL + 9, mask)
+    w_s, p_s, v_s, rw_s, rv_s = short
+    w_l, p_l, v_l, rw_l, rv_l = long
+    for got, want in ((w_l[:, :REAL], w_s), (rw_l[:, :REAL], rw_s), (p_l, p_s), (v_l, v_s), (rv_l, rv_s)):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(np.asarray(w_l[:, REAL:]), 0.0)
+    np.testing.assert_array_equal(np.asarray(rw_l[:, REAL:]), 0.0)
+
+
+# ---- 4. gradients ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("score", SCORES)
+def test_gradients_match_finite_differences(score):
+    rng = np.random.default_rng(8)
+    with x64():
+        keys, emb, memory, queries = (jnp.asarray(x) for x in _inputs(rng))
+        addresses = pointer.binary_addresses(jnp.int32(5), L, A, dtype=jnp.float64)
+        mask = jnp.asarray(MASK)
+
+        @jax.jit  # one compilation instead of op-by-op dispatch for every perturbation
+        def mode1(keys, emb, memory, beta):
+            w = pointer.address_attention(keys, emb, mask, score=score, inverse_temperature=beta)
+            return pointer.pointer_values(w, addresses), pointer.dereference(w, memory)
+
+        @jax.jit
+        def mode2(queries, memory, beta):
+            return pointer.relational_access(queries, memory, mask, score=score, inverse_temperature=beta)
+
+        check_grads(mode1, (keys, emb, memory, jnp.asarray([1.5, 3.0])), order=1, modes=("rev",),
+                    atol=1e-4, rtol=1e-4)
+        check_grads(mode2, (queries, memory, jnp.asarray(2.0)), order=1, modes=("rev",), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("score", SCORES)
+def test_gradients_finite_at_zero_key_zero_memory_and_fully_masked_row(score):
+    rng = np.random.default_rng(9)
+    emb = _f32(rng.normal(size=(L, D)))
+    addresses = pointer.binary_addresses(jnp.int32(0), L, A)
+    cot = _f32(rng.normal(size=(H, D)))
+
+    def loss(keys, emb, memory, queries, beta, mask):
+        w = pointer.address_attention(keys, emb, mask, score=score, inverse_temperature=beta)
+        rv, rw = pointer.relational_access(queries, memory, mask, score=score, inverse_temperature=beta[0])
+        return (jnp.sum(pointer.dereference(w, memory) * cot) + jnp.sum(pointer.pointer_values(w, addresses) ** 2)
+                + jnp.sum(rv ** 2) + jnp.sum(rw * jnp.arange(L)))
+
+    grad = jax.jit(jax.grad(loss, argnums=(0, 1, 2, 3, 4)))
+    zeros_k, zeros_m, zeros_q = jnp.zeros((H, D)), jnp.zeros((L, D)), jnp.zeros((HC, D))
+    beta = _f32([2.0, 7.0])
+    for mask in (_f32(MASK), jnp.zeros((L,))):  # padded tail; fully masked (an empty example)
+        for args in ((zeros_k, emb, zeros_m, zeros_q), (zeros_k, zeros_m, zeros_m, zeros_q)):
+            grads = grad(*args, beta, mask)
+            for g in grads:
+                assert bool(jnp.all(jnp.isfinite(g)))
+    # Fully masked: all weights are 0, so the outputs are 0 and nothing can move them.
+    w = pointer.address_attention(_f32(rng.normal(size=(H, D))), emb, jnp.zeros((L,)), score=score)
+    np.testing.assert_array_equal(np.asarray(w), 0.0)
+    grads = grad(_f32(rng.normal(size=(H, D))), emb, _f32(rng.normal(size=(L, D))), zeros_q, beta, jnp.zeros((L,)))
+    for g in grads:
+        np.testing.assert_array_equal(np.asarray(g), 0.0)
+
+
+# ---- 5. transforms ---------------------------------------------------------------------------
+
+def _example(base, length, keys, emb, memory, queries):
+    """One example's pointer step, as the module will call it (base and length traced)."""
+    mask = (jnp.arange(L) < length).astype(jnp.float32)
+    addresses = pointer.binary_addresses(base, L, A)
+    p0 = pointer.address_bits(pointer.end_address(base, length, A), A)
+    w = pointer.address_attention(keys, emb, mask, inverse_temperature=_f32([2.0, 6.0]))
+    rv, rw = pointer.relational_access(queries, memory, mask, score="scaled_dot", inverse_temperature=3.0)
+    return p0, addresses, w, pointer.pointer_values(w, addresses), pointer.dereference(w, memory), rv, rw
+
+
+def test_vmap_equals_python_loop():
+    rng = np.random.default_rng(10)
+    b = 3
+    bases = jnp.asarray([0, 29, 17], jnp.int32)
+    lengths = jnp.asarray([7, 2, 5], jnp.int32)
+    keys, emb, memory, queries = (_f32(rng.normal(size=(b,) + s)) for s in ((H, D), (L, D), (L, D), (HC, D)))
+    batched = jax.jit(jax.vmap(_example))(bases, lengths, keys, emb, memory, queries)
+    for i in range(b):
+        single = _example(bases[i], lengths[i], keys[i], emb[i], memory[i], queries[i])
+        for got, want in zip(batched, single):
+            np.testing.assert_allclose(np.asarray(got[i]), np.asarray(want), atol=1e-6)
+        # per-example bases reach binary_addresses through vmap: compare to the reference
+        np.testing.assert_array_equal(np.asarray(batched[1][i]), ref.binary_addresses(int(bases[i]), L, A))
+        np.testing.assert_array_equal(np.asarray(batched[0][i]),
+                                      ref.binary_code(ref.end_address(int(bases[i]), int(lengths[i]), A), A))
+
+
+def test_second_call_does_not_retrace(trace_counter):
+    rng = np.random.default_rng(11)
+    counter = trace_counter(_example)
+    run = jax.jit(counter)
+    for base, length in ((3, 7), (30, 1)):
+        args = (_f32(rng.normal(size=s)) for s in ((H, D), (L, D), (L, D), (HC, D)))
+        run(jnp.int32(base), jnp.int32(length), *args)
+    assert counter.count == 1
+
+
+def test_binary_addresses_with_a_traced_base_under_jit():
+    bank = jax.jit(lambda base: pointer.binary_addresses(base, L, A))
+    for base in (0, 27, 31, 12345):
+        np.testing.assert_array_equal(np.asarray(bank(jnp.int32(base))), ref.binary_addresses(base, L, A))
+
+
+# ---- 6. bad input ------------------------------------------------------------------------------
+
+def test_address_functions_reject_bad_sizes():
+    for bits in (0, 31, 2.5, True):
+        with pytest.raises(ValueError, match=rf"bits: expected an integer in \[1, 30\], got {bits!r}"):
+            pointer.binary_addresses(0, L, bits)
+    with pytest.raises(ValueError, match=r"bits: expected an integer in \[1, 30\], got 40"):
+        pointer.end_address(0, jnp.int32(3), 40)
+    with pytest.raises(ValueError, match=r"bits: expected an integer in \[1, 30\], got 0"):
+        pointer.address_bits(0, 0)
+    with pytest.raises(ValueError, match=r"length: expected a positive integer, got 0"):
+        pointer.binary_addresses(0, 0, A)
+    with pytest.raises(ValueError, match=r"base: expected an integer scalar, got dtype float32"):
+        pointer.binary_addresses(jnp.float32(1.0), L, A)
+    with pytest.raises(ValueError, match=r"base: expected shape \[\] = \(\), got \(2,\)"):
+        pointer.binary_addresses(jnp.zeros((2,), jnp.int32), L, A)
+    with pytest.raises(ValueError, match=r"length: expected an integer scalar, got dtype float32"):
+        pointer.end_address(0, jnp.float32(3.0), A)
+    with pytest.raises(ValueError, match=r"address: expected shape \[\] = \(\), got \(3,\)"):
+        pointer.address_bits(jnp.zeros((3,), jnp.int32), A)
+
+
+def test_attention_names_the_bad_argument():
+    keys, emb, mask = jnp.zeros((H, D)), jnp.zeros((L, D)), jnp.ones((L,))
+    with pytest.raises(ValueError, match=r"score: expected one of 'cosine', 'scaled_dot', got 'dot'"):
+        pointer.address_attention(keys, emb, mask, score="dot")
+    with pytest.raises(ValueError, match=r"score: expected one of 'cosine', 'scaled_dot', got 'softmax'"):
+        pointer.attention_scores(keys, emb, score="softmax")
+    with pytest.raises(ValueError, match=r"keys: expected shape \[H, D\], got \(6,\)"):
+        pointer.address_attention(jnp.zeros((D,)), emb, mask)
+    with pytest.raises(ValueError, match=r"embedded_addresses: expected shape \[L, D\] = \(\?, 6\), got \(7, 5\)"):
+        pointer.address_attention(keys, jnp.zeros((L, D - 1)), mask)
+    with pytest.raises(ValueError, match=r"mask: expected shape \[L\] = \(7\), got \(6,\)"):
+        pointer.address_attention(keys, emb, jnp.ones((L - 1,)))
+    with pytest.raises(ValueError, match=r"inverse_temperature: expected shape \[\] or \[H\] = \(\) or \(2,\), "
+                                         r"got \(3,\)"):
+        pointer.address_attention(keys, emb, mask, inverse_temperature=jnp.ones((3,)))
+    with pytest.raises(ValueError, match=r"scores: expected shape \[H, L\], got \(7,\)"):
+        pointer.masked_softmax(jnp.zeros((L,)), mask)
+    with pytest.raises(ValueError, match=r"addresses: expected shape \[L, A\] = \(7, \?\), got \(6, 5\)"):
+        pointer.pointer_values(jnp.zeros((H, L)), jnp.zeros((L - 1, A)))
+    with pytest.raises(ValueError, match=r"memory: expected shape \[L, D\] = \(7, \?\), got \(8, 6\)"):
+        pointer.dereference(jnp.zeros((H, L)), jnp.zeros((L + 1, D)))
+    with pytest.raises(ValueError, match=r"queries: expected shape \[Hc, D\], got \(3, 6, 1\)"):
+        pointer.relational_access(jnp.zeros((HC, D, 1)), emb, mask)
+    with pytest.raises(ValueError, match=r"inverse_temperature: expected shape \[\] or \[Hc\] = \(\) or \(3,\), "
+                                         r"got \(2,\)"):
+        pointer.relational_access(jnp.zeros((HC, D)), emb, mask, inverse_temperature=jnp.ones((2,)))
+    with pytest.raises(ValueError, match=r"memory: expected shape \[L, D\] = \(\?, 6\), got \(7, 4\)"):
+        pointer.relational_access(jnp.zeros((HC, D)), jnp.zeros((L, 4)), mask)
+
+
+def test_errors_are_raised_at_trace_time_under_jit():
+    with pytest.raises(ValueError, match=r"mask: expected shape \[L\]"):
+        jax.jit(pointer.relational_access)(jnp.zeros((HC, D)), jnp.zeros((L, D)), jnp.ones((L + 2,)))
+    with pytest.raises(ValueError, match=r"base: expected an integer scalar"):
+        jax.jit(lambda b: pointer.binary_addresses(b, L, A))(jnp.float32(0.0))
