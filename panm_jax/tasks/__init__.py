@@ -1,5 +1,59 @@
 """Procedural task generators with length modes, and a name -> task registry.
 
-What goes here: ``get_task(name, **options)`` and tasks whose
-``sample(rng, batch_size, length)`` returns a padded NumPy ``Batch``.
+Every task is a NumPy generator on the host, deterministic from a
+``np.random.Generator``: ``get_task(name, **options).sample(rng, batch_size,
+length)`` returns a padded ``Batch(inputs, input_mask, targets, target_mask)``.
+A task also carries its sizes, its training lengths and test length modes, how
+its outputs align with its inputs, and its masked jax metrics.
+
+Modules:
+  base          ``Batch``, ``LengthRange``, the ``Task`` interface, named errors
+  registry      ``get_task``, ``list_tasks``, ``register_task``
+  buckets       padding batches to bucket lengths (a handful of compiled shapes)
+  metrics       token / sequence (exact-match) / coarse / fine accuracy
+  losses        masked softmax and sigmoid cross-entropy
+  algorithmic   Copy, Reverse, Mix, Dynamic Recall, Priority Sort, ID Sort (seed 001)
+  dyck          Dyck D_n next-bracket prediction (Suzgun et al. 2019; seed 001)
+  m10ae         modulo-10 arithmetic expressions and the shift-reduce evaluator (seed 000)
+  itg           inversion transduction grammars (SVO -> SOV, gender conjugation)
+  transduction  Grefenstette et al. (2015) copy, reversal, bigram flip and the ITG tasks
+  cli           the ``panm-jax tasks`` sub-command
 """
+
+from panm_jax.tasks.base import (
+    Batch,
+    DecodedExample,
+    LengthRange,
+    Task,
+    TaskOptionError,
+    UnknownTaskError,
+)
+from panm_jax.tasks.buckets import bucket_length, pad_batch, pad_to_bucket, power_of_two_buckets
+from panm_jax.tasks.metrics import (
+    coarse_accuracy,
+    fine_accuracy,
+    sequence_accuracy,
+    token_accuracy,
+)
+from panm_jax.tasks.registry import TASKS, get_task, list_tasks, register_task
+
+__all__ = [
+    "Batch",
+    "DecodedExample",
+    "LengthRange",
+    "TASKS",
+    "Task",
+    "TaskOptionError",
+    "UnknownTaskError",
+    "bucket_length",
+    "coarse_accuracy",
+    "fine_accuracy",
+    "get_task",
+    "list_tasks",
+    "pad_batch",
+    "pad_to_bucket",
+    "power_of_two_buckets",
+    "register_task",
+    "sequence_accuracy",
+    "token_accuracy",
+]

@@ -1,0 +1,187 @@
+"""The six algorithmic tasks of seed 001: hand-checked examples and loop oracles."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from panm_jax.tasks import get_task
+from panm_jax.tasks.algorithmic import END_CHANNEL, EXTRA_CHANNEL, START_CHANNEL
+
+NAMES = ["copy", "reverse", "mix", "dynamic_recall", "priority_sort", "id_sort"]
+
+
+def _tokens(batch, i):
+    """The tokens x of example i, read back from the one-hot rows 1..n."""
+    rows = batch.inputs[i][batch.input_mask[i]]
+    n = int(np.flatnonzero(rows[:, END_CHANNEL])[0]) - 1
+    return rows[1 : n + 1, :10].argmax(-1), rows
+
+
+def _targets(batch, i):
+    return batch.targets[i][batch.target_mask[i]]
+
+
+# ------------------------------------------------------------ hand-checked
+
+
+def test_copy_by_hand():
+    # Copy emits the sequence itself, after the end delimiter.
+    b = get_task("copy").example([3, 1, 4, 1, 5])
+    assert _targets(b, 0).tolist() == [3, 1, 4, 1, 5]
+
+
+def test_reverse_by_hand():
+    # Last in, first out: y_t = x_{n+1-t}.
+    b = get_task("reverse").example([3, 1, 4, 1, 5])
+    assert _targets(b, 0).tolist() == [5, 1, 4, 1, 3]
+
+
+def test_mix_by_hand():
+    # n = 5: odd steps give x_{ceil(5/2)} = x_3 = 4, even steps give x_1 = 3.
+    b = get_task("mix").example([3, 1, 4, 1, 5])
+    assert _targets(b, 0).tolist() == [4, 3, 4, 3, 4]
+    # n = 4: ceil(4/2) = 2, so odd steps give x_2 = 7 and even steps x_1 = 2.
+    b = get_task("mix").example([2, 7, 1, 8])
+    assert _targets(b, 0).tolist() == [7, 2, 7, 2]
+
+
+def test_dynamic_recall_by_hand():
+    task = get_task("dynamic_recall")
+    # n = 5 (odd): the token right AFTER the first occurrence of q = 1 (position 2) is x_3 = 4;
+    # the second 1 (position 4, followed by 5) does not count.
+    assert _targets(task.example([3, 1, 4, 1, 5], query=1), 0).tolist() == [4]
+    # The App. D.5 prompt with letters mapped to digits: "E V y D m I e V u f _ V" -> "E".
+    # n = 10 (even): the token right BEFORE the first V (position 2) is E.
+    E, V, y, D, m, I, e, u, f = 0, 1, 2, 3, 4, 5, 6, 7, 8
+    b = task.example([E, V, y, D, m, I, e, V, u, f], query=V)
+    assert _targets(b, 0).tolist() == [E]
+    # The query row follows the end delimiter: one-hot q plus the query channel.
+    rows = b.inputs[0]
+    assert rows[11, END_CHANNEL] == 1 and rows[12, V] == 1 and rows[12, EXTRA_CHANNEL] == 1
+    assert b.inputs.shape == (1, 13, 13)
+    # A query whose first occurrence has no neighbour on the needed side is refused:
+    # n = 4 (even) needs the token before, and 3 first occurs at position 1.
+    with pytest.raises(ValueError, match="query: expected a token whose first occurrence has a neighbour before it"):
+        task.example([3, 1, 4, 1], query=3)
+
+
+def test_priority_sort_by_hand():
+    # Ascending priority: 5 (-3.0), 1 (-1.0), 1 (0.0), 3 (0.5), 4 (2.0).
+    b = get_task("priority_sort").example([3, 1, 4, 1, 5], priority=[0.5, -1.0, 2.0, 0.0, -3.0])
+    assert _targets(b, 0).tolist() == [5, 1, 1, 3, 4]
+    np.testing.assert_allclose(b.inputs[0, 1:6, EXTRA_CHANNEL], [0.5, -1.0, 2.0, 0.0, -3.0])
+    assert b.inputs[0, 0, EXTRA_CHANNEL] == 0 and b.inputs[0, 6, EXTRA_CHANNEL] == 0
+
+
+def test_id_sort_by_hand():
+    # The paper's App. D.1 example: x1 pairs with x4 and x2 with x3, so y = x4, x3, x2, x1;
+    # with n = 5 the fifth token is paired with itself.
+    b = get_task("id_sort").example([3, 1, 4, 1, 5], partner=[3, 2, 1, 0, 4])
+    assert _targets(b, 0).tolist() == [1, 4, 1, 3, 5]
+    ids = b.inputs[0, 1:6, EXTRA_CHANNEL:]
+    np.testing.assert_array_equal(ids[0], ids[3])
+    np.testing.assert_array_equal(ids[1], ids[2])
+    assert not np.array_equal(ids[0], ids[1])
+
+
+# ------------------------------------------------------------ layout
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_delimiters_and_one_hot_rows(name):
+    task = get_task(name)
+    b = task.sample(np.random.default_rng(0), 8, 6)
+    assert (b.inputs[:, 0, START_CHANNEL] == 1).all()
+    assert (b.inputs[:, 7, END_CHANNEL] == 1).all()
+    assert (b.inputs[:, 1:7, :10].sum(-1) == 1).all()  # one token per row
+    assert not b.inputs[:, 1:7, START_CHANNEL:END_CHANNEL + 1].any()
+    expected_width = {"dynamic_recall": 13, "priority_sort": 13, "id_sort": 20}.get(name, 12)
+    assert task.input_size == expected_width
+
+
+def test_default_modes_match_tasks_md():
+    task = get_task("copy")
+    assert task.train_lengths.values().tolist() == list(range(1, 11))
+    assert {k: v.lo for k, v in task.test_modes.items()} == {"L": 10, "L+1": 11, "2L+1": 21, "4L+1": 41, "8L+1": 81}
+    assert get_task("dynamic_recall").train_lengths.lo == 2
+    # The address space bounds the length: n + 2 rows fit 1024 PANM slots.
+    assert task.lengths.hi == 1022 and get_task("dynamic_recall").lengths.hi == 1021
+
+
+# ------------------------------------------------------------ loop oracles
+
+
+def _oracle(name, x, rows):
+    n = len(x)
+    if name == "copy":
+        return list(x)
+    if name == "reverse":
+        return list(x[::-1])
+    if name == "mix":
+        mid = x[(n + 1) // 2 - 1]  # x_{ceil(n/2)}, 1-indexed
+        return [mid if t % 2 == 1 else x[0] for t in range(1, n + 1)]
+    if name == "dynamic_recall":
+        q = int(rows[n + 2, :10].argmax())
+        first = list(x).index(q)
+        return [x[first + 1] if n % 2 == 1 else x[first - 1]]
+    if name == "priority_sort":
+        pr = rows[1 : n + 1, EXTRA_CHANNEL]
+        return [x[i] for i in sorted(range(n), key=lambda i: pr[i])]
+    if name == "id_sort":
+        ids = rows[1 : n + 1, EXTRA_CHANNEL:]
+        out = []
+        for i in range(n):
+            same = [j for j in range(n) if j != i and np.array_equal(ids[j], ids[i])]
+            assert len(same) <= 1
+            out.append(x[same[0]] if same else x[i])
+        return out
+    raise AssertionError(name)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_targets_equal_a_loop_oracle(name):
+    task = get_task(name)
+    rng = np.random.default_rng(11)
+    lengths = np.array([2, 3, 7, 10, 21, 40, 41, 81])
+    b = task.sample(rng, len(lengths), lengths)
+    for i in range(len(lengths)):
+        x, rows = _tokens(b, i)
+        assert len(x) == lengths[i]
+        assert _targets(b, i).tolist() == _oracle(name, x, rows)
+
+
+def test_id_sort_pairs_every_token_and_self_pairs_one_when_odd():
+    task = get_task("id_sort")
+    b = task.sample(np.random.default_rng(2), 16, 9)
+    for i in range(16):
+        ids = b.inputs[i, 1:10, EXTRA_CHANNEL:]
+        _, counts = np.unique(ids.round(6), axis=0, return_counts=True)
+        assert sorted(counts.tolist()) == [1, 2, 2, 2, 2]  # four pairs and one self-paired token
+
+
+def test_dynamic_recall_query_is_drawn_from_admissible_positions():
+    # With n = 2 the only admissible query is x_2 (even n: the token before it, x_1),
+    # and only when x_1 != x_2; rows with x_1 == x_2 are redrawn.
+    task = get_task("dynamic_recall")
+    b = task.sample(np.random.default_rng(4), 200, 2)
+    x1 = b.inputs[:, 1, :10].argmax(-1)
+    x2 = b.inputs[:, 2, :10].argmax(-1)
+    q = b.inputs[:, 4, :10].argmax(-1)
+    assert (x1 != x2).all() and (q == x2).all() and (b.targets[:, 0] == x1).all()
+
+
+def test_generation_speed_smoke():
+    # The goal is < 2 ms per batch of 128 at the longest test length; this only
+    # guards against an accidental per-example Python loop (20x slower), since
+    # the test machine may be shared.
+    rng = np.random.default_rng(0)
+    for name in NAMES:
+        task = get_task(name)
+        task.sample(rng, 128, 81)
+        t0 = time.perf_counter()
+        for _ in range(5):
+            task.sample(rng, 128, 81)
+        assert (time.perf_counter() - t0) / 5 < 0.05, name

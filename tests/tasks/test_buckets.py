@@ -1,0 +1,65 @@
+"""Padding to bucket lengths: a handful of shapes, and masked metrics unchanged."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from panm_jax.tasks import bucket_length, get_task, pad_batch, pad_to_bucket, power_of_two_buckets
+
+
+def test_power_of_two_buckets():
+    assert power_of_two_buckets(10) == (1, 2, 4, 8, 16)
+    assert power_of_two_buckets(16) == (1, 2, 4, 8, 16)
+    assert power_of_two_buckets(100, min_length=8) == (8, 16, 32, 64, 128)
+    with pytest.raises(ValueError, match="max_length: expected a positive integer, got 0"):
+        power_of_two_buckets(0)
+
+
+@pytest.mark.parametrize("buckets", [power_of_two_buckets(10), (4, 10)])
+def test_shapes_over_1000_training_batches_equal_buckets_hit(buckets):
+    task = get_task("copy")
+    rng = np.random.default_rng(0)
+    shapes, hit = set(), set()
+    for _ in range(1000):
+        batch = task.train_batch(rng, 2)
+        n = batch.targets.shape[1]
+        hit.add(next(b for b in buckets if b >= n))
+        padded = pad_to_bucket(batch, task, buckets)
+        shapes.add((padded.inputs.shape, padded.targets.shape))
+    assert len(hit) == len(buckets)  # lengths 1..10 reach every bucket
+    assert len(shapes) == len(hit)
+
+
+@pytest.mark.parametrize("name", ["dynamic_recall", "m10ae", "dyck", "bigram_flip"])
+def test_other_layouts_bucket_too(name):
+    task = get_task(name)
+    buckets = power_of_two_buckets(task.train_lengths.hi)
+    rng = np.random.default_rng(1)
+    shapes = {tuple(pad_to_bucket(task.train_batch(rng, 2), task, buckets).inputs.shape) for _ in range(200)}
+    assert len(shapes) <= len(buckets)
+
+
+def test_padding_keeps_masked_metrics_and_loss():
+    task = get_task("priority_sort")
+    batch = task.sample(np.random.default_rng(0), 4, 5)
+    padded = pad_to_bucket(batch, task, (8, 16))
+    assert padded.inputs.shape == (4, 10, 13) and padded.targets.shape == (4, 8)
+    assert not padded.input_mask[:, 7:].any() and not padded.target_mask[:, 5:].any()
+    logits = jax.random.normal(jax.random.PRNGKey(1), (4, 8, 10))
+    a = task.metrics(logits[:, :5], batch)["token_accuracy"]
+    b = task.metrics(logits, padded)["token_accuracy"]
+    assert float(a) == float(b)
+    assert float(task.loss(logits[:, :5], batch)) == pytest.approx(float(task.loss(logits, padded)))
+
+
+def test_bucket_errors():
+    task = get_task("copy")
+    batch = task.sample(np.random.default_rng(0), 2, 20)
+    with pytest.raises(ValueError, match="buckets: expected a bucket holding 22 input and 20 output steps"):
+        pad_to_bucket(batch, task, (8, 16))
+    with pytest.raises(ValueError, match="buckets: expected a non-empty strictly ascending list"):
+        bucket_length(task, 3, 1, (8, 4))
+    with pytest.raises(ValueError, match=r"input_steps, output_steps: expected at least the batch's \(22, 20\)"):
+        pad_batch(batch, 10, 10)
