@@ -1,0 +1,57 @@
+"""The LSTM encoder-decoder baseline (seed 001's "LSTM"), behind the one interface.
+
+The encoder LSTM reads the input (padding steps carry the state); the decoder
+LSTM starts from the encoder's final state and runs ``num_outputs`` steps on a
+zero input (no teacher forcing, TASKS.md §1), each hidden state projected to the
+output classes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from panm_jax.kernels.scan import scan
+from panm_jax.modules.controllers import LSTMCell
+from panm_jax.modules.encoders import LSTMEncoder
+from panm_jax.models.registry import register_model
+
+__all__ = ["LSTMSeq2Seq", "LSTMSeq2SeqConfig"]
+
+
+@dataclasses.dataclass(frozen=True)
+class LSTMSeq2SeqConfig:
+    hidden: int = 512  # seed 001 App. D.1: 512-dimensional baselines
+
+    def __post_init__(self):
+        if isinstance(self.hidden, bool) or not isinstance(self.hidden, int) or self.hidden < 1:
+            raise ValueError(f"hidden: expected a positive integer, got {self.hidden!r}")
+
+
+class LSTMSeq2Seq(nnx.Module):
+    def __init__(self, config: LSTMSeq2SeqConfig, input_size: int, output_size: int, *, rngs: nnx.Rngs):
+        self.config = config
+        self.encoder = LSTMEncoder(input_size, config.hidden, rngs=rngs)
+        self.decoder = LSTMCell(1, config.hidden, rngs=rngs)  # its input is always 0: only the bias acts
+        self.output = nnx.Linear(config.hidden, output_size, rngs=rngs)
+
+    def __call__(self, inputs, input_mask, num_outputs: int, *, train=False, key=None, return_traces=False):
+        if inputs.ndim != 3:
+            raise ValueError(f"inputs: expected shape [B, T_in, D_in], got {inputs.shape}")
+        if input_mask.shape != inputs.shape[:2]:
+            raise ValueError(f"input_mask: expected shape [B, T_in] = {inputs.shape[:2]}, got {input_mask.shape}")
+        _, state = self.encoder(inputs, input_mask)
+        gx = self.decoder.project_inputs(jnp.zeros((1,), inputs.dtype))  # [4D], the same every step
+        _, hs = scan(lambda c, _: self.decoder.step_projected(c, gx), state, None, length=num_outputs)
+        logits = self.output(jnp.swapaxes(hs, 0, 1))  # [B, T_out, K]
+        if return_traces:
+            return logits, {"decoder_hidden": jnp.swapaxes(hs, 0, 1)}
+        return logits
+
+
+@register_model("lstm", LSTMSeq2SeqConfig, "LSTM encoder-decoder baseline (seed 001 §3.1)")
+def _build(config: LSTMSeq2SeqConfig, input_size: int, output_size: int, rngs: nnx.Rngs) -> LSTMSeq2Seq:
+    return LSTMSeq2Seq(config, input_size, output_size, rngs=rngs)

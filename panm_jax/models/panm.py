@@ -1,0 +1,112 @@
+"""PANM: Pointer-Augmented Neural Memory as a whole sequence model.
+
+Seed ``001_f692c4b8a9aae130.txt``: an encoder writes the input into the memory
+``M`` (one slot per input step, ``l(M) = l(X)``), then ``PANMDecoder`` decodes
+with pointers (§2.3, Algorithm 1). The encoder is a constructor argument (PANM
+as a plug-in, Fig. 4); the default is the LSTM encoder of §3.1.
+
+Base address (Algorithm 1 l. 3, App. B): with ``train=True`` each example draws
+``a_B ~ U{0, ..., 2^b - 1}`` from ``key``; at evaluation ``a_B = 0`` unless the
+config sets ``random_base_at_eval`` (what the authors' code does).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from panm_jax.modules.encoders import LSTMEncoder
+from panm_jax.modules.panm import PANMDecoder
+from panm_jax.models.registry import register_model
+
+__all__ = ["PANM", "PANMConfig"]
+
+SCORES = ("cosine", "scaled_dot")
+
+
+@dataclasses.dataclass(frozen=True)
+class PANMConfig:
+    """PANM hyperparameters; defaults from seed 001 §3 and App. C."""
+
+    hidden: int = 256  # D: encoder, Pointer Unit and Controller GRU width (App. C: 256)
+    address_bits: int = 10  # b: 2^b addresses (§3: 10 bits)
+    pointer_heads: int = 2  # H^a Mode-1 pointers, started at a_B and a_E (App. C)
+    mode2_heads: int = 1  # H^c Mode-2 pointers (App. C: 1)
+    mlp_hidden: int = 128  # hidden width of g^a, g^c, g^o
+    encoder: str = "lstm"  # the backbone writing M (§3.1: LSTM)
+    score: str = "cosine"  # Eq. 2/5 "cosine", or "scaled_dot" (authors' code)
+    inverse_temperature: float = 5.0  # initial tau of the pointer attentions (learned)
+    random_base_at_eval: bool = False  # draw a_B at evaluation too (authors' code)
+
+    def __post_init__(self):
+        for name in ("hidden", "address_bits", "pointer_heads", "mlp_hidden"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+        if not isinstance(self.mode2_heads, int) or self.mode2_heads < 0:
+            raise ValueError(f"mode2_heads: expected a non-negative integer, got {self.mode2_heads!r}")
+        if self.address_bits > 30:
+            raise ValueError(f"address_bits: expected at most 30, got {self.address_bits}")
+        if self.encoder not in ENCODERS:
+            raise ValueError(f"encoder: expected one of {sorted(ENCODERS)}, got {self.encoder!r}")
+        if self.score not in SCORES:
+            raise ValueError(f"score: expected one of {list(SCORES)}, got {self.score!r}")
+        if not self.inverse_temperature > 0:
+            raise ValueError(f"inverse_temperature: expected a positive number, got {self.inverse_temperature!r}")
+
+
+# Backbones that can write PANM's memory: name -> (input_size, hidden, rngs) -> module
+# whose call is (inputs [B, T, I], mask [B, T]) -> (memory [B, T, D], final state).
+ENCODERS = {"lstm": lambda input_size, hidden, rngs: LSTMEncoder(input_size, hidden, rngs=rngs)}
+
+
+class PANM(nnx.Module):
+    """Encoder + PANM decoder, behind the one model interface (``models.registry``)."""
+
+    def __init__(self, config: PANMConfig, input_size: int, output_size: int, *, rngs: nnx.Rngs, encoder=None):
+        self.config = config
+        self.encoder = encoder if encoder is not None else ENCODERS[config.encoder](input_size, config.hidden, rngs)
+        self.decoder = PANMDecoder(
+            config.hidden,
+            output_size,
+            address_bits=config.address_bits,
+            pointer_heads=config.pointer_heads,
+            mode2_heads=config.mode2_heads,
+            mlp_hidden=config.mlp_hidden,
+            score=config.score,
+            inverse_temperature=config.inverse_temperature,
+            rngs=rngs,
+        )
+
+    def __call__(
+        self,
+        inputs: jax.Array,
+        input_mask: jax.Array,
+        num_outputs: int,
+        *,
+        train: bool = False,
+        key: jax.Array | None = None,
+        return_traces: bool = False,
+    ):
+        if inputs.ndim != 3:
+            raise ValueError(f"inputs: expected shape [B, T_in, D_in], got {inputs.shape}")
+        if input_mask.shape != inputs.shape[:2]:
+            raise ValueError(f"input_mask: expected shape [B, T_in] = {inputs.shape[:2]}, got {input_mask.shape}")
+        random_base = train or self.config.random_base_at_eval
+        if random_base and key is None:
+            raise ValueError("key: expected a PRNG key to draw the base addresses (train=True), got None")
+        batch = inputs.shape[0]
+        if random_base:
+            base = jax.random.randint(key, (batch,), 0, 2**self.config.address_bits, dtype=jnp.int32)
+        else:
+            base = jnp.zeros((batch,), jnp.int32)
+        memory, _ = self.encoder(inputs, input_mask)
+        return self.decoder(memory, input_mask, base, num_outputs, return_traces=return_traces)
+
+
+@register_model("panm", PANMConfig, "Pointer-Augmented Neural Memory (seed 001): LSTM encoder, pointer decoder")
+def _build(config: PANMConfig, input_size: int, output_size: int, rngs: nnx.Rngs) -> PANM:
+    return PANM(config, input_size, output_size, rngs=rngs)

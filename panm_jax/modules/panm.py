@@ -1,0 +1,203 @@
+"""The PANM decoder: address bank, Pointer Units, Mode-1/Mode-2 access, Controller.
+
+Implements §2.3 of seed ``001_f692c4b8a9aae130.txt`` (Eq. 1-7, Algorithm 1,
+App. B-C) on top of the parameter-free ``panm_jax.kernels.pointer``. Given a
+memory ``M`` (an encoder's outputs, one slot per input step) it decodes
+``T_out`` steps in one ``scan``:
+
+    A          = binary_addresses(a_B, L, b)                  (Algorithm 1, l. 3-5)
+    G          = g^a(A)                                        address embedding, once
+    h^a_t      = GRU_h(p^a_{t-1}, h^a_{t-1})                   Eq. 1, one GRU per head
+    w^a_t      = softmax_n(tau_a * cos(h^a_t, G[n]))           Eq. 2 (masked to l(X))
+    p^a_t      = A w^a_t;   *p^a_t = M w^a_t                   Eq. 3; Mode 1
+    q_t        = g^c([*p^a_{t,1..H^a}])                        Eq. 4
+    w^c_t      = softmax_n(tau_c * cos(q_t, M[n]));  *p^c_t = M w^c_t     Eq. 5-6
+    h^c_t      = GRU_c([*p^a_t, *p^c_t, z_t], h^c_{t-1})       Eq. 7, h^c_0 = sum_i M[i]
+    logits_t   = g^o([*p^a_t, *p^c_t, h^c_t])
+
+Choices where the paper is silent or differs from its authors' code (DESIGN.md):
+
+* ``p^a_0``: head 0 starts at the base address ``a_B``, head 1 at the end address
+  ``a_E = (a_B + l(X) - 1) mod 2^b`` (App. C: both must be among the starts);
+  further heads alternate base, end. ``h^a_0 = 0``.
+* inverse temperatures ``tau_a`` (per Mode-1 head) and ``tau_c`` (per Mode-2
+  head) multiply the cosine: Eq. 2/5 put a bare cosine in [-1, 1] inside the
+  softmax, which cannot point sharply into a long memory. They are learned,
+  positive (``softplus`` of a parameter) and start at ``inverse_temperature``;
+  ``score="scaled_dot"`` selects the authors' code's scaled dot product instead.
+* ``z_t = 0`` (no teacher forcing, TASKS.md §1): the zero decoder input is left
+  out of the controller's input rather than multiplied by weights.
+* the controller and the memory share the width ``D`` (``h^c_0 = sum_i M[i]``
+  needs it).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from panm_jax.kernels import pointer
+from panm_jax.kernels.scan import scan
+from panm_jax.modules.controllers import GRUCell
+from panm_jax.modules.layers import MLP
+
+__all__ = ["PANMDecoder", "PANMTraces", "PointerUnits"]
+
+
+class PANMTraces(NamedTuple):
+    """Per-step traces for plots (seed 001 Fig. 2c/d)."""
+
+    pointer_weights: jax.Array  # [B, T_out, H^a, L] w^a_t
+    pointer_values: jax.Array  # [B, T_out, H^a, A] p^a_t (soft binary addresses)
+    mode2_weights: jax.Array  # [B, T_out, H^c, L] w^c_t
+    base: jax.Array  # [B] a_B, the base address of each example
+
+
+class _Carry(NamedTuple):
+    pu_hidden: jax.Array  # [B, H^a, D] h^a_t
+    pointers: jax.Array  # [B, H^a, A] p^a_t
+    ctrl_hidden: jax.Array  # [B, D] h^c_t
+
+
+class PointerUnits(nnx.Module):
+    """``H`` Pointer Units (seed 001 Eq. 1): GRUs with separate parameters, one per head.
+
+    The heads' parameters are stacked on a leading head axis so that one batched
+    matmul serves every head. The GRU is ``GRUCell``'s (PyTorch conventions) and
+    the initialisation is ``nnx.Linear``'s (LeCun normal kernels, zero biases).
+
+    Call: ``(hidden [B, H, D], pointers [B, H, A]) -> hidden [B, H, D]``.
+    """
+
+    def __init__(self, heads: int, address_bits: int, hidden: int, *, rngs: nnx.Rngs):
+        # batch_axis=0: the head axis is not part of fan-in, so each head's kernel
+        # gets the variance of its own [fan_in, fan_out] Linear.
+        init = nnx.initializers.lecun_normal(batch_axis=(0,))
+        self.hidden = hidden
+        self.input_kernel = nnx.Param(init(rngs.params(), (heads, address_bits, 3 * hidden)))  # [H, A, 3D]
+        self.input_bias = nnx.Param(jnp.zeros((heads, 3 * hidden)))  # [H, 3D]
+        self.hidden_kernel = nnx.Param(init(rngs.params(), (heads, hidden, 3 * hidden)))  # [H, D, 3D]
+        self.hidden_bias = nnx.Param(jnp.zeros((heads, 3 * hidden)))  # [H, 3D]
+
+    def __call__(self, hidden: jax.Array, pointers: jax.Array) -> jax.Array:
+        gx = jnp.einsum("bha,haj->bhj", pointers, self.input_kernel[...]) + self.input_bias[...]
+        gh = jnp.einsum("bhd,hdj->bhj", hidden, self.hidden_kernel[...]) + self.hidden_bias[...]
+        d = self.hidden
+        r = jax.nn.sigmoid(gx[..., :d] + gh[..., :d])
+        z = jax.nn.sigmoid(gx[..., d : 2 * d] + gh[..., d : 2 * d])
+        n = jnp.tanh(gx[..., 2 * d :] + r * gh[..., 2 * d :])
+        return (1.0 - z) * n + z * hidden
+
+
+def _inverse_softplus(y: float) -> float:
+    return float(jnp.log(jnp.expm1(jnp.asarray(y, jnp.float32))))
+
+
+class PANMDecoder(nnx.Module):
+    """Decodes ``T_out`` steps from a memory with pointer-based access.
+
+    Call: ``(memory [B, L, D], mask [B, L], base [B] int, num_outputs) -> logits
+    [B, T_out, K]`` (and ``PANMTraces`` with ``return_traces=True``).
+    """
+
+    def __init__(
+        self,
+        hidden: int,
+        num_classes: int,
+        *,
+        address_bits: int = 10,
+        pointer_heads: int = 2,
+        mode2_heads: int = 1,
+        mlp_hidden: int = 128,
+        score: str = "cosine",
+        inverse_temperature: float = 5.0,
+        rngs: nnx.Rngs,
+    ):
+        if pointer_heads < 1 or mode2_heads < 0:
+            raise ValueError(
+                f"pointer_heads / mode2_heads: expected >= 1 / >= 0, got {pointer_heads} / {mode2_heads}"
+            )
+        self.hidden = hidden
+        self.address_bits = address_bits
+        self.pointer_heads = pointer_heads
+        self.mode2_heads = mode2_heads
+        self.score = score
+        d, a, ha, hc = hidden, address_bits, pointer_heads, mode2_heads
+        self.address_embedding = MLP(a, mlp_hidden, d, rngs=rngs)  # g^a
+        self.pointer_units = PointerUnits(ha, a, d, rngs=rngs)  # PU_1..H^a (Eq. 1)
+        if hc:
+            self.query_net = MLP(ha * d, mlp_hidden, hc * d, rngs=rngs)  # g^c
+        self.controller = GRUCell((ha + hc) * d, d, rngs=rngs)  # Ctrl (Eq. 7)
+        self.output_net = MLP((ha + hc + 1) * d, mlp_hidden, num_classes, rngs=rngs)  # g^o
+        tau = _inverse_softplus(inverse_temperature)
+        self.pointer_temperature = nnx.Param(jnp.full((ha,), tau, jnp.float32))  # softplus -> tau_a
+        self.mode2_temperature = nnx.Param(jnp.full((max(hc, 1),), tau, jnp.float32))  # softplus -> tau_c
+
+    def __call__(
+        self,
+        memory: jax.Array,
+        mask: jax.Array,
+        base: jax.Array,
+        num_outputs: int,
+        *,
+        return_traces: bool = False,
+    ):
+        b, length, d = memory.shape
+        if d != self.hidden:
+            raise ValueError(f"memory: expected width D = {self.hidden} on the last axis, got shape {memory.shape}")
+        if length > 2**self.address_bits:
+            raise ValueError(
+                f"inputs: expected at most 2^address_bits = {2**self.address_bits} memory slots, got L = {length}; "
+                "raise address_bits"
+            )
+        bits = self.address_bits
+        mask = jnp.asarray(mask).astype(bool)
+        lengths = jnp.sum(mask, axis=1).astype(jnp.int32)  # [B] l(X)
+        addresses = jax.vmap(lambda a: pointer.binary_addresses(a, length, bits))(base)  # [B, L, A]
+        embedded = self.address_embedding(addresses)  # [B, L, D] g^a(A), once for all steps
+        end = jax.vmap(lambda a, n: pointer.end_address(a, n, bits))(base, lengths)  # [B] a_E
+        starts = jnp.stack([base if h % 2 == 0 else end for h in range(self.pointer_heads)], axis=1)  # [B, H^a]
+        p0 = jax.vmap(jax.vmap(lambda a: pointer.address_bits(a, bits)))(starts)  # [B, H^a, A]
+        masked_memory = memory * mask[..., None]
+        carry = _Carry(
+            pu_hidden=jnp.zeros((b, self.pointer_heads, d), memory.dtype),
+            pointers=p0.astype(memory.dtype),
+            ctrl_hidden=jnp.sum(masked_memory, axis=1),  # h^c_0 = sum_i M[i] over real slots
+        )
+        tau_a = jax.nn.softplus(self.pointer_temperature[...])
+        tau_c = jax.nn.softplus(self.mode2_temperature[...])
+
+        attend = jax.vmap(
+            lambda k, e, m: pointer.address_attention(k, e, m, score=self.score, inverse_temperature=tau_a)
+        )
+        relate = jax.vmap(
+            lambda q, mem, m: pointer.relational_access(q, mem, m, score=self.score, inverse_temperature=tau_c)
+        )
+
+        def step(c: _Carry, _):
+            pu_hidden = self.pointer_units(c.pu_hidden, c.pointers)  # Eq. 1
+            w_a = attend(pu_hidden, embedded, mask)  # [B, H^a, L] Eq. 2
+            p_a = jax.vmap(pointer.pointer_values)(w_a, addresses)  # [B, H^a, A] Eq. 3: p = A w
+            v_a = jax.vmap(pointer.dereference)(w_a, memory)  # [B, H^a, D] Mode 1: *p = M w
+            flat_a = v_a.reshape(b, -1)
+            if self.mode2_heads:
+                q = self.query_net(flat_a).reshape(b, self.mode2_heads, d)  # Eq. 4
+                v_c, w_c = relate(q, memory, mask)  # Eq. 5-6
+                values = jnp.concatenate([flat_a, v_c.reshape(b, -1)], axis=-1)
+            else:
+                w_c = jnp.zeros((b, 0, length), memory.dtype)
+                values = flat_a
+            ctrl_hidden, _ = self.controller(c.ctrl_hidden, values)  # Eq. 7 (z_t = 0 left out)
+            logits = self.output_net(jnp.concatenate([values, ctrl_hidden], axis=-1))  # g^o
+            trace = (w_a, p_a, w_c) if return_traces else ()
+            return _Carry(pu_hidden, p_a, ctrl_hidden), (logits, trace)
+
+        _, (logits, trace) = scan(step, carry, None, length=num_outputs)
+        logits = jnp.swapaxes(logits, 0, 1)  # [B, T_out, K]
+        if not return_traces:
+            return logits
+        w_a, p_a, w_c = (jnp.swapaxes(x, 0, 1) for x in trace)
+        return logits, PANMTraces(w_a, p_a, w_c, base)
