@@ -15,7 +15,9 @@ from panm_jax import __version__
 
 # Modules that contribute sub-commands, in the order --help lists them.
 COMMAND_MODULES = (
+    "panm_jax.train.cli",
     "panm_jax.tasks.cli",
+    "panm_jax.models.cli",
 )
 
 

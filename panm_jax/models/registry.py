@@ -16,6 +16,7 @@ typed config: ``build_model("panm", input_size=12, output_size=10, hidden=128)``
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -101,6 +102,14 @@ def build_model(name: str, *, input_size: int, output_size: int, seed: int = 0, 
     return _entry(name).builder(config, input_size, output_size, nnx.Rngs(seed))
 
 
+# Modules whose import registers the built-in models (their @register_model
+# decorators run on import), one per line.
+BUILTIN_MODEL_MODULES = (
+    "panm_jax.models.lstm",
+    "panm_jax.models.panm",
+)
+
+
 def _load_builtin_models() -> None:
-    # Importing the model modules runs their @register_model decorators.
-    from panm_jax.models import lstm, panm  # noqa: F401
+    for module in BUILTIN_MODEL_MODULES:
+        importlib.import_module(module)
