@@ -8,7 +8,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench-kernels clean
+.PHONY: demo ntm-demo test bench-kernels clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,7 +16,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The main job: train PANM on Copy (configs/demo.toml), evaluate it at every test
+# length, print the table and write runs/demo/accuracy.png. Rerunning resumes.
 demo: $(STAMP)
+	$(BIN)/panm-jax train --config configs/demo.toml --workdir runs/demo
+
+# The NTM kernel driven through a hand-set program (no training, a few seconds).
+ntm-demo: $(STAMP)
 	$(BIN)/python examples/ntm_program.py
 
 test: $(STAMP)

@@ -5,14 +5,26 @@
   whichever jax version is installed.
 * ``trace_counter``: counts how often a function is traced (to show that a second
   call with new values but the same shapes does not retrace).
+
+The session shares one persistent compilation cache (see below).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import tempfile
 
-import jax
-import pytest
+# One persistent compilation cache for the whole test session, shared with the
+# subprocesses the tests start (they inherit the environment): the same tiny
+# models are compiled by several tests and CLI runs, and a cache hit skips XLA.
+# A fresh folder per session, so results never depend on a stale cache.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="panm_jax_test_cache_"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+
+import jax  # noqa: E402  (after the cache settings)
+import pytest  # noqa: E402
 
 
 @contextlib.contextmanager

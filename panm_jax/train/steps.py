@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import optax
 from flax import nnx
 
-__all__ = ["TrainState", "init_train_state", "make_eval_step", "make_train_step", "paper_optimizer"]
+__all__ = ["TrainState", "init_train_state", "make_eval_step", "make_train_step"]
 
 
 class TrainState(NamedTuple):
@@ -32,19 +32,7 @@ class TrainState(NamedTuple):
     params: Any  # nnx.State of the model's parameters
     opt_state: Any  # optax state
     step: jax.Array  # [] int32, steps taken
-    key: jax.Array  # PRNG key for training randomness (PANM's base addresses)
-
-
-def paper_optimizer(learning_rate: float = 1e-4, clip_value: float = 10.0) -> optax.GradientTransformation:
-    """The optimiser of seed 001's authors' code (TASKS.md §1).
-
-    RMSprop with learning rate 1e-4, momentum 0.9 and decay 0.95, after clipping
-    every gradient value to ``[-10, 10]``.
-    """
-    return optax.chain(
-        optax.clip(clip_value),
-        optax.rmsprop(learning_rate, decay=0.95, momentum=0.9),
-    )
+    key: jax.Array  # [2] uint32 PRNG key for training randomness (PANM's base addresses)
 
 
 def init_train_state(model: nnx.Module, optimizer: optax.GradientTransformation, seed: int = 0):
@@ -54,7 +42,7 @@ def init_train_state(model: nnx.Module, optimizer: optax.GradientTransformation,
         params=params,
         opt_state=optimizer.init(params),
         step=jnp.zeros((), jnp.int32),
-        key=jax.random.key(seed),
+        key=jax.random.PRNGKey(seed),  # raw uint32 [2]: a plain array, checkpointed as such
     )
 
 

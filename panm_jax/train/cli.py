@@ -1,0 +1,172 @@
+"""``panm-jax train``, ``panm-jax eval`` and ``panm-jax plot``: thin layers over ``train/``.
+
+    panm-jax train --task copy --model panm --workdir runs/copy-panm
+    panm-jax train --config configs/demo.toml --set model_options.hidden=128 --set num_steps=500
+    panm-jax eval --workdir runs/copy-panm --modes L,2L+1 --with-traces
+    panm-jax plot runs/copy-panm runs/copy-lstm --out copy.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+import jax
+import numpy as np
+from rich.console import Console
+
+__all__ = ["register"]
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "train",
+        help="train a model on a task, evaluate it over the length modes",
+        description="Train a model on a task (resuming if WORKDIR holds checkpoints), then evaluate the best "
+        "checkpoint at every test length and write results.{json,csv,md} and accuracy.png in WORKDIR. "
+        "Settings come from --config (TOML or JSON), then --set overrides, then the flags below.",
+    )
+    p.add_argument("--config", help="a TOML or JSON file of TrainConfig fields")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override a config field, e.g. optimizer.learning_rate=1e-3 or model_options.hidden=128")
+    p.add_argument("--task", help="task name (panm-jax tasks lists them)")
+    p.add_argument("--model", help="model name (panm-jax models lists them)")
+    p.add_argument("--steps", type=int, dest="num_steps", help="number of training steps")
+    p.add_argument("--batch-size", type=int, dest="batch_size")
+    p.add_argument("--lr", type=float, help="learning rate")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--workdir", default=None, help="run folder (default runs/<task>-<model>-s<seed>)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (logs still go to metrics.jsonl)")
+    p.set_defaults(func=_train)
+
+    e = subparsers.add_parser("eval", help="evaluate a run's checkpoint over chosen length modes",
+                              description="Evaluate the best (or latest) checkpoint of a run at chosen length modes.")
+    e.add_argument("--workdir", required=True, help="a run folder written by panm-jax train")
+    e.add_argument("--modes", help="comma-separated length modes (default: all of the task's)")
+    e.add_argument("--checkpoint", choices=["best", "latest"], default="best")
+    e.add_argument("--examples", type=int, help="examples per mode (default: the run's eval_examples)")
+    e.add_argument("--with-traces", action="store_true",
+                   help="also plot per-step attention (pointer positions, read weights) for one example")
+    e.add_argument("--out", help="results stem (default WORKDIR/eval)")
+    e.set_defaults(func=_eval)
+
+    q = subparsers.add_parser("plot", help="plot accuracy against length from results files",
+                              description="One line per results file (or run folder).")
+    q.add_argument("results", nargs="+", help="results.json files or run folders")
+    q.add_argument("--out", default="accuracy.png")
+    q.add_argument("--labels", help="comma-separated line labels")
+    q.set_defaults(func=_plot)
+
+
+def _config_from_args(args):
+    from panm_jax.train.config import load_config
+
+    overrides = list(args.set)
+    for field in ("task", "model", "num_steps", "batch_size", "seed"):
+        value = getattr(args, field)
+        if value is not None:
+            overrides.append(f"{field}={value}" if not isinstance(value, str) else f'{field}="{value}"')
+    if args.lr is not None:
+        overrides.append(f"optimizer.learning_rate={args.lr}")
+    return load_config(args.config, overrides)
+
+
+def _train(args) -> int:
+    from panm_jax.train import report
+    from panm_jax.train.loop import train_and_evaluate
+
+    console = Console()
+    config = _config_from_args(args)
+    workdir = Path(args.workdir or f"runs/{config.task}-{config.model}-s{config.seed}")
+    console.print(f"[bold]panm-jax train[/] {config.model} on {config.task} -> {workdir} "
+                  f"({jax.device_count()} x {jax.devices()[0].device_kind})")
+    results = train_and_evaluate(config, workdir, progress=not args.no_progress, console=console)
+    report.print_results(results, console)
+    console.print(f"wrote {workdir / 'results.json'} (.csv, .md) and {workdir / 'accuracy.png'}")
+    return 0
+
+
+def _eval(args) -> int:
+    from panm_jax.train import evaluate as evaluation
+    from panm_jax.train import report
+    from panm_jax.train.checkpoint import Checkpointer
+    from panm_jax.train.config import TrainConfig
+    from panm_jax.train.loop import Run, results_record
+    from panm_jax.train.sharding import replicate
+
+    console = Console()
+    workdir = Path(args.workdir)
+    config_path = workdir / "config.json"
+    if not config_path.exists():
+        raise SystemExit(f"--workdir: expected a run folder with config.json, got {str(workdir)!r}")
+    import json
+
+    config = TrainConfig.from_dict(json.loads(config_path.read_text()))
+    if args.examples:
+        config = dataclasses.replace(config, eval_examples=args.examples)
+    run = Run(config)
+    ckpt = Checkpointer(workdir, keep=config.keep_checkpoints)
+    template = jax.device_get(run.state)
+    restored = ckpt.restore_best(template) if args.checkpoint == "best" else ckpt.restore_latest(template)
+    if restored is None:
+        raise SystemExit(f"--workdir: no {args.checkpoint} checkpoint in {str(workdir)!r}")
+    state, meta = restored
+    params = replicate(state.params, run.mesh)
+    modes = tuple(args.modes.split(",")) if args.modes else run.modes
+    unknown = [m for m in modes if m not in run.task.test_modes]
+    if unknown:
+        raise SystemExit(f"--modes: unknown mode(s) {unknown}; the task has {list(run.task.test_modes)}")
+    per_mode = run.evaluate(params, modes, evaluation.TEST_SEED)
+    results = results_record(run, per_mode, meta["step"])
+    stem = Path(args.out) if args.out else workdir / "eval"
+    paths = report.write_results(results, stem)
+    report.print_results(results, console)
+    console.print("wrote " + ", ".join(str(p) for p in paths))
+    if args.with_traces:
+        out = _plot_traces(run, params, modes[-1], stem.with_name(stem.name + "_traces.png"))
+        console.print(f"wrote {out}")
+    ckpt.close()
+    return 0
+
+
+def _trace_panels(traces, index: int) -> dict[str, np.ndarray]:
+    """``{name: [T, L]}`` heat maps from a model's traces for example ``index``."""
+    if hasattr(traces, "_asdict"):
+        traces = traces._asdict()
+    panels = {}
+    for name, value in dict(traces).items():
+        arr = np.asarray(jax.device_get(value))
+        if arr.ndim == 4:  # [B, T, H, L]: one panel per head
+            for h in range(arr.shape[2]):
+                panels[f"{name}[{h}]"] = arr[index, :, h]
+        elif arr.ndim == 3 and np.issubdtype(arr.dtype, np.floating):  # [B, T, L]
+            panels[name] = arr[index]
+    return panels
+
+
+def _plot_traces(run, params, mode: str, out: Path) -> Path:
+    from flax import nnx
+
+    from panm_jax.train import report
+
+    batch = next(iter(run.task.eval_batches(mode, 1, 1, seed=0)))
+    model = nnx.merge(run.graphdef, jax.device_get(params))
+    _, traces = model(batch.inputs, batch.input_mask, batch.targets.shape[1], return_traces=True)
+    panels = _trace_panels(traces, 0)
+    panels = {k: v for k, v in panels.items() if "weights" in k} or panels
+    if not panels:
+        raise SystemExit(f"--with-traces: model {run.config.model!r} returned no per-step attention to plot")
+    return report.plot_traces(panels, out, title=f"{run.config.model} on {run.config.task}, mode {mode}")
+
+
+def _plot(args) -> int:
+    from panm_jax.train import report
+
+    runs = [report.load_results(p) for p in args.results]
+    labels = args.labels.split(",") if args.labels else None
+    if labels and len(labels) != len(runs):
+        raise SystemExit(f"--labels: expected {len(runs)} labels, got {len(labels)}")
+    out = report.plot_accuracy(runs, args.out, labels)
+    Console().print(f"wrote {out}")
+    return 0

@@ -1,0 +1,67 @@
+"""Evaluation over a task's length modes.
+
+Each mode's examples are fixed by a seed (the validation and test sets use
+different seeds, so the set that selects the checkpoint is not the one that is
+reported) and padded to the mode's longest shape, so every mode compiles once.
+Metrics are aggregated over the whole set: token accuracy weighted by scored
+tokens, sequence-level metrics (sequence match, coarse, fine) by sequences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from panm_jax.tasks.base import Batch, Task
+from panm_jax.tasks.buckets import pad_batch
+
+__all__ = ["TEST_SEED", "VALIDATION_SEED", "eval_sets", "evaluate"]
+
+VALIDATION_SEED = 1_000_003  # the examples that select the best checkpoint
+TEST_SEED = 2_000_003  # the examples that are reported
+
+
+def mode_length(task: Task, mode: str) -> str:
+    """The mode's length as the tables print it (``"21"`` or ``"65..128"``)."""
+    return task.mode_range(mode).describe()
+
+
+def eval_sets(task: Task, modes: Sequence[str], num_examples: int, batch_size: int, seed: int) -> dict[str, list[Batch]]:
+    """Fixed evaluation batches per mode, padded to the mode's longest shape."""
+    out = {}
+    for i, mode in enumerate(modes):
+        hi = task.mode_range(mode).hi
+        batches = task.eval_batches(mode, num_examples, batch_size, seed=seed + 7919 * i)
+        out[mode] = [pad_batch(b, task.input_steps(hi), task.output_steps(hi)) for b in batches]
+    return out
+
+
+def evaluate(eval_step, params, task: Task, sets: dict[str, list[Batch]], shard=None) -> dict[str, dict[str, Any]]:
+    """``{mode: {"length": ..., metric: value, "examples": n}}`` over fixed evaluation sets.
+
+    ``eval_step(params, batch) -> metrics`` (jitted); ``shard(batch)`` places a
+    batch on the mesh when given.
+    """
+    results = {}
+    for mode, batches in sets.items():
+        sums: dict[str, float] = {}
+        weights: dict[str, float] = {}
+        examples = 0
+        for batch in batches:
+            metrics = jax.device_get(eval_step(params, shard(batch) if shard else batch))
+            n_seq = int(batch.inputs.shape[0])
+            n_tok = float(np.sum(batch.target_mask))
+            examples += n_seq
+            for name in task.metric_names:
+                w = n_tok if name == "token_accuracy" else n_seq
+                sums[name] = sums.get(name, 0.0) + float(metrics[name]) * w
+                weights[name] = weights.get(name, 0.0) + w
+            sums["loss"] = sums.get("loss", 0.0) + float(metrics["loss"]) * n_seq
+            weights["loss"] = weights.get("loss", 0.0) + n_seq
+        row: dict[str, Any] = {"length": mode_length(task, mode), "examples": examples}
+        row.update({k: sums[k] / max(weights[k], 1e-12) for k in sums})
+        results[mode] = row
+    return results

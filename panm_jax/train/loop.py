@@ -1,0 +1,219 @@
+"""``train_and_evaluate(config, workdir)``: a whole run, resumable at any point.
+
+The loop of Flax's examples with the functional step of DESIGN.md:
+
+1. build the task, the model (by name) and the optax optimiser from the config;
+   ``nnx.split`` the model once; place the state on a mesh of every device
+   (parameters replicated, batches sharded over the batch axis);
+2. resume from the newest readable checkpoint in ``workdir/checkpoints`` if
+   there is one (the stored config must match);
+3. for each step: draw the batch of ``(seed, step)`` (the data stream is a pure
+   function of them, so the step is the stream's position), pad it to its
+   bucket, run the jitted ``train_step`` (one compilation per bucket);
+   every ``log_every`` steps append the metrics to ``metrics.jsonl``; every
+   ``eval_every`` steps evaluate on the validation sets and keep the best
+   checkpoint on ``select_mode`` (ties broken by the lower validation loss); every ``checkpoint_every`` steps and at the
+   end save a checkpoint;
+4. evaluate the best checkpoint on the test sets of every length mode and write
+   ``results.{json,csv,md}`` and ``accuracy.png``.
+
+Files in ``workdir``: ``config.json``, ``metrics.jsonl``, ``checkpoints/``,
+``best/``, ``results.*``, ``accuracy.png``. All are written atomically (or
+append-only); a run killed at any moment loses at most the steps since its last
+checkpoint, and rerunning the same command resumes it exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from panm_jax.models import build_model
+from panm_jax.tasks import get_task
+from panm_jax.tasks.buckets import pad_to_bucket
+from panm_jax.train import evaluate as evaluation
+from panm_jax.train import report
+from panm_jax.train.checkpoint import CheckpointError, Checkpointer
+from panm_jax.train.config import TrainConfig
+from panm_jax.train.io import append_jsonl, atomic_write_text
+from panm_jax.train.optim import make_optimizer
+from panm_jax.train.sharding import make_mesh, maybe_initialize_distributed, replicate, shard_batch
+from panm_jax.train.steps import init_train_state, make_eval_step, make_train_step
+
+__all__ = ["Run", "default_buckets", "train_and_evaluate", "training_batch"]
+
+
+def default_buckets(task) -> tuple[int, ...]:
+    """Powers of two in the training range, then its longest length: (1, 2, 4, 8, 10) for 1..10.
+
+    Every training length n maps to the smallest bucket >= n, which always exists
+    (the last bucket is the longest training length).
+    """
+    lo, top = task.train_lengths.lo, task.train_lengths.hi
+    powers = [2**k for k in range(31) if lo <= 2**k < top]
+    return tuple(powers) + (top,)
+
+
+def training_batch(task, config: TrainConfig, step: int, buckets):
+    """The batch of ``step``: a pure function of ``(config.seed, step)``."""
+    rng = np.random.default_rng([config.seed, step])
+    return pad_to_bucket(task.train_batch(rng, config.batch_size), task, buckets)
+
+
+class Run:
+    """The pieces of one configured run (also used by ``panm-jax eval``)."""
+
+    def __init__(self, config: TrainConfig):
+        maybe_initialize_distributed()
+        self.config = config
+        self.task = get_task(config.task, **config.task_options)
+        self.model = build_model(
+            config.model, input_size=self.task.input_size, output_size=self.task.output_size, seed=config.seed,
+            **config.model_options,
+        )
+        self.optimizer = make_optimizer(config.optimizer, config.num_steps)
+        self.graphdef, state = init_train_state(self.model, self.optimizer, seed=config.seed)
+        self.mesh = make_mesh()
+        self.state = replicate(state, self.mesh)
+        self.buckets = tuple(config.buckets) or default_buckets(self.task)
+        modes = tuple(config.eval_modes) or tuple(self.task.test_modes)
+        unknown = [m for m in (*modes, config.select_mode) if m not in self.task.test_modes]
+        if unknown:
+            raise ValueError(f"eval_modes/select_mode: unknown mode(s) {unknown}; the task has {list(self.task.test_modes)}")
+        self.modes = modes
+        self.train_step = jax.jit(make_train_step(self.graphdef, self.optimizer, self.task), donate_argnums=0)
+        self.eval_step = jax.jit(make_eval_step(self.graphdef, self.task))
+
+    def shard(self, batch):
+        return shard_batch(batch, self.mesh)
+
+    def evaluate(self, params, modes, seed: int) -> dict[str, dict[str, Any]]:
+        c = self.config
+        sets = evaluation.eval_sets(self.task, modes, c.eval_examples, c.eval_batch_size, seed)
+        return evaluation.evaluate(self.eval_step, params, self.task, sets, shard=self.shard)
+
+
+def _environment() -> dict[str, Any]:
+    import platform
+
+    import flax
+
+    dev = jax.devices()[0]
+    return {
+        "device": dev.device_kind,
+        "num_devices": jax.device_count(),
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "flax": flax.__version__,
+    }
+
+
+def results_record(run: Run, per_mode: dict[str, dict[str, Any]], step: int) -> dict[str, Any]:
+    return {
+        "task": run.config.task,
+        "model": run.config.model,
+        "metric": run.task.metric_names[0],
+        "step": step,
+        "modes": [{"mode": mode, **row} for mode, row in per_mode.items()],
+        "config": run.config.to_dict(),
+        "environment": _environment(),
+    }
+
+
+def _host_metrics(metrics) -> dict[str, float]:
+    return {k: float(v) for k, v in jax.device_get(metrics).items()}
+
+
+def train_and_evaluate(
+    config: TrainConfig,
+    workdir: str | Path,
+    *,
+    progress: bool = True,
+    console: Console | None = None,
+) -> dict[str, Any]:
+    """Train ``config`` in ``workdir`` (resuming if it holds a checkpoint); returns the results record."""
+    console = console or Console()
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    run = Run(config)
+    c = config
+    ckpt = Checkpointer(workdir, keep=c.keep_checkpoints)
+    state = run.state
+    restored = ckpt.restore_latest(jax.device_get(state))
+    if restored is not None:
+        saved_state, meta = restored
+        stored = TrainConfig.from_dict(meta["config"])
+        if stored != c:
+            diff = sorted(k for k, v in c.to_dict().items() if stored.to_dict().get(k) != v)
+            raise CheckpointError(
+                f"config: the checkpoints in {str(workdir)!r} belong to a run with different settings {diff}; "
+                "use another workdir"
+            )
+        state = replicate(saved_state, run.mesh)
+        console.print(f"resumed from step {meta['step']} ({workdir / 'checkpoints'})")
+        append_jsonl(workdir / "metrics.jsonl", {"event": "resumed", "step": meta["step"]})
+    atomic_write_text(workdir / "config.json", json.dumps(c.to_dict(), indent=2) + "\n")
+    best_meta = ckpt.best_meta()
+    # The best checkpoint maximises the headline metric on the validation mode; ties
+    # (several checkpoints at 100%) go to the lower validation loss.
+    best_score = (best_meta["score"], -best_meta["loss"]) if best_meta else (-np.inf, -np.inf)
+
+    start = int(jax.device_get(state.step))
+    log_path = workdir / "metrics.jsonl"
+    columns = [
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("loss {task.fields[loss]}"),
+        TextColumn("acc {task.fields[acc]}"),
+        TextColumn("{task.fields[rate]} steps/s"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    ]
+    headline = run.task.metric_names[0]
+    t_last, s_last = time.perf_counter(), start
+    with Progress(*columns, console=console, disable=not progress, transient=False) as bar:
+        job = bar.add_task(f"{c.model} on {c.task}", total=c.num_steps, completed=start, loss="-", acc="-", rate="-")
+        for step in range(start, c.num_steps):
+            batch = run.shard(training_batch(run.task, c, step, run.buckets))
+            state, metrics = run.train_step(state, batch)
+            done = step + 1
+            if done % c.log_every == 0 or done == c.num_steps:
+                m = _host_metrics(metrics)
+                now = time.perf_counter()
+                rate = (done - s_last) / max(now - t_last, 1e-9)
+                t_last, s_last = now, done
+                append_jsonl(log_path, {"step": done, "time": time.time(), "steps_per_s": rate, **m})
+                bar.update(job, completed=done, loss=f"{m['loss']:.4f}", acc=f"{100 * m[headline]:.1f}%",
+                           rate=f"{rate:.1f}")
+            if done % c.eval_every == 0 or done == c.num_steps:
+                val = run.evaluate(state.params, (c.select_mode,), evaluation.VALIDATION_SEED)
+                score = (val[c.select_mode][headline], -val[c.select_mode]["loss"])
+                append_jsonl(log_path, {"step": done, "validation": val})
+                if score > best_score:
+                    best_score = score
+                    ckpt.save_best(done, jax.device_get(state), {
+                        "step": done, "score": score[0], "loss": -score[1], "mode": c.select_mode,
+                        "config": c.to_dict()})
+            if done % c.checkpoint_every == 0 or done == c.num_steps:
+                ckpt.save(done, jax.device_get(state), {"step": done, "data_position": done, "seed": c.seed,
+                                                        "config": c.to_dict()})
+    # Report the best checkpoint (seed 001: selected on the L+1 validation set) on the test sets.
+    best = ckpt.restore_best(jax.device_get(state))
+    if best is None:
+        params, step = state.params, int(jax.device_get(state.step))
+    else:
+        params, step = replicate(best[0].params, run.mesh), best[1]["step"]
+    per_mode = run.evaluate(params, run.modes, evaluation.TEST_SEED)
+    results = results_record(run, per_mode, step)
+    report.write_results(results, workdir / "results")
+    report.plot_accuracy([results], workdir / "accuracy.png")
+    ckpt.close()
+    return results

@@ -1,0 +1,51 @@
+"""Optimisers from config: every optimiser, schedule and clip comes from optax."""
+
+from __future__ import annotations
+
+import optax
+
+from panm_jax.train.config import OptimizerConfig
+
+__all__ = ["make_optimizer", "paper_optimizer"]
+
+
+def make_schedule(config: OptimizerConfig, num_steps: int) -> optax.Schedule:
+    lr = config.learning_rate
+    if config.schedule == "constant":
+        if config.warmup_steps:
+            return optax.join_schedules(
+                [optax.linear_schedule(0.0, lr, config.warmup_steps), optax.constant_schedule(lr)],
+                [config.warmup_steps],
+            )
+        return optax.constant_schedule(lr)
+    if config.schedule == "cosine":
+        return optax.cosine_decay_schedule(lr, max(num_steps, 1))
+    return optax.warmup_cosine_decay_schedule(0.0, lr, max(config.warmup_steps, 1), max(num_steps, 2))
+
+
+def make_optimizer(config: OptimizerConfig, num_steps: int) -> optax.GradientTransformation:
+    """Clip (values, then global norm, if set), then the optimiser with its schedule."""
+    schedule = make_schedule(config, num_steps)
+    if config.name == "rmsprop":
+        opt = optax.rmsprop(schedule, decay=config.decay, momentum=config.momentum or None)
+    elif config.name == "adam":
+        opt = optax.adam(schedule)
+    elif config.name == "adamw":
+        opt = optax.adamw(schedule, weight_decay=config.weight_decay)
+    else:
+        opt = optax.sgd(schedule, momentum=config.momentum or None)
+    parts = []
+    if config.clip_value is not None:
+        parts.append(optax.clip(config.clip_value))
+    if config.clip_norm is not None:
+        parts.append(optax.clip_by_global_norm(config.clip_norm))
+    return optax.chain(*parts, opt)
+
+
+def paper_optimizer(learning_rate: float = 1e-4, clip_value: float = 10.0) -> optax.GradientTransformation:
+    """The optimiser of seed 001's authors' code (TASKS.md §1).
+
+    RMSprop with learning rate 1e-4, momentum 0.9 and decay 0.95, after clipping
+    every gradient value to ``[-10, 10]``: ``make_optimizer(OptimizerConfig())``.
+    """
+    return make_optimizer(OptimizerConfig(learning_rate=learning_rate, clip_value=clip_value), 1)
