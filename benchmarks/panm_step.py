@@ -34,7 +34,8 @@ from benchmarks import common
 from panm_jax.models import build_model, get_config
 from panm_jax.tasks import get_task
 from panm_jax.tasks.buckets import pad_to_bucket
-from panm_jax.train.steps import init_train_state, make_train_step, paper_optimizer
+from panm_jax.train.optim import paper_optimizer
+from panm_jax.train.steps import init_train_state, make_train_step
 
 BATCH = 128
 BUCKETS = (1, 2, 4, 8, 10)

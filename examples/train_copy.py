@@ -25,7 +25,8 @@ from flax import nnx
 from panm_jax.models import build_model
 from panm_jax.tasks import get_task
 from panm_jax.tasks.buckets import pad_to_bucket
-from panm_jax.train.steps import init_train_state, make_eval_step, make_train_step, paper_optimizer
+from panm_jax.train.optim import paper_optimizer
+from panm_jax.train.steps import init_train_state, make_eval_step, make_train_step
 
 
 def evaluate(eval_step, params, task, eval_sets) -> dict[str, float]:
