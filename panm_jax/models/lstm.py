@@ -17,7 +17,7 @@ from flax import nnx
 from panm_jax.kernels.scan import scan
 from panm_jax.modules.controllers import LSTMCell
 from panm_jax.modules.encoders import LSTMEncoder
-from panm_jax.models.registry import register_model
+from panm_jax.models.registry import check_call, register_model
 
 __all__ = ["LSTMSeq2Seq", "LSTMSeq2SeqConfig"]
 
@@ -39,10 +39,7 @@ class LSTMSeq2Seq(nnx.Module):
         self.output = nnx.Linear(config.hidden, output_size, rngs=rngs)
 
     def __call__(self, inputs, input_mask, num_outputs: int, *, train=False, key=None, return_traces=False):
-        if inputs.ndim != 3:
-            raise ValueError(f"inputs: expected shape [B, T_in, D_in], got {inputs.shape}")
-        if input_mask.shape != inputs.shape[:2]:
-            raise ValueError(f"input_mask: expected shape [B, T_in] = {inputs.shape[:2]}, got {input_mask.shape}")
+        check_call(inputs, input_mask, num_outputs)
         _, state = self.encoder(inputs, input_mask)
         gx = self.decoder.project_inputs(jnp.zeros((1,), inputs.dtype))  # [4D], the same every step
         _, hs = scan(lambda c, _: self.decoder.step_projected(c, gx), state, None, length=num_outputs)

@@ -20,7 +20,7 @@ from flax import nnx
 
 from panm_jax.modules.encoders import LSTMEncoder
 from panm_jax.modules.panm import PANMDecoder
-from panm_jax.models.registry import register_model
+from panm_jax.models.registry import check_call, register_model
 
 __all__ = ["PANM", "PANMConfig"]
 
@@ -91,10 +91,7 @@ class PANM(nnx.Module):
         key: jax.Array | None = None,
         return_traces: bool = False,
     ):
-        if inputs.ndim != 3:
-            raise ValueError(f"inputs: expected shape [B, T_in, D_in], got {inputs.shape}")
-        if input_mask.shape != inputs.shape[:2]:
-            raise ValueError(f"input_mask: expected shape [B, T_in] = {inputs.shape[:2]}, got {input_mask.shape}")
+        check_call(inputs, input_mask, num_outputs)
         random_base = train or self.config.random_base_at_eval
         if random_base and key is None:
             raise ValueError("key: expected a PRNG key to draw the base addresses (train=True), got None")

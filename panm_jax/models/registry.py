@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import jax
 from flax import nnx
 
-__all__ = ["SequenceModel", "build_model", "get_config", "list_models", "register_model"]
+__all__ = ["SequenceModel", "build_model", "check_call", "get_config", "list_models", "register_model"]
 
 
 class SequenceModel(Protocol):
@@ -39,6 +39,24 @@ class SequenceModel(Protocol):
         key: jax.Array | None = None,
         return_traces: bool = False,
     ) -> Any: ...
+
+
+def check_call(inputs, input_mask, num_outputs, input_size: int | None = None) -> None:
+    """Validate the one call's arguments at trace time (named ``ValueError``s).
+
+    ``inputs`` must be ``[B, T_in, D_in]`` (with ``D_in == input_size`` when
+    given), ``input_mask`` ``[B, T_in]`` and ``num_outputs`` a positive Python int
+    (it is static: one compilation per output length).
+    """
+    shape = tuple(jax.numpy.shape(inputs))
+    if len(shape) != 3:
+        raise ValueError(f"inputs: expected shape [B, T_in, D_in], got {shape}")
+    if input_size is not None and shape[-1] != input_size:
+        raise ValueError(f"inputs: expected D_in = {input_size} (the model's input_size), got shape {shape}")
+    if tuple(jax.numpy.shape(input_mask)) != shape[:2]:
+        raise ValueError(f"input_mask: expected shape [B, T_in] = {shape[:2]}, got {tuple(jax.numpy.shape(input_mask))}")
+    if isinstance(num_outputs, bool) or not isinstance(num_outputs, int) or num_outputs < 1:
+        raise ValueError(f"num_outputs: expected a positive Python int (static), got {num_outputs!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,6 +125,8 @@ def build_model(name: str, *, input_size: int, output_size: int, seed: int = 0, 
 BUILTIN_MODEL_MODULES = (
     "panm_jax.models.lstm",
     "panm_jax.models.panm",
+    "panm_jax.models.attention_models",
+    "panm_jax.models.memory_models",
 )
 
 

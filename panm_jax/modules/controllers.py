@@ -10,6 +10,15 @@ large matmul), then ``step_projected(carry, gx_t)`` inside the loop.
 Shapes: ``x [..., I]`` inputs, ``h [..., D]`` hidden states; leading axes (batch,
 heads) are free.
 
+Kinds (``make_controller(kind, ...)``, seed ``002_44e42d2b9681fe3e.txt`` gives the
+NTM and the DNC each with a feed-forward, an LSTM and a Transformer controller):
+
+* ``"feedforward"``: ``FeedForwardController``, no recurrence (its carry is ``()``);
+* ``"lstm"``: ``LSTMCell``; ``"gru"``: ``GRUCell``;
+* ``"transformer"``: ``panm_jax.modules.transformer.TransformerController``, a
+  causal Transformer over its own past with a fixed-size cache of ``max_steps``
+  (imported lazily: it lives in its own module).
+
 Both cells fuse their gates into one matmul per operand (``[I, 3D]`` for the GRU,
 ``[I, 4D]`` for the LSTM) and follow the PyTorch conventions (GRU reset gate
 applied to the projected hidden state; LSTM gate order i, f, g, o), so parameter
@@ -22,7 +31,17 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-__all__ = ["GRUCell", "LSTMCell", "LSTMState"]
+__all__ = [
+    "CONTROLLER_KINDS",
+    "FeedForwardController",
+    "GRUCell",
+    "LSTMCell",
+    "LSTMState",
+    "make_controller",
+]
+
+# The controller kinds ``make_controller`` builds, in the order tables list them.
+CONTROLLER_KINDS = ("feedforward", "lstm", "gru", "transformer")
 
 
 class GRUCell(nnx.Module):
@@ -108,3 +127,96 @@ class LSTMCell(nnx.Module):
 
     def __call__(self, carry: LSTMState, x: jax.Array) -> tuple[LSTMState, jax.Array]:
         return self.step_projected(carry, self.project_inputs(x))
+
+
+class FeedForwardController(nnx.Module):
+    """A feed-forward controller: ``h_t = tanh(W_L ... tanh(W_1 x_t + b_1) ... + b_L)``.
+
+    The feed-forward NTM/DNC controller of seed ``002_44e42d2b9681fe3e.txt``
+    ("Feedforward Neural Turing Machine", "Feedforward Differentiable Neural
+    Computer"): no recurrent state, so everything the model remembers between
+    steps is in the external memory (and, in the memory models, the previous
+    reads that are part of ``x_t``).
+
+    The carry is the empty tuple ``()`` (a pytree with no leaves), so the controller
+    fits the recurrent interface at no cost: ``scan`` carries nothing, a masked
+    step's ``select`` has nothing to choose. ``tanh`` (our choice; the seed gives
+    no activation) keeps ``h`` in ``(-1, 1)`` like an LSTM's or a GRU's hidden
+    state, so the interface projection sees the same scale whichever controller
+    drives it.
+
+    Call: ``(carry (), x [..., I]) -> ((), h [..., D])``.
+    """
+
+    def __init__(self, in_features: int, hidden: int, *, num_layers: int = 1, rngs: nnx.Rngs):
+        if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
+            raise ValueError(f"num_layers: expected a positive integer, got {num_layers!r}")
+        self.in_features = in_features
+        self.hidden = hidden
+        widths = [in_features] + [hidden] * num_layers
+        self.layers = nnx.List(
+            [nnx.Linear(a, b, rngs=rngs) for a, b in zip(widths[:-1], widths[1:])]
+        )  # L layers: [I, D], then [D, D]
+
+    def init_carry(self, batch_shape: tuple[int, ...] = (), dtype=jnp.float32) -> tuple:
+        """No state: the empty tuple, whatever the batch shape."""
+        del batch_shape, dtype
+        return ()
+
+    def __call__(self, carry: tuple, x: jax.Array) -> tuple[tuple, jax.Array]:
+        h = x
+        for layer in self.layers:
+            h = jnp.tanh(layer(h))
+        return carry, h
+
+
+def make_controller(
+    kind: str,
+    in_features: int,
+    hidden: int,
+    *,
+    rngs: nnx.Rngs,
+    max_steps: int | None = None,
+    **kw,
+) -> nnx.Module:
+    """Build a controller of ``kind`` (one of ``CONTROLLER_KINDS``).
+
+    Every kind answers ``init_carry(batch_shape)`` and ``__call__(carry, x [..., I])
+    -> (carry, h [..., D])`` with ``I = in_features`` and ``D = hidden``.
+
+    Args:
+      kind: ``"feedforward"``, ``"lstm"``, ``"gru"`` or ``"transformer"``.
+      in_features: ``I``, the width of the controller's input.
+      hidden: ``D``, the width of ``h``.
+      rngs: parameter initialisation.
+      max_steps: the Transformer's cache length (the most steps one sequence may
+        take); required for ``"transformer"`` and ignored by the other kinds.
+      **kw: options of the kind: ``num_layers`` for ``"feedforward"``;
+        ``num_layers``, ``num_heads`` for ``"transformer"``; none for ``"lstm"``
+        and ``"gru"``.
+
+    Raises:
+      ValueError: for an unknown ``kind`` (listing the known ones), a missing
+        ``max_steps`` for the Transformer, or an option the kind does not take.
+    """
+    if kind not in CONTROLLER_KINDS:
+        raise ValueError(f"kind: unknown controller {kind!r}; known controllers: {list(CONTROLLER_KINDS)}")
+    for arg, value in (("in_features", in_features), ("hidden", hidden)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{arg}: expected a positive integer, got {value!r}")
+    if kind in ("lstm", "gru") and kw:
+        raise ValueError(f"kw: controller {kind!r} takes no options, got {sorted(kw)}")
+    if kind == "feedforward":
+        unknown = sorted(set(kw) - {"num_layers"})
+        if unknown:
+            raise ValueError(f"kw: controller 'feedforward' takes only num_layers, got {unknown}")
+        return FeedForwardController(in_features, hidden, rngs=rngs, **kw)
+    if kind == "lstm":
+        return LSTMCell(in_features, hidden, rngs=rngs)
+    if kind == "gru":
+        return GRUCell(in_features, hidden, rngs=rngs)
+    if max_steps is None:
+        raise ValueError("max_steps: the 'transformer' controller needs its cache length, got None")
+    from panm_jax.modules.transformer import TransformerController  # lazy: its own module
+
+    return TransformerController(in_features, hidden, max_steps=max_steps, rngs=rngs, **kw)

@@ -33,6 +33,7 @@ Choices where the paper is silent or differs from its authors' code (DESIGN.md):
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import jax
@@ -93,7 +94,8 @@ class PointerUnits(nnx.Module):
 
 
 def _inverse_softplus(y: float) -> float:
-    return float(jnp.log(jnp.expm1(jnp.asarray(y, jnp.float32))))
+    # softplus(x) = y  <=>  x = log(e^y - 1); plain Python, so the module can be built abstractly.
+    return math.log(math.expm1(y))
 
 
 class PANMDecoder(nnx.Module):

@@ -1,0 +1,414 @@
+"""The attention baselines of seed 001 behind the one model interface.
+
+Seed ``001_f692c4b8a9aae130.txt`` §3.1 and App. D.1 compare PANM with "sequential
+attention models" (Content, Location and Hybrid attention), the Pointer Network
+and the Transformer, and §3.3 with the Transformer with relative positional
+encoding (RPE). Four names are registered here:
+
+* ``lstm_attention``: LSTM encoder, LSTM decoder with attention over the encoder
+  outputs: ``attention="content"`` (Bahdanau et al. 2014's additive score),
+  ``"location"`` (Luong et al. 2015, Eq. 8) or ``"hybrid"`` (both contexts
+  concatenated, seed 001 §3.1);
+* ``pointer_network``: Vinyals et al. 2015's pointer attention, whose output is the
+  attention-weighted sum of the input tokens (App. D.1);
+* ``transformer``: encoder-decoder Transformer (Vaswani et al. 2017) with
+  sinusoidal positions;
+* ``transformer_rpe``: the same with Transformer-XL relative positions (Dai et al.
+  2019) in the self-attentions, as in the TRM+RPE of Csordás et al. 2021 (§3.3).
+
+All decode without teacher forcing (TASKS.md §1, App. D.1: ``z_t = 0``) and
+answer ``model(inputs [B, T_in, D_in], input_mask [B, T_in], num_outputs, *,
+train=False, key=None, return_traces=False) -> logits [B, T_out, K]`` (or
+``(logits, traces)``). Nothing here is random at call time (no dropout: the
+paper gives none and the algorithmic tasks draw fresh data every step), so
+``train`` and ``key`` are accepted and ignored. Padded input steps
+(``input_mask = 0``) get attention weight exactly 0 and carry no state, so
+appending padding changes no logit.
+
+Shapes: ``B`` batch, ``T_in`` input steps, ``T_out = num_outputs`` output steps,
+``D_in`` input width, ``D`` hidden width, ``K`` classes, ``H`` heads, ``N_l``
+layers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from panm_jax.kernels.scan import scan
+from panm_jax.modules.controllers import LSTMCell
+from panm_jax.modules.encoders import LSTMEncoder
+from panm_jax.modules.transformer import (
+    LAYER_NORM_EPS,
+    DecoderLayer,
+    EncoderLayer,
+    causal_mask,
+    masked_softmax,
+    sinusoidal_encoding,
+)
+from panm_jax.models.registry import check_call, register_model
+
+__all__ = [
+    "AdditiveAttention",
+    "LSTMAttention",
+    "LSTMAttentionConfig",
+    "LSTMAttentionTraces",
+    "PointerNetwork",
+    "PointerNetworkConfig",
+    "PointerNetworkTraces",
+    "TransformerConfig",
+    "TransformerSeq2Seq",
+    "TransformerTraces",
+]
+
+ATTENTIONS = ("content", "location", "hybrid")
+# Floor added to the pointer mixture before the log: classes that no attended
+# input row carries (delimiter rows have no token channel set) have probability
+# exactly 0, and log 0 = -inf would make the loss and its gradient infinite.
+# 1e-6 caps a class's log-probability at about -13.8, far below any useful one.
+POINTER_EPS = 1e-6
+
+
+def _positive_int(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+
+
+class AdditiveAttention(nnx.Module):
+    """Additive ("concat") attention: ``e_j = v^T tanh(W_q s + W_k h_j)``, ``a = softmax(e)``.
+
+    Bahdanau et al. 2014 (App. A.1.2: ``e_ij = v_a^T tanh(W_a s_{i-1} + U_a h_j)``)
+    and the pointer of Vinyals et al. 2015 (Eq. 3: ``u^i_j = v^T tanh(W_1 e_j +
+    W_2 d_i)``). The key projection ``W_k h_j`` is computed once for all steps
+    (``project_keys``), outside the decoder loop.
+    """
+
+    def __init__(self, query_features: int, key_features: int, width: int, *, rngs: nnx.Rngs):
+        self.key_proj = nnx.Linear(key_features, width, use_bias=False, rngs=rngs)  # U_a / W_1 [D_k, A]
+        self.query_proj = nnx.Linear(query_features, width, rngs=rngs)  # W_a / W_2 [D_q, A]
+        self.score = nnx.Linear(width, 1, use_bias=False, rngs=rngs)  # v [A, 1]
+
+    def project_keys(self, keys: jax.Array) -> jax.Array:
+        """``[B, T, D_k] -> [B, T, A]``."""
+        return self.key_proj(keys)
+
+    def __call__(self, query: jax.Array, projected_keys: jax.Array, mask: jax.Array) -> jax.Array:
+        """``query [B, D_q]``, ``projected_keys [B, T, A]``, ``mask [B, T]`` -> weights ``[B, T]``."""
+        scores = self.score(jnp.tanh(projected_keys + self.query_proj(query)[:, None, :]))[..., 0]  # [B, T]
+        return masked_softmax(scores, mask)
+
+
+# ---------------------------------------------------------------------------------------------
+# lstm_attention
+
+
+@dataclasses.dataclass(frozen=True)
+class LSTMAttentionConfig:
+    """LSTM encoder-decoder with attention; defaults from seed 001 §3.1 / App. D.1.
+
+    At the defaults, with the algorithmic tasks' 12-wide inputs and 10 classes:
+    4.23M parameters (content), 4.63M (hybrid); App. D.1 reports "around 1-3
+    millions" for its 512-wide baselines.
+    """
+
+    hidden: int = 512  # D: encoder and decoder LSTMs (App. D.1: 512 for these baselines)
+    attention: str = "content"  # "content" (Bahdanau 2014), "location" (Luong 2015) or "hybrid" (§3.1)
+    max_input_length: int = 256  # location/hybrid: W_a scores this many positions (Luong Eq. 8)
+
+    def __post_init__(self):
+        _positive_int("hidden", self.hidden)
+        _positive_int("max_input_length", self.max_input_length)
+        if self.attention not in ATTENTIONS:
+            raise ValueError(f"attention: expected one of {list(ATTENTIONS)}, got {self.attention!r}")
+
+
+class LSTMAttentionTraces(NamedTuple):
+    attention: jax.Array  # [B, T_out, A, T_in] weights over the input; A = 1, or 2 for hybrid (content, location)
+
+
+class LSTMAttention(nnx.Module):
+    """LSTM encoder, LSTM decoder with global attention and input feeding (Luong et al. 2015).
+
+    The encoder writes ``h_j [B, T_in, D]``; the decoder starts from its final
+    state. At output step ``t`` (``z_t = 0``, so the decoder input is only the
+    previous attentional vector: Luong's input feeding, §3.3):
+
+    * ``s_t = LSTM(s_{t-1}, h~_{t-1})``, with ``h~_0 = 0``;
+    * content: ``a_t = softmax_j(v^T tanh(W_q s_t + W_k h_j))`` (Bahdanau et al.'s
+      additive score, the "Content Attention" seed 001 §3.1 cites);
+      location: ``a_t = softmax(W_a s_t)[:T_in]`` (Luong et al. Eq. 8, one learned
+      score per position up to ``max_input_length``); hybrid: both;
+    * ``c_t = sum_j a_tj h_j`` (one per attention), ``h~_t = tanh(W_c [c_t; s_t])``,
+      ``logits_t = W_o h~_t``.
+
+    Padding keys are masked out of every softmax.
+    """
+
+    def __init__(self, config: LSTMAttentionConfig, input_size: int, output_size: int, *, rngs: nnx.Rngs):
+        d = config.hidden
+        self.config = config
+        self.encoder = LSTMEncoder(input_size, d, rngs=rngs)
+        self.decoder = LSTMCell(d, d, rngs=rngs)  # input: h~_{t-1}; z_t = 0 contributes nothing
+        self.content = AdditiveAttention(d, d, d, rngs=rngs) if config.attention != "location" else None
+        self.location = nnx.Linear(d, config.max_input_length, rngs=rngs) if config.attention != "content" else None
+        num_contexts = 2 if config.attention == "hybrid" else 1
+        self.combine = nnx.Linear(num_contexts * d + d, d, rngs=rngs)  # W_c
+        self.output = nnx.Linear(d, output_size, rngs=rngs)  # W_o
+
+    def __call__(self, inputs, input_mask, num_outputs: int, *, train=False, key=None, return_traces=False):
+        check_call(inputs, input_mask, num_outputs)
+        t_in = inputs.shape[1]
+        if self.location is not None and t_in > self.config.max_input_length:
+            raise ValueError(
+                f"inputs: location attention scores at most max_input_length = "
+                f"{self.config.max_input_length} steps, got T_in = {t_in}"
+            )
+        mask = jnp.asarray(input_mask, bool)
+        encoded, state = self.encoder(inputs, mask)  # [B, T_in, D]
+        keys = self.content.project_keys(encoded) if self.content is not None else None  # [B, T_in, D]
+
+        def step(carry, _):
+            state, feed = carry
+            state, s = self.decoder(state, feed)  # s_t [B, D]
+            weights = []
+            if self.content is not None:
+                weights.append(self.content(s, keys, mask))
+            if self.location is not None:
+                weights.append(masked_softmax(self.location(s)[:, :t_in], mask))
+            weights = jnp.stack(weights, axis=1)  # [B, A, T_in]
+            contexts = jnp.einsum("bat,btd->bad", weights, encoded)  # [B, A, D]
+            attentional = jnp.tanh(self.combine(jnp.concatenate([contexts.reshape(s.shape[0], -1), s], -1)))
+            return (state, attentional), (self.output(attentional), weights)
+
+        feed = jnp.zeros_like(state.h)
+        _, (logits, weights) = scan(step, (state, feed), None, length=num_outputs)
+        logits = jnp.swapaxes(logits, 0, 1)  # [B, T_out, K]
+        if return_traces:
+            return logits, LSTMAttentionTraces(attention=jnp.swapaxes(weights, 0, 1))
+        return logits
+
+
+@register_model(
+    "lstm_attention",
+    LSTMAttentionConfig,
+    "LSTM encoder-decoder with content/location/hybrid attention (seed 001 §3.1)",
+)
+def _build_lstm_attention(config, input_size: int, output_size: int, rngs: nnx.Rngs) -> LSTMAttention:
+    return LSTMAttention(config, input_size, output_size, rngs=rngs)
+
+
+# ---------------------------------------------------------------------------------------------
+# pointer_network
+
+
+@dataclasses.dataclass(frozen=True)
+class PointerNetworkConfig:
+    """Pointer Network; seed 001 App. D.1: "hyperparameters are the same as attention models".
+
+    2.66M parameters at the defaults with 12-wide inputs.
+    """
+
+    hidden: int = 512  # D: encoder and decoder LSTMs and the attention width
+    token_offset: int = 0  # the one-hot token of an input row is channels [offset, offset + K)
+
+    def __post_init__(self):
+        _positive_int("hidden", self.hidden)
+        if isinstance(self.token_offset, bool) or not isinstance(self.token_offset, int) or self.token_offset < 0:
+            raise ValueError(f"token_offset: expected a non-negative integer, got {self.token_offset!r}")
+
+
+class PointerNetworkTraces(NamedTuple):
+    pointer: jax.Array  # [B, T_out, T_in] pointer attention weights a_tj
+    probabilities: jax.Array  # [B, T_out, K] p_t = sum_j a_tj x_j[token channels]
+
+
+class PointerNetwork(nnx.Module):
+    """Pointer Network (Vinyals et al. 2015) predicting tokens, as seed 001 App. D.1 uses it.
+
+    LSTM encoder ``e_j [B, T_in, D]``; LSTM decoder ``d_t`` from the encoder's
+    final state on zero inputs (``z_t = 0``); pointer
+    ``a_t = softmax_j(v^T tanh(W_1 e_j + W_2 d_t))`` (Vinyals Eq. 3) over the real
+    input steps. App. D.1: "we produce the predicted token by performing weighted
+    sum the input tokens using the PtrNet's attention weights":
+    ``p_t = sum_j a_tj x_j[offset : offset + K]`` (the one-hot token channels of
+    the input rows), and the model returns ``logits_t = log(max(p_t, 0) + eps)``
+    (``POINTER_EPS``; the max only matters for inputs whose token channels are
+    not one-hot). ``p_t`` sums to at most 1 (delimiter rows carry no token),
+    so a softmax of these logits (the loss's) renormalises over the classes.
+    """
+
+    def __init__(self, config: PointerNetworkConfig, input_size: int, output_size: int, *, rngs: nnx.Rngs):
+        if config.token_offset + output_size > input_size:
+            raise ValueError(
+                f"token_offset: the token channels [{config.token_offset}, {config.token_offset + output_size}) "
+                f"must lie within the input width {input_size}"
+            )
+        d = config.hidden
+        self.config = config
+        self.output_size = output_size
+        self.encoder = LSTMEncoder(input_size, d, rngs=rngs)
+        self.decoder = LSTMCell(1, d, rngs=rngs)  # its input is always 0: only the bias acts
+        self.pointer = AdditiveAttention(d, d, d, rngs=rngs)
+
+    def __call__(self, inputs, input_mask, num_outputs: int, *, train=False, key=None, return_traces=False):
+        check_call(inputs, input_mask, num_outputs)
+        mask = jnp.asarray(input_mask, bool)
+        encoded, state = self.encoder(inputs, mask)
+        keys = self.pointer.project_keys(encoded)  # [B, T_in, D]
+        gx = self.decoder.project_inputs(jnp.zeros((1,), inputs.dtype))  # [4D], the same every step
+
+        def step(state, _):
+            state, d = self.decoder.step_projected(state, gx)
+            return state, self.pointer(d, keys, mask)
+
+        _, pointer = scan(step, state, None, length=num_outputs)  # [T_out, B, T_in]
+        pointer = jnp.swapaxes(pointer, 0, 1)  # [B, T_out, T_in]
+        offset = self.config.token_offset
+        tokens = jnp.where(mask[..., None], inputs[..., offset : offset + self.output_size], 0.0)  # [B, T_in, K]
+        probabilities = jnp.einsum("bot,btk->bok", pointer, tokens)  # [B, T_out, K]
+        # One-hot tokens give p >= 0; inputs with negative token channels are clipped to 0 (no NaN).
+        logits = jnp.log(jnp.maximum(probabilities, 0.0) + POINTER_EPS)
+        if return_traces:
+            return logits, PointerNetworkTraces(pointer=pointer, probabilities=probabilities)
+        return logits
+
+
+@register_model("pointer_network", PointerNetworkConfig, "Pointer Network predicting tokens (seed 001 App. D.1)")
+def _build_pointer_network(config, input_size: int, output_size: int, rngs: nnx.Rngs) -> PointerNetwork:
+    return PointerNetwork(config, input_size, output_size, rngs=rngs)
+
+
+# ---------------------------------------------------------------------------------------------
+# transformer, transformer_rpe
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformerConfig:
+    """Encoder-decoder Transformer; ``transformer`` and ``transformer_rpe`` share it.
+
+    At the defaults, with 12-wide inputs and 10 classes: 4.22M parameters
+    (``transformer``), 4.75M (``transformer_rpe``: ``W_R`` in each self-attention
+    and the start vector).
+    """
+
+    d_model: int = 512  # D (seed 001 App. D.1: hidden 512 for the baselines)
+    num_heads: int = 8  # H (Vaswani et al. 2017's base model; App. D.1 does not say)
+    num_layers: int = 1  # N_l encoder layers and N_l decoder layers (App. D.1: 1 layer was best)
+    ffn_hidden: int = 512  # FFN width; D rather than Vaswani's 4D keeps the size near App. D.1's 1-3M
+
+    def __post_init__(self):
+        for name in ("d_model", "num_heads", "num_layers", "ffn_hidden"):
+            _positive_int(name, getattr(self, name))
+        if self.d_model % self.num_heads:
+            raise ValueError(f"num_heads: expected a divisor of d_model = {self.d_model}, got {self.num_heads}")
+
+
+class TransformerTraces(NamedTuple):
+    cross_attention: jax.Array  # [B, T_out, N_l, H, T_in] decoder -> encoder weights
+    decoder_self_attention: jax.Array  # [B, T_out, N_l, H, T_out] causal
+    encoder_self_attention: jax.Array  # [B, T_in, N_l, H, T_in] rows of padding queries are 0
+
+
+def _stack_layers(weights: list[jax.Array]) -> jax.Array:
+    """Per-layer ``[B, H, T_q, T_k]`` -> ``[B, T_q, N_l, H, T_k]``."""
+    return jnp.moveaxis(jnp.stack(weights, axis=1), 3, 1)
+
+
+class TransformerSeq2Seq(nnx.Module):
+    """Pre-LN encoder-decoder Transformer (Vaswani et al. 2017; Xiong et al. 2020 layer order).
+
+    Encoder: ``x_j = W_e inputs_j`` (+ ``PE(j)`` with absolute positions), ``N_l``
+    self-attention layers over the real input steps, final LN -> ``memory``.
+
+    Decoder inputs, with no teacher forcing (``z_t = 0``, TASKS.md §1):
+
+    * ``relative=False`` (``transformer``): ``y_t = z_t + PE(t) = PE(t)``, so the
+      decoder's queries are position encodings only;
+    * ``relative=True`` (``transformer_rpe``): ``y_0 = s`` (a learned start vector,
+      the SOS embedding a teacher-forced decoder reads first) and ``y_t = 0``
+      for ``t >= 1``. Without it every decoder row would be identical: RPE only
+      moves attention weights, and weights over identical values give identical
+      outputs, so all ``T_out`` logits would be equal. Distances to the start row
+      tell each step where it is.
+
+    ``N_l`` decoder layers (causal self-attention, RPE in it when ``relative``;
+    cross-attention over ``memory`` by content, as in Csordás et al. 2021's
+    relative Transformer), final LN, ``logits = W_o y``. All output steps are
+    computed at once (no time loop); the causal mask makes step ``t``'s logits
+    independent of ``num_outputs``.
+    """
+
+    def __init__(
+        self, config: TransformerConfig, input_size: int, output_size: int, *, relative: bool, rngs: nnx.Rngs
+    ):
+        d, h, f = config.d_model, config.num_heads, config.ffn_hidden
+        self.config = config
+        self.relative = relative
+        self.embed = nnx.Linear(input_size, d, rngs=rngs)  # W_e [D_in, D]
+        self.encoder_layers = nnx.List(
+            [EncoderLayer(d, h, f, relative=relative, rngs=rngs) for _ in range(config.num_layers)]
+        )
+        self.encoder_norm = nnx.LayerNorm(d, epsilon=LAYER_NORM_EPS, rngs=rngs)
+        self.decoder_layers = nnx.List(
+            [DecoderLayer(d, h, f, relative=relative, rngs=rngs) for _ in range(config.num_layers)]
+        )
+        self.decoder_norm = nnx.LayerNorm(d, epsilon=LAYER_NORM_EPS, rngs=rngs)
+        self.output = nnx.Linear(d, output_size, rngs=rngs)  # W_o [D, K]
+        if relative:
+            self.start = nnx.Param(jax.random.normal(rngs.params(), (d,)))  # s [D]
+
+    def __call__(self, inputs, input_mask, num_outputs: int, *, train=False, key=None, return_traces=False):
+        check_call(inputs, input_mask, num_outputs)
+        batch, t_in, _ = inputs.shape
+        d = self.config.d_model
+        mask = jnp.asarray(input_mask, bool)
+        key_mask = mask[:, None, None, :]  # [B, 1(H), 1(T_q), T_in]
+
+        x = self.embed(inputs)  # [B, T_in, D]
+        if not self.relative:
+            x = x + sinusoidal_encoding(jnp.arange(t_in), d).astype(x.dtype)
+        encoder_weights = []
+        for layer in self.encoder_layers:
+            x, w = layer(x, key_mask)
+            encoder_weights.append(w)
+        memory = self.encoder_norm(x)  # [B, T_in, D]
+
+        if self.relative:
+            first = (jnp.arange(num_outputs) == 0)[:, None]  # [T_out, 1]
+            y = jnp.where(first, self.start[...].astype(x.dtype), 0.0)  # [T_out, D]: s, 0, 0, ...
+        else:
+            y = sinusoidal_encoding(jnp.arange(num_outputs), d).astype(x.dtype)  # [T_out, D]: PE(t)
+        y = jnp.broadcast_to(y, (batch, num_outputs, d))
+        causal = causal_mask(num_outputs)  # [T_out, T_out]
+        self_weights, cross_weights = [], []
+        for layer in self.decoder_layers:
+            y, ws, wc = layer(y, memory, causal, key_mask)
+            self_weights.append(ws)
+            cross_weights.append(wc)
+        logits = self.output(self.decoder_norm(y))  # [B, T_out, K]
+        if return_traces:
+            encoder = _stack_layers(encoder_weights) * mask[:, :, None, None, None]
+            return logits, TransformerTraces(
+                cross_attention=_stack_layers(cross_weights),
+                decoder_self_attention=_stack_layers(self_weights),
+                encoder_self_attention=encoder,
+            )
+        return logits
+
+
+@register_model("transformer", TransformerConfig, "Encoder-decoder Transformer, sinusoidal positions (seed 001 §3.1)")
+def _build_transformer(config, input_size: int, output_size: int, rngs: nnx.Rngs) -> TransformerSeq2Seq:
+    return TransformerSeq2Seq(config, input_size, output_size, relative=False, rngs=rngs)
+
+
+@register_model(
+    "transformer_rpe",
+    TransformerConfig,
+    "Encoder-decoder Transformer, Transformer-XL relative positions (seed 001 §3.3)",
+)
+def _build_transformer_rpe(config, input_size: int, output_size: int, rngs: nnx.Rngs) -> TransformerSeq2Seq:
+    return TransformerSeq2Seq(config, input_size, output_size, relative=True, rngs=rngs)

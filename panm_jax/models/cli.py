@@ -1,0 +1,111 @@
+"""``panm-jax models``: the model card, a table generated from the registry.
+
+    panm-jax models        every registered model: name, description, controller
+                           options, parameter count at the default config, traces
+
+Parameter counts are for the default config built with ``input_size = 12`` and
+``output_size = 10`` (the algorithmic tasks' sizes, TASKS.md §1). The traces
+column names what ``return_traces=True`` returns, found by an abstract call
+(``jax.eval_shape``: traced, not run); models are built abstractly
+(``nnx.eval_shape``) where their builder allows it, so the card runs in seconds. Every model in the registry is listed,
+whichever module registered it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+from rich.console import Console
+from rich.table import Table
+
+from panm_jax.models.registry import build_model, get_config, list_models
+
+__all__ = ["model_card", "register"]
+
+CARD_INPUT_SIZE = 12  # TASKS.md §1: 10 symbols + 2 delimiters
+CARD_OUTPUT_SIZE = 10  # 10 classes
+
+
+def register(subparsers) -> None:
+    """Add the ``models`` sub-command to the ``panm-jax`` parser."""
+    parser = subparsers.add_parser(
+        "models",
+        help="list the models (the model card)",
+        description="List every registered model: description, controller options, parameter count at the "
+        f"default config (input_size={CARD_INPUT_SIZE}, output_size={CARD_OUTPUT_SIZE}), and its traces.",
+    )
+    parser.set_defaults(func=_list)
+
+
+def _controllers(config) -> str:
+    names = {f.name for f in dataclasses.fields(config)}
+    if "controller" not in names:
+        return "-"
+    kinds = getattr(config, "CONTROLLERS", None)
+    if kinds is None:
+        from panm_jax.modules.controllers import CONTROLLER_KINDS as kinds
+    default = config.controller
+    return ", ".join(f"{k} (default)" if k == default else k for k in kinds)
+
+
+def _abstract_model(name: str):
+    """The model at its default config, built abstractly when it can be (no initialisation run)."""
+    build = lambda: build_model(name, input_size=CARD_INPUT_SIZE, output_size=CARD_OUTPUT_SIZE)  # noqa: E731
+    try:
+        return nnx.eval_shape(build)
+    except Exception:  # a builder that needs concrete values (e.g. a float() of a parameter)
+        return build()
+
+
+def _traces(model) -> str:
+    graphdef, state = nnx.split(model)
+    x = jax.ShapeDtypeStruct((1, 3, CARD_INPUT_SIZE), jnp.float32)
+    mask = jax.ShapeDtypeStruct((1, 3), jnp.bool_)
+
+    def call(state, x, mask):
+        return nnx.merge(graphdef, state)(x, mask, 2, train=False, return_traces=True)
+
+    try:
+        _, traces = jax.eval_shape(call, state, x, mask)
+    except Exception as err:  # a model without traces is still listed
+        return f"? ({type(err).__name__})"
+    if hasattr(traces, "_fields"):
+        return ", ".join(traces._fields)
+    if isinstance(traces, dict):
+        return ", ".join(traces)
+    return type(traces).__name__
+
+
+def model_card() -> list[dict[str, str]]:
+    """One row per registered model (the table's data, for tests and scripts)."""
+    rows = []
+    for name, description in list_models().items():
+        config = get_config(name)
+        model = _abstract_model(name)
+        params = sum(int(x.size) for x in jax.tree_util.tree_leaves(nnx.state(model, nnx.Param)))
+        rows.append({
+            "name": name,
+            "description": description,
+            "controllers": _controllers(config),
+            "params": f"{params:,}",
+            "traces": _traces(model),
+        })
+    return rows
+
+
+def _list(args) -> int:
+    del args
+    table = Table(title=f"panm_jax models (parameters at the default config, input {CARD_INPUT_SIZE}, "
+                  f"output {CARD_OUTPUT_SIZE})")
+    for col in ("name", "description", "controller options", "parameters", "traces (return_traces=True)"):
+        table.add_column(col, no_wrap=col in ("name", "parameters"), justify="right" if col == "parameters" else "left")
+    for row in model_card():
+        table.add_row(row["name"], row["description"], row["controllers"], row["params"], row["traces"])
+    console = Console()
+    if not console.is_terminal:  # piped or captured: do not squeeze the table into 80 columns
+        console = Console(width=max(console.width, 160))
+    console.print(table)
+    return 0

@@ -1,0 +1,326 @@
+"""Controller + external memory models: NTM, DNC, Stack-, Queue- and DeQue-LSTM.
+
+One architecture, five memories, behind the one model interface
+(``models.registry``). Per step ``t`` of ONE ``scan`` over the whole sequence of
+``T = T_in + T_out`` steps (TASKS.md §1: read the input, then emit the outputs on
+blank steps whose input is zero, no teacher forcing):
+
+    x_t     = inputs[t] for t < T_in, 0 on the T_out blank steps
+    c_t, h_t = Controller(c_{t-1}, [x_t; r_{t-1}])          the input joined with the previous reads
+    xi_t    = W_xi h_t + b                                    memory module: the raw interface
+    S_t, r_t = kernel.step(S_{t-1}, controls(xi_t))           NTM / DNC / Stack / Queue / DeQue
+    y_t     = W_y h_t + W_r r_t                               seed 002 "Output Vector"
+    logits  = y_t at the T_out blank steps                    [B, T_out, K]
+
+Sources: seed ``002_44e42d2b9681fe3e.txt`` (NTM and DNC with feed-forward, LSTM
+and Transformer controllers; the interface ``xi_t = W_xi h_t``; the output
+``y_t = W_y h_t + sum_i W_r^i r_t^i``, written here as one ``W_r`` over the
+concatenated reads, the same thing); seed ``003_6adbd108c178b20b.txt`` (the DNC
+interface vector); seed ``004_b0829f06197779e5.txt`` (the Stack/Queue/DeQue-LSTM:
+"the controller's input is the input concatenated with the previous read; its
+output is projected to push, pop, value and output"; the pop bias starts at -1).
+For the Stack/Queue/DeQue models the output therefore defaults to ``y_t = W_y h_t``
+(the read reaches the output through the next step's controller input);
+``read_to_output=True`` adds seed 002's ``W_r r_t`` term.
+
+Masks: an input padding step (``input_mask == 0``) is a masked step of the scan
+wrapper: the controller carry, the memory state and the previous read are carried
+unchanged. The ``T_out`` output steps are always real. Appending padding to an
+example's input therefore changes none of its logits (and neither does garbage in
+its padding rows).
+
+Batch: the one-example recurrence (controller, memory module with an empty batch
+shape, kernel) runs under ``jax.vmap`` over the batch, each example with its own
+``[T]`` mask, as ``LSTMEncoder`` does; controllers and memory modules accept any
+leading axes, so nothing in them knows about the batch.
+
+Stack capacity ``C = T_in + T_out``: every step pushes a row (the kernel's
+contract), so one row per step of the whole sequence.
+
+Traces (``return_traces=True``): the memory module's per-step trace stacked over
+ALL ``T = T_in + T_out`` steps, shapes ``[B, T, ...]`` (the input steps first, the
+output steps last; a masked step's trace is zeros):
+
+* ``ntm``: ``NTMTrace(read_weights [B, T, R, N], write_weights [B, T, H, N])``;
+* ``dnc``: ``DNCTrace(read_weights [B, T, R, N], write_weights [B, T, N],
+  usage [B, T, N], read_modes [B, T, R, 3])``;
+* ``stack_lstm`` / ``queue_lstm``: ``StackTrace(strengths [B, T, C], push [B, T, 1],
+  pop [B, T, 1])``; ``deque_lstm``: ``strengths [B, T, 2C]``, ``push``/``pop``
+  ``[B, T, 2]`` (top, bottom).
+
+Defaults and their sources (our choices are marked as such):
+
+* controller ``"lstm"``, ``hidden = D = 256``: seed ``001_f692c4b8a9aae130.txt``
+  App. D.1 ran NTM and DNC from public code "with default controller's hidden state
+  of 256 dimensions and 128-slot external memory"; the same width for the stack
+  models (our choice: seed 004's sizes are not in the seed text).
+* NTM: ``N = 128`` (seed 001), ``W = 20``, one read and one write head, shift
+  width ``S = 3`` (shifts -1, 0, +1): Graves et al. 2014's copy configuration
+  (128 x 20 memory, one head each, ±1 shifts).
+* DNC: ``N = 128`` (seed 001), ``W = 20`` (as the NTM, so the two compare at one
+  memory size; our choice), ``R = 4`` read heads (DeepMind ``dnc``'s default
+  ``num_read_heads``), one write head (the seeds' DNC has one);
+  content reads over ``M_t`` (``read_previous_memory=False``, Graves et al. 2016).
+* Stack/Queue/DeQue: value width ``W = 64`` (our choice), pop bias -1 (seed 004).
+* Transformer controller: ``controller_layers = 1``, ``controller_heads = 4``,
+  ``max_steps = 256`` cache steps (enough for the algorithmic tasks' longest test,
+  ``T = 83 + 81 = 164``; raise it for longer sequences; our choices).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from panm_jax.kernels.scan import scan
+from panm_jax.modules.controllers import CONTROLLER_KINDS, make_controller
+from panm_jax.modules.memory import DNCMemory, NTMMemory, StackMemory
+from panm_jax.models.registry import check_call, register_model
+
+__all__ = [
+    "DNCConfig",
+    "MemoryModel",
+    "NTMConfig",
+    "StackLSTMConfig",
+    "build_memory_model",
+]
+
+
+def _positive_int(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class _ControllerConfig:
+    """The controller fields every memory model shares."""
+
+    controller: str = "lstm"  # one of CONTROLLER_KINDS (seed 002: feed-forward, LSTM, Transformer; + GRU)
+    hidden: int = 256  # D, the controller width (seed 001 App. D.1: 256)
+    controller_layers: int = 1  # feed-forward / Transformer layers (LSTM and GRU: 1)
+    controller_heads: int = 4  # Transformer attention heads
+    max_steps: int = 256  # Transformer cache: the most steps T_in + T_out of one sequence
+    remat: bool = False  # recompute each step in the backward pass (jax.checkpoint): less memory
+
+    # The controller kinds a model of this config accepts (the CLI lists them).
+    CONTROLLERS: ClassVar[tuple[str, ...]] = CONTROLLER_KINDS
+
+    def __post_init__(self):
+        if self.controller not in self.CONTROLLERS:
+            raise ValueError(
+                f"controller: unknown controller {self.controller!r}; known controllers: {list(self.CONTROLLERS)}"
+            )
+        for name in ("hidden", "controller_layers", "controller_heads", "max_steps"):
+            _positive_int(name, getattr(self, name))
+        if self.controller in ("lstm", "gru") and self.controller_layers != 1:
+            raise ValueError(
+                f"controller_layers: the {self.controller!r} controller has one layer, got {self.controller_layers}"
+            )
+        if not isinstance(self.remat, bool):
+            raise ValueError(f"remat: expected a bool, got {self.remat!r}")
+
+    def controller_options(self) -> dict[str, Any]:
+        """The ``make_controller`` options of this config's controller kind."""
+        if self.controller == "feedforward":
+            return {"num_layers": self.controller_layers}
+        if self.controller == "transformer":
+            return {"num_layers": self.controller_layers, "num_heads": self.controller_heads}
+        return {}
+
+
+@dataclasses.dataclass(frozen=True)
+class NTMConfig(_ControllerConfig):
+    """NTM hyperparameters (module docstring: sources)."""
+
+    num_slots: int = 128  # N (seed 001 App. D.1)
+    word_size: int = 20  # W (Graves et al. 2014, copy)
+    num_reads: int = 1  # R read heads
+    num_writes: int = 1  # H write heads
+    shift_width: int = 3  # S, odd: shifts -(S-1)/2 .. (S-1)/2
+
+    def __post_init__(self):
+        super().__post_init__()
+        for name in ("num_slots", "word_size", "num_reads", "num_writes", "shift_width"):
+            _positive_int(name, getattr(self, name))
+        if self.shift_width % 2 != 1:
+            raise ValueError(f"shift_width: expected an odd positive integer, got {self.shift_width}")
+
+
+@dataclasses.dataclass(frozen=True)
+class DNCConfig(_ControllerConfig):
+    """DNC hyperparameters (module docstring: sources)."""
+
+    num_slots: int = 128  # N (seed 001 App. D.1)
+    word_size: int = 20  # W (our choice, as the NTM)
+    num_reads: int = 4  # R read heads (DeepMind dnc default)
+    read_previous_memory: bool = False  # content reads over M_{t-1} (seed 002 as printed) instead of M_t
+
+    def __post_init__(self):
+        super().__post_init__()
+        for name in ("num_slots", "word_size", "num_reads"):
+            _positive_int(name, getattr(self, name))
+        if not isinstance(self.read_previous_memory, bool):
+            raise ValueError(f"read_previous_memory: expected a bool, got {self.read_previous_memory!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class StackLSTMConfig(_ControllerConfig):
+    """Stack/Queue/DeQue-LSTM hyperparameters (module docstring: sources)."""
+
+    width: int = 64  # W, the width of the pushed values (the paper's m; our choice)
+    read_to_output: bool = False  # add W_r r_t to the output (seed 002's form); seed 004: output from h_t only
+
+    def __post_init__(self):
+        super().__post_init__()
+        _positive_int("width", self.width)
+        if not isinstance(self.read_to_output, bool):
+            raise ValueError(f"read_to_output: expected a bool, got {self.read_to_output!r}")
+
+
+class MemoryModel(nnx.Module):
+    """A controller driving one external memory, behind the one model interface.
+
+    See the module docstring for the per-step equations, masks and traces.
+
+    Args:
+      config: the model's config (its ``controller*`` fields choose the controller).
+      input_size: ``D_in``, the width of an input row.
+      output_size: ``K``, the number of output classes.
+      memory: a memory module (``NTMMemory``, ``DNCMemory`` or ``StackMemory``)
+        whose ``hidden`` equals ``config.hidden``.
+      read_to_output: include ``W_r r_t`` in the output.
+      rngs: parameter initialisation.
+    """
+
+    def __init__(
+        self,
+        config: _ControllerConfig,
+        input_size: int,
+        output_size: int,
+        memory: nnx.Module,
+        *,
+        read_to_output: bool = True,
+        rngs: nnx.Rngs,
+    ):
+        self.config = config
+        self.input_size = input_size
+        self.output_size = output_size
+        self.memory = memory
+        self.controller = make_controller(
+            config.controller,
+            input_size + memory.read_size,  # [x_t; r_{t-1}]
+            config.hidden,
+            rngs=rngs,
+            max_steps=config.max_steps,
+            **config.controller_options(),
+        )
+        self.output_hidden = nnx.Linear(config.hidden, output_size, rngs=rngs)  # W_y (and the output bias)
+        self.output_reads = (
+            nnx.Linear(memory.read_size, output_size, use_bias=False, rngs=rngs) if read_to_output else None
+        )  # W_r
+
+    def _check_call(self, inputs, input_mask, num_outputs) -> None:
+        check_call(inputs, input_mask, num_outputs, self.input_size)
+        total = inputs.shape[1] + num_outputs
+        if self.config.controller == "transformer" and total > self.config.max_steps:
+            raise ValueError(
+                f"num_outputs: T_in + T_out = {inputs.shape[1]} + {num_outputs} = {total} steps exceed the "
+                f"Transformer controller's max_steps = {self.config.max_steps}; build the model with a larger max_steps"
+            )
+
+    def _init_memory(self, num_steps: int, dtype):
+        if isinstance(self.memory, StackMemory):
+            return self.memory.init_state((), capacity=num_steps, dtype=dtype)  # C = T_in + T_out
+        return self.memory.init_state((), dtype=dtype)
+
+    def __call__(
+        self,
+        inputs: jax.Array,
+        input_mask: jax.Array,
+        num_outputs: int,
+        *,
+        train: bool = False,
+        key: jax.Array | None = None,
+        return_traces: bool = False,
+    ):
+        """``(inputs [B, T_in, D_in], input_mask [B, T_in], T_out) -> logits [B, T_out, K]``.
+
+        ``train`` and ``key`` are accepted for the common interface; these models
+        have no training-only randomness. With ``return_traces`` also returns the
+        memory trace (module docstring), ``[B, T_in + T_out, ...]``.
+        """
+        del train, key
+        self._check_call(inputs, input_mask, num_outputs)
+        batch, t_in, _ = inputs.shape
+        dtype = inputs.dtype if jnp.issubdtype(inputs.dtype, jnp.floating) else jnp.float32
+        xs = jnp.concatenate([inputs.astype(dtype), jnp.zeros((batch, num_outputs, self.input_size), dtype)], 1)
+        steps = jnp.concatenate(
+            [jnp.asarray(input_mask).astype(bool), jnp.ones((batch, num_outputs), bool)], axis=1
+        )  # [B, T]: padding masked, the T_out output steps always real
+        num_steps = t_in + num_outputs
+
+        def body(carry, x_t):  # one example, one step: x_t [D_in]
+            ctrl, mem, prev_read = carry
+            ctrl, h = self.controller(ctrl, jnp.concatenate([x_t, prev_read], axis=-1))
+            controls = self.memory.controls(h)
+            mem, read = self.memory.step(mem, controls)
+            y = self.output_hidden(h)  # W_y h_t + b
+            if self.output_reads is not None:
+                y = y + self.output_reads(read)  # + W_r r_t
+            out = (y, self.memory.trace(mem, controls)) if return_traces else y
+            return (ctrl, mem, read), out
+
+        def run(x, mask):  # one example: x [T, D_in], mask [T]
+            carry = (
+                self.controller.init_carry(()),
+                self._init_memory(num_steps, dtype),
+                jnp.zeros((self.memory.read_size,), dtype),
+            )
+            _, outs = scan(body, carry, x, mask, remat=self.config.remat)
+            return outs
+
+        outs = jax.vmap(run)(xs, steps)
+        if return_traces:
+            ys, traces = outs
+            return ys[:, t_in:], traces
+        return outs[:, t_in:]
+
+
+def build_memory_model(name: str, config, input_size: int, output_size: int, rngs: nnx.Rngs) -> MemoryModel:
+    """Build ``ntm``, ``dnc``, ``stack_lstm``, ``queue_lstm`` or ``deque_lstm`` from its config."""
+    if name == "ntm":
+        memory = NTMMemory(
+            config.hidden, config.num_slots, config.word_size, config.num_reads, config.num_writes,
+            config.shift_width, rngs=rngs,
+        )
+        return MemoryModel(config, input_size, output_size, memory, rngs=rngs)
+    if name == "dnc":
+        memory = DNCMemory(
+            config.hidden, config.num_slots, config.word_size, config.num_reads,
+            read_previous_memory=config.read_previous_memory, rngs=rngs,
+        )
+        return MemoryModel(config, input_size, output_size, memory, rngs=rngs)
+    kind = {"stack_lstm": "stack", "queue_lstm": "queue", "deque_lstm": "deque"}.get(name)
+    if kind is None:
+        raise ValueError(
+            f"name: expected one of ['ntm', 'dnc', 'stack_lstm', 'queue_lstm', 'deque_lstm'], got {name!r}"
+        )
+    memory = StackMemory(kind, config.hidden, config.width, rngs=rngs)
+    return MemoryModel(config, input_size, output_size, memory, read_to_output=config.read_to_output, rngs=rngs)
+
+
+def _register(name: str, config_cls: type, description: str) -> None:
+    @register_model(name, config_cls, description)
+    def _build(config, input_size: int, output_size: int, rngs: nnx.Rngs) -> MemoryModel:
+        return build_memory_model(name, config, input_size, output_size, rngs)
+
+
+_register("ntm", NTMConfig, "Neural Turing Machine (seeds 000, 002): controller + content/location-addressed memory")
+_register("dnc", DNCConfig, "Differentiable Neural Computer (seeds 002, 003): allocation, temporal links, R read heads")
+_register("stack_lstm", StackLSTMConfig, "Stack-LSTM (seed 004): LSTM controller + continuous neural Stack")
+_register("queue_lstm", StackLSTMConfig, "Queue-LSTM (seed 004): LSTM controller + continuous neural Queue")
+_register("deque_lstm", StackLSTMConfig, "DeQue-LSTM (seed 004): LSTM controller + continuous neural DeQue")

@@ -1,0 +1,313 @@
+"""Memory modules: a controller's output projected into a kernel's controls, and one step.
+
+Each module holds one parameter, the ``Linear`` ``W_xi`` that turns the controller
+output ``h_t [..., D]`` into the kernel's raw interface vector
+``xi_t = W_xi h_t + b [..., P]`` (seed ``002_44e42d2b9681fe3e.txt``, "Interfaces":
+``xi_t = W_xi [h_t^1; ...; h_t^L]``), then calls the kernel's
+``controls_from_interface`` (the seeds' activations live there) and ``step``. No
+memory mathematics lives here (DESIGN.md): this is the thin layer between a
+controller and ``panm_jax.kernels``.
+
+Leading axes are free: ``h [..., D]`` with a state whose fields carry the same
+leading axes (``init_state(batch_shape)``); the one-example kernels are
+``jax.vmap``-ped once per leading axis. ``batch_shape = ()`` runs the kernel
+directly (a model that vmaps its whole scan over the batch).
+
+Every module answers::
+
+    init_state(batch_shape=(), ...)           -> state
+    controls(h [..., D])                      -> XxxControls, activated
+    step(state, controls, mask=None)          -> (state, read [..., read_size])
+    __call__(state, h, mask=None)             -> step(state, controls(h), mask)
+    trace(state, controls)                    -> a NamedTuple of per-step plot data
+
+``read`` is flattened to ``read_size`` numbers (all read heads, or both DeQue ends,
+concatenated), ready to be fed back to the controller and to the output layer.
+A masked step (``mask == 0``, padding) leaves the state unchanged and reads zeros
+(the kernels' contract).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from panm_jax.kernels import dnc as dnc_kernel
+from panm_jax.kernels import ntm as ntm_kernel
+from panm_jax.kernels import stack as stack_kernel
+from panm_jax.kernels.validation import check_positive_int
+
+__all__ = [
+    "DNCMemory",
+    "DNCTrace",
+    "NTMMemory",
+    "NTMTrace",
+    "POP_BIAS_INIT",
+    "STACK_KINDS",
+    "StackMemory",
+    "StackTrace",
+]
+
+# Grefenstette et al. 2015 (seed 004 / TASKS.md §4): "pop bias initialised to -1",
+# so u_t = sigmoid(-1) ~ 0.27 at the start: early steps pop little.
+POP_BIAS_INIT = -1.0
+
+STACK_KINDS = ("stack", "queue", "deque")
+
+
+def _over_leading(fn: Callable, num_axes: int) -> Callable:
+    # vmap a one-example function once per leading (batch) axis, all arguments mapped.
+    for _ in range(num_axes):
+        fn = jax.vmap(fn)
+    return fn
+
+
+def _check_hidden(h: jax.Array, hidden: int) -> None:
+    if jnp.ndim(h) < 1 or jnp.shape(h)[-1] != hidden:
+        raise ValueError(f"h: expected shape [..., D] with D = {hidden}, got {tuple(jnp.shape(h))}")
+
+
+def _init_batched(state, batch_shape: tuple[int, ...]):
+    return jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (*batch_shape, *jnp.shape(x))), state)
+
+
+class NTMTrace(NamedTuple):
+    """One NTM step for plots (leading axes as the state's)."""
+
+    read_weights: jax.Array  # [..., R, N] w_t of each read head
+    write_weights: jax.Array  # [..., H, N] w_t of each write head
+
+
+class DNCTrace(NamedTuple):
+    """One DNC step for plots (leading axes as the state's)."""
+
+    read_weights: jax.Array  # [..., R, N] w^{r,i}_t
+    write_weights: jax.Array  # [..., N]   w^w_t
+    usage: jax.Array  # [..., N]   u_t
+    read_modes: jax.Array  # [..., R, 3] pi^i_t (backward, content, forward)
+
+
+class StackTrace(NamedTuple):
+    """One Stack / Queue / DeQue step for plots (leading axes as the state's).
+
+    ``E`` is the number of ends acted on: 1 for the Stack and the Queue, 2 for the
+    DeQue (index 0 the top, 1 the bottom).
+    """
+
+    strengths: jax.Array  # [..., C] s_t ([..., 2C] for the DeQue)
+    push: jax.Array  # [..., E] d_t
+    pop: jax.Array  # [..., E] u_t
+
+
+class NTMMemory(nnx.Module):
+    """NTM memory (seed 000 Eq. 11-13, seed 002 "Neural Turing Machine") behind a projection.
+
+    ``xi_t = W_xi h_t + b`` has ``ntm.interface_size(W, R, H, S)`` numbers; the
+    kernel's ``controls_from_interface`` activates them (seed 000 Eq. 12: keys
+    and add vectors as they are, ``beta = softplus >= 0``, ``g = sigmoid``, shifts
+    ``softmax``, ``gamma = 1 + softplus >= 1``, erase ``sigmoid``) and
+    ``ntm.step`` writes, then reads.
+
+    Args:
+      hidden: ``D``, the controller output width.
+      num_slots: ``N``. word_size: ``W``. num_reads: ``R``. num_writes: ``H``.
+      shift_width: ``S`` (odd; 3 = shifts -1, 0, +1).
+    """
+
+    def __init__(
+        self,
+        hidden: int,
+        num_slots: int,
+        word_size: int,
+        num_reads: int = 1,
+        num_writes: int = 1,
+        shift_width: int = 3,
+        *,
+        rngs: nnx.Rngs,
+    ):
+        self.hidden = check_positive_int("hidden", hidden)
+        self.num_slots = check_positive_int("num_slots", num_slots)
+        self.word_size = word_size
+        self.num_reads = num_reads
+        self.num_writes = num_writes
+        self.shift_width = shift_width
+        self.interface_size = ntm_kernel.interface_size(word_size, num_reads, num_writes, shift_width)
+        self.read_size = num_reads * word_size  # R W
+        self.projection = nnx.Linear(hidden, self.interface_size, rngs=rngs)  # W_xi [D, P]
+
+    def init_state(self, batch_shape: tuple[int, ...] = (), dtype=jnp.float32) -> ntm_kernel.NTMState:
+        """``ntm.init_state`` with ``batch_shape`` in front of every field."""
+        state = ntm_kernel.init_state(self.num_slots, self.word_size, self.num_reads, self.num_writes, dtype=dtype)
+        return _init_batched(state, tuple(batch_shape))
+
+    def controls(self, h: jax.Array) -> ntm_kernel.NTMControls:
+        """``h [..., D] -> NTMControls`` with the leading axes of ``h``."""
+        _check_hidden(h, self.hidden)
+        return ntm_kernel.controls_from_interface(
+            self.projection(h), self.word_size, self.num_reads, self.num_writes, self.shift_width
+        )
+
+    def step(
+        self, state: ntm_kernel.NTMState, controls: ntm_kernel.NTMControls, mask: jax.Array | None = None
+    ) -> tuple[ntm_kernel.NTMState, jax.Array]:
+        """``ntm.step`` over the leading axes; returns ``(state, reads [..., R W])``."""
+        lead = jnp.ndim(state.memory) - 2
+        new_state, reads = _over_leading(ntm_kernel.step, lead)(state, controls, mask)
+        return new_state, reads.reshape(*reads.shape[:-2], self.read_size)
+
+    def __call__(self, state, h, mask=None):
+        return self.step(state, self.controls(h), mask)
+
+    @staticmethod
+    def trace(state: ntm_kernel.NTMState, controls: ntm_kernel.NTMControls) -> NTMTrace:
+        del controls
+        return NTMTrace(read_weights=state.read_weights, write_weights=state.write_weights)
+
+
+class DNCMemory(nnx.Module):
+    """DNC memory (seed 002 "Differentiable Neural Computer", seed 003) behind a projection.
+
+    ``xi_t = W_xi h_t + b`` is the interface vector ``i_t = W_i h_t`` of seed 003
+    (``R W + 5 R + 3 W + 3`` numbers, Table 1); ``dnc.controls_from_interface``
+    activates it (strengths ``oneplus >= 1``, gates ``sigmoid``, modes
+    ``softmax``) and ``dnc.step`` frees, allocates, writes, links and reads.
+
+    Args:
+      hidden: ``D``. num_slots: ``N``. word_size: ``W``. num_reads: ``R``.
+      read_previous_memory: the read content weights use ``M_{t-1}`` (seed 002 as
+        printed) instead of ``M_t`` (default; Graves et al. 2016), see ``dnc.step``.
+    """
+
+    def __init__(
+        self,
+        hidden: int,
+        num_slots: int,
+        word_size: int,
+        num_reads: int = 4,
+        *,
+        read_previous_memory: bool = False,
+        rngs: nnx.Rngs,
+    ):
+        self.hidden = check_positive_int("hidden", hidden)
+        self.num_slots = check_positive_int("num_slots", num_slots)
+        self.word_size = word_size
+        self.num_reads = num_reads
+        self.read_previous_memory = bool(read_previous_memory)
+        self.interface_size = dnc_kernel.interface_size(num_reads, word_size)
+        self.read_size = num_reads * word_size  # R W
+        self.projection = nnx.Linear(hidden, self.interface_size, rngs=rngs)  # W_i [D, P]
+
+    def init_state(self, batch_shape: tuple[int, ...] = (), dtype=jnp.float32) -> dnc_kernel.DNCState:
+        """``dnc.init_state`` with ``batch_shape`` in front of every field."""
+        state = dnc_kernel.init_state(self.num_slots, self.word_size, self.num_reads, dtype=dtype)
+        return _init_batched(state, tuple(batch_shape))
+
+    def controls(self, h: jax.Array) -> dnc_kernel.DNCControls:
+        """``h [..., D] -> DNCControls`` with the leading axes of ``h``."""
+        _check_hidden(h, self.hidden)
+        return dnc_kernel.controls_from_interface(self.projection(h), self.num_reads, self.word_size)
+
+    def step(
+        self, state: dnc_kernel.DNCState, controls: dnc_kernel.DNCControls, mask: jax.Array | None = None
+    ) -> tuple[dnc_kernel.DNCState, jax.Array]:
+        """``dnc.step`` over the leading axes; returns ``(state, reads [..., R W])``."""
+        lead = jnp.ndim(state.memory) - 2
+
+        def one(s, c, m):
+            return dnc_kernel.step(s, c, m, read_previous_memory=self.read_previous_memory)
+
+        new_state, reads = _over_leading(one, lead)(state, controls, mask)
+        return new_state, reads.reshape(*reads.shape[:-2], self.read_size)
+
+    def __call__(self, state, h, mask=None):
+        return self.step(state, self.controls(h), mask)
+
+    @staticmethod
+    def trace(state: dnc_kernel.DNCState, controls: dnc_kernel.DNCControls) -> DNCTrace:
+        return DNCTrace(
+            read_weights=state.read_weights,
+            write_weights=state.write_weights,
+            usage=state.usage,
+            read_modes=controls.read_modes,
+        )
+
+
+_STACK_FNS = {
+    # kind: (init_state, controls_from_interface, step, interface_size, ends)
+    "stack": (stack_kernel.stack_init_state, stack_kernel.stack_controls_from_interface, stack_kernel.stack_step,
+              stack_kernel.stack_interface_size, 1),
+    "queue": (stack_kernel.queue_init_state, stack_kernel.queue_controls_from_interface, stack_kernel.queue_step,
+              stack_kernel.stack_interface_size, 1),
+    "deque": (stack_kernel.deque_init_state, stack_kernel.deque_controls_from_interface, stack_kernel.deque_step,
+              stack_kernel.deque_interface_size, 2),
+}
+
+
+class StackMemory(nnx.Module):
+    """A neural Stack, Queue or DeQue (seed 004, Grefenstette et al. 2015) behind a projection.
+
+    The controller output ``o'_t`` (``h``) is projected to the push, pop and value
+    pre-activations, ``[d^, u^, v^ (W)]`` per end (the top end, then the bottom end
+    for the DeQue); the kernel's ``controls_from_interface`` applies the paper's
+    ``d_t = sigmoid``, ``u_t = sigmoid``, ``v_t = tanh``. The pop logits' biases
+    start at ``POP_BIAS_INIT = -1`` (TASKS.md §4, the paper's initialisation); the
+    other biases at 0, the kernel as ``nnx.Linear``'s default (LeCun normal).
+
+    Capacity: ``init_state(batch_shape, capacity)`` with ``capacity = C`` the
+    number of steps the sequence takes (every step pushes a row, the kernel's
+    contract); the DeQue holds ``2C`` rows.
+
+    Args:
+      kind: ``"stack"``, ``"queue"`` or ``"deque"``.
+      hidden: ``D``. width: ``W``, the width of the pushed values.
+    """
+
+    def __init__(self, kind: str, hidden: int, width: int, *, rngs: nnx.Rngs):
+        if kind not in STACK_KINDS:
+            raise ValueError(f"kind: unknown structure {kind!r}; known: {list(STACK_KINDS)}")
+        self.kind = kind
+        self.hidden = check_positive_int("hidden", hidden)
+        self.width = check_positive_int("width", width)
+        init_fn, from_interface, step_fn, size_fn, ends = _STACK_FNS[kind]
+        self.ends = ends
+        self.interface_size = size_fn(width)
+        self.read_size = ends * width  # W, or 2W for the DeQue's top and bottom reads
+        self.projection = nnx.Linear(hidden, self.interface_size, rngs=rngs)  # [D, P]
+        block = stack_kernel.stack_interface_size(width)  # [d^, u^, v^ (W)] per end
+        pop_index = jnp.arange(ends) * block + 1
+        self.projection.bias[...] = self.projection.bias[...].at[pop_index].set(POP_BIAS_INIT)
+
+    def init_state(self, batch_shape: tuple[int, ...] = (), capacity: int = 1, dtype=jnp.float32):
+        """An empty structure of ``capacity`` steps with ``batch_shape`` in front."""
+        state = _STACK_FNS[self.kind][0](capacity, self.width, dtype)
+        return _init_batched(state, tuple(batch_shape))
+
+    def controls(self, h: jax.Array):
+        """``h [..., D] -> StackControls`` (``DequeControls``) with the leading axes of ``h``."""
+        _check_hidden(h, self.hidden)
+        raw = self.projection(h)
+        from_interface = _STACK_FNS[self.kind][1]
+        return _over_leading(lambda r: from_interface(r, self.width), raw.ndim - 1)(raw)
+
+    def step(self, state, controls, mask: jax.Array | None = None):
+        """The kernel's step over the leading axes; returns ``(state, read [..., read_size])``."""
+        lead = jnp.ndim(state.values) - 2
+        new_state, read = _over_leading(_STACK_FNS[self.kind][2], lead)(state, controls, mask)
+        if self.kind == "deque":
+            read = jnp.concatenate([read.top, read.bottom], axis=-1)  # [..., 2W]: top, bottom
+        return new_state, read
+
+    def __call__(self, state, h, mask=None):
+        return self.step(state, self.controls(h), mask)
+
+    def trace(self, state, controls) -> StackTrace:
+        if self.kind == "deque":
+            push = jnp.stack([controls.push_top, controls.push_bottom], axis=-1)
+            pop = jnp.stack([controls.pop_top, controls.pop_bottom], axis=-1)
+        else:
+            push, pop = controls.push[..., None], controls.pop[..., None]
+        return StackTrace(strengths=state.strengths, push=push, pop=pop)

@@ -1,0 +1,247 @@
+"""Tests of panm_jax/modules/memory.py and the controller factory it is driven by.
+
+Memory modules hold a projection and call the kernels: the tests check that the
+controls they produce lie in the ranges the kernels expect (the seeds'
+activations), that the pop bias starts at -1 (seed 004), that the batched step
+equals the one-example kernel step per example (vmap equals a loop), that a
+masked step changes nothing, and that bad input is named.
+
+Sizes differ per axis so that a transposed axis fails: B = 3, D = 9, N = 7, W = 5,
+R = 3, H = 2.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+from panm_jax.kernels import dnc as dnc_kernel
+from panm_jax.kernels import ntm as ntm_kernel
+from panm_jax.kernels import stack as stack_kernel
+from panm_jax.modules.controllers import (
+    CONTROLLER_KINDS,
+    FeedForwardController,
+    GRUCell,
+    LSTMCell,
+    make_controller,
+)
+from panm_jax.modules.memory import POP_BIAS_INIT, DNCMemory, NTMMemory, StackMemory
+
+B, D, N, W, R, H = 3, 9, 7, 5, 3, 2
+
+
+def _hidden(seed: int = 0, scale: float = 5.0, shape=(B, D)) -> jax.Array:
+    # Large pre-activations push every activation towards the ends of its range.
+    return jnp.asarray(np.random.default_rng(seed).normal(size=shape) * scale, jnp.float32)
+
+
+def _in(x, lo, hi=None) -> bool:
+    x = np.asarray(x)
+    return bool(np.all(x >= lo) and (hi is None or np.all(x <= hi)))
+
+
+# ---- NTM ---------------------------------------------------------------------
+
+
+def test_ntm_controls_are_in_the_kernels_ranges():
+    memory = NTMMemory(D, N, W, num_reads=R, num_writes=H, shift_width=3, rngs=nnx.Rngs(0))
+    assert memory.interface_size == ntm_kernel.interface_size(W, R, H, 3)
+    assert memory.read_size == R * W
+    c = jax.jit(memory.controls)(_hidden())
+    assert c.read.key.shape == (B, R, W) and c.write.key.shape == (B, H, W)
+    assert c.erase.shape == (B, H, W) and c.add.shape == (B, H, W)
+    for head in (c.read, c.write):
+        assert _in(head.strength, 0.0)  # beta = softplus >= 0 (seed 000 Eq. 12)
+        assert _in(head.gate, 0.0, 1.0)  # g = sigmoid
+        assert _in(head.shift, 0.0, 1.0)  # s = softmax over S shifts
+        np.testing.assert_allclose(np.asarray(head.shift).sum(-1), 1.0, rtol=1e-6)
+        assert _in(head.sharpen, 1.0)  # gamma = 1 + softplus >= 1
+    assert _in(c.erase, 0.0, 1.0)
+
+
+def test_ntm_batched_step_equals_the_kernel_per_example_and_masks():
+    memory = NTMMemory(D, N, W, num_reads=R, num_writes=H, rngs=nnx.Rngs(1))
+    state = memory.init_state((B,))
+    assert state.memory.shape == (B, N, W) and state.read_weights.shape == (B, R, N)
+    controls_fn, step_fn = jax.jit(memory.controls), jax.jit(memory.step)
+    mask = jnp.asarray([True, False, True])
+    state, _ = step_fn(state, controls_fn(_hidden(1, 1.0)), jnp.ones((B,), bool))  # memory no longer uniform
+    controls = controls_fn(_hidden(2, 1.0))
+    new, reads = step_fn(state, controls, mask)
+    assert reads.shape == (B, R * W)
+    kernel_step = jax.jit(ntm_kernel.step)
+    for b in range(B):
+        one_state = jax.tree_util.tree_map(lambda x: x[b], state)
+        one_controls = jax.tree_util.tree_map(lambda x: x[b], controls)
+        want_state, want_reads = kernel_step(one_state, one_controls, mask[b])
+        np.testing.assert_allclose(np.asarray(reads[b]), np.asarray(want_reads).reshape(-1), atol=1e-6)
+        for got, want in zip(new, want_state):
+            np.testing.assert_allclose(np.asarray(got[b]), np.asarray(want), atol=1e-6)
+    # example 1 is masked: its state is unchanged and its read is zero
+    for got, old in zip(new, state):
+        np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(old[1]))
+    np.testing.assert_array_equal(np.asarray(reads[1]), 0.0)
+
+
+# ---- DNC ---------------------------------------------------------------------
+
+
+def test_dnc_controls_are_in_the_kernels_ranges():
+    memory = DNCMemory(D, N, W, num_reads=R, rngs=nnx.Rngs(2))
+    assert memory.interface_size == dnc_kernel.interface_size(R, W) == R * W + 5 * R + 3 * W + 3  # seed 003
+    c = jax.jit(memory.controls)(_hidden(3))
+    assert c.read_keys.shape == (B, R, W) and c.read_modes.shape == (B, R, 3)
+    assert _in(c.read_strengths, 1.0) and _in(c.write_strength, 1.0)  # oneplus >= 1 (seeds 002, 003)
+    for gate in (c.erase, c.free_gates, c.allocation_gate, c.write_gate):
+        assert _in(gate, 0.0, 1.0)  # sigmoid
+    assert _in(c.read_modes, 0.0, 1.0)
+    np.testing.assert_allclose(np.asarray(c.read_modes).sum(-1), 1.0, rtol=1e-6)  # softmax per head
+
+
+def test_dnc_batched_step_equals_the_kernel_and_passes_the_read_option():
+    h1, h2 = _hidden(4, 1.0), _hidden(5, 1.0)
+    for previous in (False, True):
+        memory = DNCMemory(D, N, W, num_reads=R, read_previous_memory=previous, rngs=nnx.Rngs(3))
+        step_fn = jax.jit(memory.step)
+        state, _ = step_fn(memory.init_state((B,)), memory.controls(h1))
+        controls = memory.controls(h2)
+        new, reads = step_fn(state, controls)
+        assert reads.shape == (B, R * W) and new.link.shape == (B, N, N)
+        kernel_step = jax.jit(lambda s, c: dnc_kernel.step(s, c, read_previous_memory=previous))
+        for b in range(B):
+            one = jax.tree_util.tree_map(lambda x: x[b], (state, controls))
+            want_state, want_reads = kernel_step(*one)
+            np.testing.assert_allclose(np.asarray(reads[b]), np.asarray(want_reads).reshape(-1), atol=1e-6)
+            np.testing.assert_allclose(np.asarray(new.read_weights[b]), np.asarray(want_state.read_weights), atol=1e-6)
+
+
+# ---- Stack, Queue, DeQue -------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["stack", "queue", "deque"])
+def test_stack_controls_ranges_and_pop_bias(kind):
+    memory = StackMemory(kind, D, W, rngs=nnx.Rngs(4))
+    ends = 2 if kind == "deque" else 1
+    assert memory.read_size == ends * W
+    bias = np.asarray(memory.projection.bias[...])
+    block = 2 + W  # [d^, u^, v^ (W)] per end
+    for end in range(ends):
+        assert bias[end * block + 1] == POP_BIAS_INIT == -1.0  # seed 004 / TASKS.md §4
+        assert bias[end * block] == 0.0 and np.all(bias[end * block + 2 : (end + 1) * block] == 0.0)
+    controls_fn = jax.jit(memory.controls)
+    c = controls_fn(_hidden(6))
+    fields = c._asdict()
+    for name, value in fields.items():
+        if name.startswith(("push", "pop")):
+            assert value.shape == (B,) and _in(value, 0.0, 1.0)  # sigmoid
+        else:
+            assert value.shape == (B, W) and _in(value, -1.0, 1.0)  # tanh
+    # At h = 0 only the biases act: u = sigmoid(-1), d = 1/2.
+    c0 = controls_fn(jnp.zeros((B, D)))
+    pop = c0.pop if kind != "deque" else c0.pop_top
+    np.testing.assert_allclose(np.asarray(pop), 1.0 / (1.0 + np.e), rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["stack", "queue", "deque"])
+def test_stack_batched_step_equals_the_kernel_and_masks(kind):
+    memory = StackMemory(kind, D, W, rngs=nnx.Rngs(5))
+    capacity = 4
+    state = memory.init_state((B,), capacity=capacity)
+    rows = 2 * capacity if kind == "deque" else capacity
+    assert state.values.shape == (B, rows, W) and state.strengths.shape == (B, rows)
+    controls_fn, step_fn = jax.jit(memory.controls), jax.jit(memory.step)
+    state, _ = step_fn(state, controls_fn(_hidden(7, 1.0)), jnp.ones((B,), bool))
+    controls = controls_fn(_hidden(8, 1.0))
+    mask = jnp.asarray([True, True, False])
+    new, read = step_fn(state, controls, mask)
+    assert read.shape == (B, memory.read_size)
+    step = {"stack": stack_kernel.stack_step, "queue": stack_kernel.queue_step, "deque": stack_kernel.deque_step}[kind]
+    step = jax.jit(step)
+    for b in range(B):
+        one = jax.tree_util.tree_map(lambda x: x[b], (state, controls))
+        want_state, want_read = step(*one, mask[b])
+        if kind == "deque":
+            want_read = jnp.concatenate([want_read.top, want_read.bottom])  # top first, then bottom
+        np.testing.assert_allclose(np.asarray(read[b]), np.asarray(want_read), atol=1e-6)
+        np.testing.assert_allclose(np.asarray(new.strengths[b]), np.asarray(want_state.strengths), atol=1e-6)
+    np.testing.assert_array_equal(np.asarray(new.strengths[2]), np.asarray(state.strengths[2]))
+    np.testing.assert_array_equal(np.asarray(read[2]), 0.0)
+    trace = memory.trace(new, controls)
+    assert trace.strengths.shape == (B, rows) and trace.push.shape == (B, 2 if kind == "deque" else 1)
+
+
+def test_memory_modules_take_any_leading_axes():
+    # [2, 3] leading axes (e.g. batch x heads): the kernels are vmapped once per axis. (No
+    # leading axis, one example, is how the models call them: tests/models/test_memory_models.py.)
+    for memory, init in (
+        (NTMMemory(D, N, W, rngs=nnx.Rngs(6)), {}),
+        (DNCMemory(D, N, W, num_reads=R, rngs=nnx.Rngs(7)), {}),
+        (StackMemory("queue", D, W, rngs=nnx.Rngs(8)), {"capacity": 3}),
+    ):
+        call = jax.jit(lambda state, h: memory(state, h)[1])
+        read = call(memory.init_state((2, 3), **init), _hidden(9, 1.0, (2, 3, D)))
+        assert read.shape == (2, 3, memory.read_size)
+
+
+def test_memory_modules_reject_bad_input():
+    memory = NTMMemory(D, N, W, rngs=nnx.Rngs(9))
+    with pytest.raises(ValueError, match=r"h: expected shape \[\.\.\., D\] with D = 9, got \(3, 4\)"):
+        memory.controls(jnp.zeros((3, 4)))
+    with pytest.raises(ValueError, match=r"kind: unknown structure 'heap'; known: \['stack', 'queue', 'deque'\]"):
+        StackMemory("heap", D, W, rngs=nnx.Rngs(0))
+    with pytest.raises(ValueError, match=r"shift_width: expected an odd positive integer, got 4"):
+        NTMMemory(D, N, W, shift_width=4, rngs=nnx.Rngs(0))
+    with pytest.raises(ValueError, match=r"num_slots: expected a positive integer, got 0"):
+        DNCMemory(D, 0, W, rngs=nnx.Rngs(0))
+
+
+# ---- controllers (the factory the memory models build their controller with) ----
+
+
+def test_feedforward_controller_has_no_state_and_bounded_output():
+    ctrl = FeedForwardController(5, D, num_layers=2, rngs=nnx.Rngs(10))
+    carry = ctrl.init_carry((B,))
+    assert carry == () and jax.tree_util.tree_leaves(carry) == []
+    x = _hidden(11, 3.0, (B, 5))
+    carry, h = ctrl(carry, x)
+    assert carry == () and h.shape == (B, D) and _in(h, -1.0, 1.0)
+    # h = tanh(W2 tanh(W1 x + b1) + b2), in float64 NumPy
+    w = [(np.asarray(layer.kernel[...], np.float64), np.asarray(layer.bias[...], np.float64)) for layer in ctrl.layers]
+    want = np.tanh(np.tanh(np.asarray(x, np.float64) @ w[0][0] + w[0][1]) @ w[1][0] + w[1][1])
+    np.testing.assert_allclose(np.asarray(h), want, atol=1e-5)
+    # the same input gives the same output whatever came before (no recurrence)
+    np.testing.assert_array_equal(np.asarray(ctrl((), x)[1]), np.asarray(h))
+    with pytest.raises(ValueError, match=r"num_layers: expected a positive integer, got 0"):
+        FeedForwardController(5, D, num_layers=0, rngs=nnx.Rngs(0))
+
+
+def test_make_controller_builds_every_kind_and_names_bad_input():
+    built = {
+        "feedforward": make_controller("feedforward", 5, 8, rngs=nnx.Rngs(0)),
+        "lstm": make_controller("lstm", 5, 8, rngs=nnx.Rngs(0)),
+        "gru": make_controller("gru", 5, 8, rngs=nnx.Rngs(0)),
+    }
+    assert isinstance(built["feedforward"], FeedForwardController)
+    assert isinstance(built["lstm"], LSTMCell) and isinstance(built["gru"], GRUCell)
+    for ctrl in built.values():
+        _, h = ctrl(ctrl.init_carry((B,)), jnp.ones((B, 5)))
+        assert h.shape == (B, 8)
+    with pytest.raises(ValueError, match=r"kind: unknown controller 'rnn'; known controllers: "
+                                         r"\['feedforward', 'lstm', 'gru', 'transformer'\]"):
+        make_controller("rnn", 5, 8, rngs=nnx.Rngs(0))
+    with pytest.raises(ValueError, match=r"kw: controller 'lstm' takes no options, got \['num_layers'\]"):
+        make_controller("lstm", 5, 8, rngs=nnx.Rngs(0), num_layers=2)
+    with pytest.raises(ValueError, match=r"max_steps: the 'transformer' controller needs its cache length"):
+        make_controller("transformer", 5, 8, rngs=nnx.Rngs(0))
+    assert CONTROLLER_KINDS == ("feedforward", "lstm", "gru", "transformer")
+
+
+def test_make_controller_builds_the_transformer():
+    transformer = pytest.importorskip("panm_jax.modules.transformer")
+    ctrl = make_controller("transformer", 5, 8, rngs=nnx.Rngs(0), max_steps=6, num_layers=1, num_heads=2)
+    assert isinstance(ctrl, transformer.TransformerController)
+    _, h = ctrl(ctrl.init_carry((B,)), jnp.ones((B, 5)))
+    assert h.shape == (B, 8)
