@@ -7,7 +7,6 @@ device, the JAX/Flax versions and the commit beside every number.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import json
 import os
@@ -15,13 +14,14 @@ import platform
 import re
 import statistics
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import jax
+
+from panm_jax.train.io import atomic_write_text
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -115,21 +115,6 @@ def time_calls(fn: Callable[[], Any], *, warmup: int = 1, repeats: int = 5) -> d
     return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times)}
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     def fmt(v):
         if isinstance(v, float):
@@ -156,7 +141,7 @@ def write_results(
     payload = {"name": name, "title": title, "command": command, "environment": env, "rows": list(rows), "notes": notes}
     json_path = out / f"{name}.json"
     md_path = out / f"{name}.md"
-    _atomic_write(json_path, json.dumps(payload, indent=2) + "\n")
+    atomic_write_text(json_path, json.dumps(payload, indent=2) + "\n")
     env_line = ", ".join(f"{k}: {v}" for k, v in env.items())
     md = f"# {title}\n\n"
     if command:
@@ -164,5 +149,5 @@ def write_results(
     md += f"Measured on: {env_line}\n\n" + markdown_table(rows, columns) + "\n"
     if notes:
         md += "\n" + notes.strip() + "\n"
-    _atomic_write(md_path, md)
+    atomic_write_text(md_path, md)
     return json_path, md_path
