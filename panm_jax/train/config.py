@@ -79,6 +79,9 @@ class TrainConfig:
     checkpoint_every: int = 1_000
     keep_checkpoints: int = 3
     log_every: int = 50
+    # Wall-clock budget of one invocation, in minutes: when it runs out the run
+    # evaluates, checkpoints and stops early (a rerun resumes with a fresh budget).
+    max_minutes: float | None = None
 
     def __post_init__(self):
         for name in ("task", "model", "select_mode"):
@@ -88,6 +91,10 @@ class TrainConfig:
                      "checkpoint_every", "keep_checkpoints", "log_every"):
             _positive_int(name, getattr(self, name))
         _non_negative_int("seed", self.seed)
+        if self.max_minutes is not None and self.max_minutes is not False:
+            _positive("max_minutes", self.max_minutes)
+        if self.max_minutes is False:  # TOML has no null
+            object.__setattr__(self, "max_minutes", None)
         if not isinstance(self.optimizer, OptimizerConfig):
             raise ValueError(f"optimizer: expected an OptimizerConfig, got {type(self.optimizer).__name__}")
         buckets = tuple(self.buckets)

@@ -12,7 +12,9 @@ The loop of Flax's examples with the functional step of DESIGN.md:
    bucket, run the jitted ``train_step`` (one compilation per bucket);
    every ``log_every`` steps append the metrics to ``metrics.jsonl``; every
    ``eval_every`` steps evaluate on the validation sets and keep the best
-   checkpoint on ``select_mode`` (ties broken by the lower validation loss); every ``checkpoint_every`` steps and at the
+   checkpoint on ``select_mode`` (ties broken by the lower validation loss);
+   with ``max_minutes`` set, the run stops early when the budget is spent
+   (evaluating and checkpointing at that step); every ``checkpoint_every`` steps and at the
    end save a checkpoint;
 4. evaluate the best checkpoint on the test sets of every length mode and write
    ``results.{json,csv,md}`` and ``accuracy.png``.
@@ -179,13 +181,15 @@ def train_and_evaluate(
     ]
     headline = run.task.metric_names[0]
     t_last, s_last = time.perf_counter(), start
+    deadline = None if c.max_minutes is None else time.monotonic() + 60.0 * c.max_minutes
     with Progress(*columns, console=console, disable=not progress, transient=False) as bar:
         job = bar.add_task(f"{c.model} on {c.task}", total=c.num_steps, completed=start, loss="-", acc="-", rate="-")
         for step in range(start, c.num_steps):
             batch = run.shard(training_batch(run.task, c, step, run.buckets))
             state, metrics = run.train_step(state, batch)
             done = step + 1
-            if done % c.log_every == 0 or done == c.num_steps:
+            last = done == c.num_steps or (deadline is not None and time.monotonic() > deadline)
+            if done % c.log_every == 0 or last:
                 m = _host_metrics(metrics)
                 now = time.perf_counter()
                 rate = (done - s_last) / max(now - t_last, 1e-9)
@@ -193,7 +197,7 @@ def train_and_evaluate(
                 append_jsonl(log_path, {"step": done, "time": time.time(), "steps_per_s": rate, **m})
                 bar.update(job, completed=done, loss=f"{m['loss']:.4f}", acc=f"{100 * m[headline]:.1f}%",
                            rate=f"{rate:.1f}")
-            if done % c.eval_every == 0 or done == c.num_steps:
+            if done % c.eval_every == 0 or last:
                 val = run.evaluate(state.params, (c.select_mode,), evaluation.VALIDATION_SEED)
                 score = (val[c.select_mode][headline], -val[c.select_mode]["loss"])
                 append_jsonl(log_path, {"step": done, "validation": val})
@@ -202,9 +206,13 @@ def train_and_evaluate(
                     ckpt.save_best(done, jax.device_get(state), {
                         "step": done, "score": score[0], "loss": -score[1], "mode": c.select_mode,
                         "config": c.to_dict()})
-            if done % c.checkpoint_every == 0 or done == c.num_steps:
+            if done % c.checkpoint_every == 0 or last:
                 ckpt.save(done, jax.device_get(state), {"step": done, "data_position": done, "seed": c.seed,
                                                         "config": c.to_dict()})
+            if last:
+                if done < c.num_steps:
+                    append_jsonl(log_path, {"event": "time budget reached", "step": done, "max_minutes": c.max_minutes})
+                break
     # Report the best checkpoint (seed 001: selected on the L+1 validation set) on the test sets.
     best = ckpt.restore_best(jax.device_get(state))
     if best is None:

@@ -275,3 +275,17 @@ def test_cli_train_eval_plot(tmp_path):
     cmd, env = _cli(["train", "--set", "nonsense=1"], tmp_path)
     bad = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert bad.returncode != 0 and "unknown field(s) ['nonsense']" in bad.stderr
+
+
+def test_time_budget_stops_early_with_a_checkpoint_and_results(tmp_path):
+    # A budget of ~0 minutes: the run stops after its first step, evaluates and
+    # checkpoints there, and still writes the results of its best checkpoint.
+    results = train_and_evaluate(tiny_config(num_steps=1000, max_minutes=1e-6), tmp_path, progress=False)
+    events = [r for r in read_jsonl(tmp_path / "metrics.jsonl") if r.get("event") == "time budget reached"]
+    assert events and events[0]["step"] == 1
+    ckpt = Checkpointer(tmp_path)
+    assert ckpt.latest.all_steps() == [1]
+    ckpt.close()
+    assert results["step"] == 1 and (tmp_path / "results.json").exists()
+    with pytest.raises(ValueError, match=r"max_minutes: expected a positive number, got -1"):
+        tiny_config(max_minutes=-1)

@@ -1,0 +1,187 @@
+"""Reproduce seed 001's algorithmic-task tables: train, select on L+1, test at five lengths.
+
+    python -m benchmarks.reproduce --task copy --models panm,lstm,ntm,dnc,stack_lstm [--quick] [--seeds 0,1,2]
+
+For each model and seed this trains a run with ``panm_jax.train.train_and_evaluate``
+(resumable: rerunning the command continues unfinished runs), selects the
+checkpoint on the L+1 validation set, evaluates it on the test sets at L, L+1,
+2L+1, 4L+1 and 8L+1, and writes a table with the published numbers of seed
+001 (Tables 13-18, as TASKS.md §1 lists them) beside ours, ``ours - published``
+per cell, as Markdown, CSV, JSON and a plot, under ``benchmarks/results/<device>/``.
+
+Protocols:
+
+* default: TASKS.md §1, the paper's: batch 128, 50,000 steps (100,000 for ID
+  Sort), RMSprop 1e-4 with momentum 0.9 and decay 0.95, gradient values clipped
+  at 10, evaluation every 1,000 steps on 1,000 examples per length;
+* ``--quick``: a CPU budget: Adam 1e-3 with global-norm clipping at 1, at most
+  ``--minutes`` (default 20) of training per model and seed, evaluation every
+  500 steps on 512 examples. Model sizes stay the papers'.
+
+The paper reports the mean of 5 runs (the best checkpoint of each); ``--seeds``
+runs several and reports mean and standard deviation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks import common
+from panm_jax.train.config import OptimizerConfig, TrainConfig
+from panm_jax.train.io import atomic_write_text
+from panm_jax.train.loop import train_and_evaluate
+
+MODES = ("L", "L+1", "2L+1", "4L+1", "8L+1")
+
+# Seed 001, Tables 13-18, token accuracy (%), mean over 5 runs, at the five test
+# modes (TASKS.md §1). "best other" is the best of the 11 baselines at each length.
+PUBLISHED: dict[str, dict[str, tuple[float, ...]]] = {
+    "copy": {
+        "panm": (100, 100, 84, 52, 36),
+        "lstm": (100, 47, 11, 10, 10),
+        "ntm": (100, 74, 13, 11, 11),
+        "dnc": (100, 54, 11, 11, 11),
+        "stack_lstm": (100, 90, 47, 29, 17),
+    },
+    "reverse": {"panm": (100, 100, 84, 51, 33), "best other": (100, 98, 65, 35, 22)},
+    "mix": {"panm": (100, 100, 98, 54, 54), "best other": (100, 98, 65, 45, 30)},
+    "dynamic_recall": {"panm": (92, 89, 45, 22, 16), "best other": (90, 86, 30, 19, 13)},
+    "priority_sort": {"panm": (97, 97, 86, 32, 27), "best other": (97, 96, 57, 30, 23)},
+    "id_sort": {"panm": (100, 100, 56, 25, 15), "best other": (98, 56, 28, 17, 13)},
+}
+
+# The yard-stick of issue 10: the authors' PANM code, its default config, one seed,
+# 10,000 steps (23 minutes) on this 2-core CPU class.
+AUTHORS_CODE_COPY_23MIN = (100, 99.99, 87.2, 50.2, 32.9)
+
+
+def make_config(task: str, model: str, seed: int, quick: bool, minutes: float) -> TrainConfig:
+    if quick:
+        return TrainConfig(
+            task=task, model=model, seed=seed, num_steps=1_000_000, max_minutes=minutes,
+            optimizer=OptimizerConfig(name="adam", learning_rate=1e-3, clip_value=None, clip_norm=1.0),
+            eval_every=500, eval_examples=512, checkpoint_every=500, log_every=50,
+        )
+    steps = 100_000 if task == "id_sort" else 50_000
+    return TrainConfig(task=task, model=model, seed=seed, num_steps=steps)
+
+
+def _mean_std(values):
+    if len(values) == 1:
+        return values[0], 0.0
+    return statistics.mean(values), statistics.stdev(values)
+
+
+def summarize(task: str, runs: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    rows = []
+    published = PUBLISHED.get(task, {})
+    for model, results in runs.items():
+        per_mode = {m: [] for m in MODES}
+        for res in results:
+            by_mode = {r["mode"]: r for r in res["modes"]}
+            for m in MODES:
+                per_mode[m].append(100 * by_mode[m][res["metric"]])
+        row = {"model": model, "row": "ours", "seeds": len(results),
+               "steps": ",".join(str(r["steps_trained"]) for r in results),
+               "best_step": ",".join(str(r["step"]) for r in results)}
+        for m in MODES:
+            mean, std = _mean_std(per_mode[m])
+            row[m] = f"{mean:.1f}" + (f" ± {std:.1f}" if len(results) > 1 else "")
+            row[f"_{m}"] = mean
+        rows.append(row)
+        ref_name = model if model in published else ("best other" if model != "panm" and "best other" in published
+                                                     else None)
+        if ref_name:
+            ref = published[ref_name]
+            rows.append({"model": model, "row": f"published ({ref_name})", **{m: f"{v:g}" for m, v in zip(MODES, ref)}})
+            rows.append({"model": model, "row": "ours - published",
+                         **{m: f"{row[f'_{m}'] - v:+.1f}" for m, v in zip(MODES, ref)}})
+    if task == "copy":
+        rows.append({"model": "panm", "row": "authors' code, 10K steps (23 min, this CPU)",
+                     **{m: f"{v:g}" for m, v in zip(MODES, AUTHORS_CODE_COPY_23MIN)}})
+    return rows
+
+
+def plot(task: str, rows: list[dict[str, Any]], out: Path) -> None:
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from panm_jax.train.io import atomic_write_bytes
+
+    fig, ax = plt.subplots(figsize=(6.5, 4), dpi=120)
+    xs = range(len(MODES))
+    for r in rows:
+        if r["row"] == "ours":
+            ax.plot(xs, [r[f"_{m}"] for m in MODES], marker="o", label=f"{r['model']} (ours)")
+        elif r["row"].startswith("published"):
+            ax.plot(xs, [float(r[m]) for m in MODES], linestyle="--", marker="x", alpha=0.7,
+                    label=f"{r['model']} {r['row']}")
+    ax.set_xticks(list(xs), MODES)
+    ax.set_ylim(0, 105)
+    ax.set_xlabel("test length mode")
+    ax.set_ylabel("token accuracy (%)")
+    ax.set_title(f"{task}: ours against seed 001")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    atomic_write_bytes(out, buf.getvalue())
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--task", default="copy", choices=sorted(PUBLISHED))
+    p.add_argument("--models", default="panm,lstm,ntm,dnc,stack_lstm")
+    p.add_argument("--seeds", default="0", help="comma-separated seeds")
+    p.add_argument("--quick", action="store_true", help="the CPU budget protocol (see the module docstring)")
+    p.add_argument("--minutes", type=float, default=20.0, help="--quick: training minutes per model and seed")
+    p.add_argument("--workdir", default="runs/reproduce")
+    args = p.parse_args(argv)
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    seeds = [int(s) for s in args.seeds.split(",")]
+    env = common.environment()
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for model in models:
+        for seed in seeds:
+            config = make_config(args.task, model, seed, args.quick, args.minutes)
+            tag = "quick" if args.quick else "paper"
+            workdir = Path(args.workdir) / args.task / f"{model}-s{seed}-{tag}"
+            print(f"== {model} on {args.task}, seed {seed} ({tag}) -> {workdir}", flush=True)
+            results = train_and_evaluate(config, workdir)
+            logged = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()
+                      if line.strip().startswith("{")]
+            results["steps_trained"] = max((r.get("step", 0) for r in logged if "loss" in r), default=0)
+            runs.setdefault(model, []).append(results)
+    rows = summarize(args.task, runs)
+    cols = ["model", "row", "seeds", "steps", "best_step", *MODES]
+    name = f"reproduce_{args.task}" + ("_quick" if args.quick else "")
+    command = "python -m benchmarks.reproduce " + " ".join(argv if argv is not None else sys.argv[1:])
+    notes = ("Token accuracy (%) of the checkpoint selected on the L+1 validation set, on fixed test sets at each "
+             "length mode. 'published' rows are seed 001's Tables 13-18 (TASKS.md §1); 'steps' is the number of "
+             "training steps run, 'best_step' the selected checkpoint.")
+    if args.quick:
+        notes += f" --quick: Adam 1e-3, global-norm clip 1, {args.minutes:g} minutes of training per model and seed."
+    public_rows = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
+    common.write_results(name, f"{args.task}: reproduction of seed 001", public_rows, cols, env, notes, command)
+    out_dir = common.RESULTS_DIR / common.device_slug()
+    lines = [",".join(cols)] + [",".join(str(r.get(c, "")).replace(",", ";") for c in cols) for r in public_rows]
+    atomic_write_text(out_dir / f"{name}.csv", "\n".join(lines) + "\n")
+    plot(args.task, rows, out_dir / f"{name}.png")
+    print(common.markdown_table(public_rows, cols))
+    print("wrote", out_dir / f"{name}.md", ".json", ".csv", ".png")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
