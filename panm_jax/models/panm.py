@@ -40,6 +40,7 @@ class PANMConfig:
     score: str = "cosine"  # Eq. 2/5 "cosine", or "scaled_dot" (authors' code)
     inverse_temperature: float = 5.0  # initial tau of the pointer attentions (learned)
     random_base_at_eval: bool = False  # draw a_B at evaluation too (authors' code)
+    remat: bool = False  # recompute each step in the backward pass (jax.checkpoint): less memory
 
     def __post_init__(self):
         for name in ("hidden", "address_bits", "pointer_heads", "mlp_hidden"):
@@ -60,7 +61,9 @@ class PANMConfig:
 
 # Backbones that can write PANM's memory: name -> (input_size, hidden, rngs) -> module
 # whose call is (inputs [B, T, I], mask [B, T]) -> (memory [B, T, D], final state).
-ENCODERS = {"lstm": lambda input_size, hidden, rngs: LSTMEncoder(input_size, hidden, rngs=rngs)}
+ENCODERS = {
+    "lstm": lambda input_size, hidden, rngs, remat=False: LSTMEncoder(input_size, hidden, remat=remat, rngs=rngs)
+}
 
 
 class PANM(nnx.Module):
@@ -68,7 +71,9 @@ class PANM(nnx.Module):
 
     def __init__(self, config: PANMConfig, input_size: int, output_size: int, *, rngs: nnx.Rngs, encoder=None):
         self.config = config
-        self.encoder = encoder if encoder is not None else ENCODERS[config.encoder](input_size, config.hidden, rngs)
+        self.encoder = (
+            encoder if encoder is not None else ENCODERS[config.encoder](input_size, config.hidden, rngs, config.remat)
+        )
         self.decoder = PANMDecoder(
             config.hidden,
             output_size,
@@ -78,6 +83,7 @@ class PANM(nnx.Module):
             mlp_hidden=config.mlp_hidden,
             score=config.score,
             inverse_temperature=config.inverse_temperature,
+            remat=config.remat,
             rngs=rngs,
         )
 

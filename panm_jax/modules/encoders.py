@@ -23,8 +23,9 @@ class LSTMEncoder(nnx.Module):
     Call: ``(inputs [B, T, I], mask [B, T]) -> (outputs [B, T, D], final LSTMState)``.
     """
 
-    def __init__(self, in_features: int, hidden: int, *, rngs: nnx.Rngs):
+    def __init__(self, in_features: int, hidden: int, *, remat: bool = False, rngs: nnx.Rngs):
         self.hidden = hidden
+        self.remat = remat  # recompute each step in the backward pass (jax.checkpoint)
         self.cell = LSTMCell(in_features, hidden, rngs=rngs)
 
     def __call__(self, inputs: jax.Array, mask: jax.Array) -> tuple[jax.Array, LSTMState]:
@@ -32,7 +33,7 @@ class LSTMEncoder(nnx.Module):
         carry = self.cell.init_carry(inputs.shape[:1], gx.dtype)
 
         def run(carry, gx, mask):  # one example: gx [T, 4D], mask [T]
-            return scan(self.cell.step_projected, carry, gx, mask)
+            return scan(self.cell.step_projected, carry, gx, mask, remat=self.remat)
 
         final, outputs = jax.vmap(run)(carry, gx, jnp.asarray(mask))
         return outputs, final

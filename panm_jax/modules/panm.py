@@ -116,6 +116,7 @@ class PANMDecoder(nnx.Module):
         mlp_hidden: int = 128,
         score: str = "cosine",
         inverse_temperature: float = 5.0,
+        remat: bool = False,
         rngs: nnx.Rngs,
     ):
         if pointer_heads < 1 or mode2_heads < 0:
@@ -127,6 +128,7 @@ class PANMDecoder(nnx.Module):
         self.pointer_heads = pointer_heads
         self.mode2_heads = mode2_heads
         self.score = score
+        self.remat = remat  # recompute each decoding step in the backward pass (jax.checkpoint)
         d, a, ha, hc = hidden, address_bits, pointer_heads, mode2_heads
         self.address_embedding = MLP(a, mlp_hidden, d, rngs=rngs)  # g^a
         self.pointer_units = PointerUnits(ha, a, d, rngs=rngs)  # PU_1..H^a (Eq. 1)
@@ -197,7 +199,7 @@ class PANMDecoder(nnx.Module):
             trace = (w_a, p_a, w_c) if return_traces else ()
             return _Carry(pu_hidden, p_a, ctrl_hidden), (logits, trace)
 
-        _, (logits, trace) = scan(step, carry, None, length=num_outputs)
+        _, (logits, trace) = scan(step, carry, None, length=num_outputs, remat=self.remat)
         logits = jnp.swapaxes(logits, 0, 1)  # [B, T_out, K]
         if not return_traces:
             return logits

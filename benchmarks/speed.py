@@ -1,0 +1,169 @@
+"""Speed suite: training steps at the configurations the peers run, against their figures and our floor.
+
+Run: ``python -m benchmarks.speed [--quick] [--only panm,ntm,dnc,stack]``. Writes
+``benchmarks/results/<device>/speed.{json,md}``.
+
+Each row is one full training step (forward, loss, backward, optimiser update)
+of a model built by name, on Copy batches of the stated shape:
+
+* PANM on Copy, B = 128, n = 10 (T_in 12, T_out 10), 10 address bits, GRU width
+  256 (the paper) and 128 (the authors' public code), RMSprop as their code; and
+  the evaluation forward at n = 81 at width 128;
+* NTM on Copy: LSTM controller 100, memory 128 x 20, 1 read + 1 write head,
+  n = 20, B = 1 and B = 128 (pytorch-ntm's copy setting; our inputs are 10
+  one-hot symbols plus 2 delimiter channels where pytorch-ntm uses 8 bits);
+* DNC: N = 64, 256, 1024 slots of W = 32, R = 4, B = 32, T = 50 steps (Copy
+  n = 24: 26 input + 24 output steps), Adam; our controller is a one-layer
+  256-wide LSTM (ixaxaar/pytorch-dnc's default is two layers);
+* Stack-LSTM: B = 32, T = 64 steps (Copy n = 31), controller 256.
+
+Per row: parameters, compile time, steady-state time per step (median, min, max
+over ``repeats`` steps after warm-up, ``block_until_ready``), steps/s, the peer's
+figure and our speed-up over it, and the floor: FLOPs and recurrent-state bytes
+counted from the step's jaxpr (``benchmarks/cost.py``, loops multiplied out),
+against the dense-matmul rate at the step's controller shape and the memory
+bandwidth (a 256 MiB copy), both measured in the same run; floor = max(FLOPs /
+rate, bytes / bandwidth), and ``x_floor`` = measured / floor.
+
+Peer figures (issue 10; the peers' own model classes under PyTorch 2.13 on this
+2-core CPU class, median step): the PANM authors' code 0.68 s (width 256) and
+0.30 s (128) per training step at L = 10, 2.7 s for an evaluation batch at
+length 81; pytorch-ntm 2.0 s (B = 128) and 0.126 s (B = 1) at L = 20;
+pytorch-dnc 0.43 s (N = 64), 1.48 s (N = 256), 73 s (N = 1024).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+
+from benchmarks import common, cost
+from panm_jax.models import build_model
+from panm_jax.tasks import get_task
+from panm_jax.train.optim import paper_optimizer
+from panm_jax.train.steps import init_train_state, make_train_step
+
+
+@dataclass(frozen=True)
+class Case:
+    family: str  # --only selects by family
+    label: str
+    model: str
+    model_options: dict = field(default_factory=dict)
+    task_length: int = 10  # Copy n: T_in = n + 2, T_out = n
+    batch: int = 128
+    optimizer: str = "paper"  # "paper" (RMSprop 1e-4, clip 10) or "adam"
+    peer_s: float | None = None
+    peer: str = ""
+    goal_s: float | None = None
+    eval_only: bool = False
+    repeats: int = 20
+
+
+CASES = (
+    Case("panm", "PANM D=256, Copy n=10, B=128", "panm", {"hidden": 256}, 10, 128, peer_s=0.68,
+         peer="PANM authors' code", goal_s=0.200),
+    Case("panm", "PANM D=128, Copy n=10, B=128", "panm", {"hidden": 128}, 10, 128, peer_s=0.30,
+         peer="PANM authors' code", goal_s=0.070),
+    Case("panm", "PANM D=128, eval forward n=81, B=128", "panm", {"hidden": 128}, 81, 128, peer_s=2.7,
+         peer="PANM authors' code", goal_s=0.27, eval_only=True, repeats=10),
+    Case("ntm", "NTM ctrl 100, 128x20, Copy n=20, B=128", "ntm", {"hidden": 100, "num_slots": 128, "word_size": 20},
+         20, 128, peer_s=2.0, peer="pytorch-ntm", goal_s=0.1),
+    Case("ntm", "NTM ctrl 100, 128x20, Copy n=20, B=1", "ntm", {"hidden": 100, "num_slots": 128, "word_size": 20},
+         20, 1, peer_s=0.126, peer="pytorch-ntm"),
+    Case("dnc", "DNC N=64, W=32, R=4, T=50, B=32", "dnc", {"hidden": 256, "num_slots": 64, "word_size": 32,
+         "num_reads": 4}, 24, 32, "adam", peer_s=0.43, peer="pytorch-dnc", goal_s=0.150),
+    Case("dnc", "DNC N=256, W=32, R=4, T=50, B=32", "dnc", {"hidden": 256, "num_slots": 256, "word_size": 32,
+         "num_reads": 4}, 24, 32, "adam", peer_s=1.48, peer="pytorch-dnc"),
+    Case("dnc", "DNC N=1024, W=32, R=4, T=50, B=32", "dnc", {"hidden": 256, "num_slots": 1024, "word_size": 32,
+         "num_reads": 4}, 24, 32, "adam", peer_s=73.0, peer="pytorch-dnc", goal_s=10.0, repeats=20),
+    Case("stack", "Stack-LSTM ctrl 256, T=64, B=32", "stack_lstm", {"hidden": 256}, 31, 32),
+)
+
+
+def matmul_rate(batch: int, hidden: int, repeats: int) -> float:
+    """GFLOP/s of the controller's recurrent matmul shape [B, D] x [D, 4D] (two per call)."""
+    a = jnp.ones((batch, hidden), jnp.float32)
+    w = jnp.ones((hidden, 4 * hidden), jnp.float32) / hidden
+    t = common.time_compiled(lambda a, w: (a @ w) @ w.T, a, w, repeats=max(repeats, 50))
+    return 2 * 2 * batch * hidden * 4 * hidden / t["median_s"] / 1e9
+
+
+def bandwidth(repeats: int) -> float:
+    x = jnp.ones((64 * 1024 * 1024,), jnp.float32)
+    t = common.time_compiled(lambda x: x * 1.0001, x, repeats=max(3, repeats // 4))
+    return 2 * x.size * 4 / t["median_s"] / 1e9
+
+
+def run_case(case: Case, quick: bool, bw: float) -> dict:
+    task = get_task("copy")  # sample() takes any length up to 1022; only its training range is 1..10
+    batch = task.sample(np.random.default_rng(0), case.batch, case.task_length)
+    model = build_model(case.model, input_size=task.input_size, output_size=task.output_size,
+                        **case.model_options)
+    params = sum(x.size for x in jax.tree_util.tree_leaves(nnx.state(model, nnx.Param)))
+    repeats = 3 if quick else case.repeats
+    if case.optimizer == "adam":
+        optimizer = optax.adam(1e-3)
+    else:
+        optimizer = paper_optimizer()
+    graphdef, state = init_train_state(model, optimizer)
+    if case.eval_only:
+        def fn(state, batch):
+            m = nnx.merge(graphdef, state.params)
+            return m(batch.inputs, batch.input_mask, batch.targets.shape[1])
+    else:
+        fn = make_train_step(graphdef, optimizer, task)
+    t = common.time_compiled(fn, state, batch, warmup=1 if case.repeats < 20 else 2, repeats=repeats)
+    counted = cost.count(fn, state, batch)
+    hidden = case.model_options.get("hidden", 256)
+    rate = matmul_rate(case.batch, hidden, repeats)
+    floor = max(counted["flops"] / (rate * 1e9), counted["bytes"] / (bw * 1e9))
+    row = {
+        "case": case.label, "model": case.model, "params": params, "B": case.batch,
+        "T_in": int(batch.inputs.shape[1]), "T_out": int(batch.targets.shape[1]),
+        "compile_s": t["compile_s"], "median_s": t["median_s"], "min_s": t["min_s"], "max_s": t["max_s"],
+        "steps_per_s": 1.0 / t["median_s"], "GFLOP": counted["flops"] / 1e9, "MB_state": counted["bytes"] / 1e6,
+        "matmul_GFLOPs": rate, "floor_s": floor, "x_floor": t["median_s"] / floor,
+        "peer": case.peer, "peer_s": case.peer_s if case.peer_s else "",
+        "speedup_vs_peer": (case.peer_s / t["median_s"]) if case.peer_s else "",
+        "goal_s": case.goal_s if case.goal_s else "",
+        "meets_goal": (t["median_s"] <= case.goal_s) if case.goal_s else "",
+    }
+    print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
+    return row
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="3 repeats, PANM n=10 and NTM B=1 only; records nothing")
+    p.add_argument("--only", default="", help="comma-separated families: panm, ntm, dnc, stack")
+    args = p.parse_args(argv)
+    families = {f for f in args.only.split(",") if f}
+    cases = [c for c in CASES if not families or c.family in families]
+    if args.quick:
+        cases = [c for c in cases if c.label.startswith(("PANM D=128, Copy", "NTM ctrl 100, 128x20, Copy n=20, B=1"))]
+    env = common.environment()
+    bw = bandwidth(3 if args.quick else 20)
+    print(f"memory bandwidth (256 MiB copy): {bw:.1f} GB/s", flush=True)
+    rows = [run_case(c, args.quick, bw) for c in cases]
+    cols = ["case", "params", "compile_s", "median_s", "min_s", "max_s", "steps_per_s", "GFLOP", "MB_state",
+            "matmul_GFLOPs", "floor_s", "x_floor", "peer", "peer_s", "speedup_vs_peer", "goal_s", "meets_goal"]
+    notes = (f"Memory bandwidth measured in this run: {bw:.1f} GB/s (256 MiB copy). GFLOP and MB_state counted "
+             "from each step's jaxpr with loops multiplied out (benchmarks/cost.py); matmul_GFLOPs measured at "
+             "the step's controller shape; floor = max(GFLOP / matmul rate, bytes / bandwidth).")
+    print(common.markdown_table(rows, cols))
+    if not args.quick:
+        paths = common.write_results("speed", "Training steps at the peers' configurations", rows, cols, env, notes,
+                                     command="python -m benchmarks.speed" + (f" --only {args.only}" if args.only else ""))
+        print("wrote", *paths)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
