@@ -1,0 +1,28 @@
+"""The jaxpr FLOP/byte counter of benchmarks/cost.py, on hand-countable functions."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from benchmarks.cost import count
+
+
+def test_scan_bodies_are_multiplied_by_their_length():
+    # Per step: c @ w on [4, 3] x [3, 3] = 2 * 12 * 3 = 72 FLOPs, + x (12), tanh (12): 96.
+    # Five steps: 480; plus the zero carry's broadcast (12) and the final sum (1): 493.
+    def f(w, xs):
+        return jax.lax.scan(lambda c, x: (jnp.tanh(c @ w + x), None), jnp.zeros((4, 3)), xs)[0].sum()
+
+    got = count(f, jnp.ones((3, 3)), jnp.ones((5, 4, 3)))
+    assert got["flops"] == 493.0
+    # Bytes: the [4, 3] float32 carry read and written each of 5 steps (2 * 48 * 5 = 480),
+    # plus the [5, 4, 3] inputs read once (240).
+    assert got["bytes"] == 720.0
+    # A gradient holds the forward and the transposed scan: more than twice the forward.
+    assert count(jax.grad(f), jnp.ones((3, 3)), jnp.ones((5, 4, 3)))["flops"] > 2 * 493
+
+
+def test_dot_general_counts_contracted_size_and_batch():
+    got = count(lambda a, b: jnp.einsum("bij,bjk->bik", a, b), jnp.ones((2, 3, 5)), jnp.ones((2, 5, 7)))
+    assert got["flops"] == 2 * (2 * 3 * 7) * 5
