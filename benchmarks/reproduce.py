@@ -35,6 +35,7 @@ from benchmarks import common
 from panm_jax.train.config import OptimizerConfig, TrainConfig
 from panm_jax.train.io import atomic_write_text
 from panm_jax.train.loop import train_and_evaluate
+from panm_jax.train.report import save_figure
 
 MODES = ("L", "L+1", "2L+1", "4L+1", "8L+1")
 
@@ -108,14 +109,10 @@ def summarize(task: str, runs: dict[str, list[dict[str, Any]]]) -> list[dict[str
 
 
 def plot(task: str, rows: list[dict[str, Any]], out: Path) -> None:
-    import io
-
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from panm_jax.train.io import atomic_write_bytes
 
     fig, ax = plt.subplots(figsize=(6.5, 4), dpi=120)
     xs = range(len(MODES))
@@ -132,11 +129,7 @@ def plot(task: str, rows: list[dict[str, Any]], out: Path) -> None:
     ax.set_title(f"{task}: ours against seed 001")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    atomic_write_bytes(out, buf.getvalue())
+    save_figure(fig, out)
 
 
 def main(argv=None) -> int:

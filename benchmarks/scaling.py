@@ -20,7 +20,6 @@ temporaries), which JAX reports on CPU and GPU alike.
 from __future__ import annotations
 
 import argparse
-import io
 import statistics
 import time
 
@@ -31,7 +30,7 @@ import optax
 from benchmarks import common
 from panm_jax.models import build_model
 from panm_jax.tasks import get_task
-from panm_jax.train.io import atomic_write_bytes
+from panm_jax.train.report import save_figure
 from panm_jax.train.steps import init_train_state, make_train_step
 
 BATCH = 16
@@ -84,11 +83,7 @@ def _plot(rows, x_key, y_key, title, xlabel, ylabel, out):
     ax.set_title(title)
     ax.grid(True, alpha=0.3, which="both")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    atomic_write_bytes(out, buf.getvalue())
+    save_figure(fig, out)
 
 
 def main(argv=None) -> int:

@@ -27,7 +27,7 @@ from rich.table import Table
 
 from panm_jax.train.io import atomic_write_bytes, atomic_write_text
 
-__all__ = ["load_results", "plot_accuracy", "plot_traces", "print_results", "write_results"]
+__all__ = ["load_results", "plot_accuracy", "plot_traces", "print_results", "save_figure", "write_results"]
 
 
 def _columns(results: dict[str, Any]) -> list[str]:
@@ -104,6 +104,19 @@ def _length_value(row: dict[str, Any]) -> float:
     return float(text)
 
 
+def save_figure(fig, out: str | Path) -> Path:
+    """Lay out, render to PNG and write atomically; closes the figure."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    out = Path(out)
+    atomic_write_bytes(out, buf.getvalue())
+    return out
+
+
 def plot_accuracy(runs: Sequence[dict[str, Any]], out: str | Path, labels: Sequence[str] | None = None) -> Path:
     """The headline metric against test length, one line per run; saved as PNG."""
     import matplotlib
@@ -129,13 +142,7 @@ def plot_accuracy(runs: Sequence[dict[str, Any]], out: str | Path, labels: Seque
     ax.set_title(f"{first['task']}: length generalisation")
     ax.grid(True, alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    out = Path(out)
-    atomic_write_bytes(out, buf.getvalue())
-    return out
+    return save_figure(fig, out)
 
 
 def plot_traces(traces: dict[str, np.ndarray], out: str | Path, title: str = "") -> Path:
@@ -156,10 +163,4 @@ def plot_traces(traces: dict[str, np.ndarray], out: str | Path, title: str = "")
         fig.colorbar(im, ax=ax, fraction=0.046)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    out = Path(out)
-    atomic_write_bytes(out, buf.getvalue())
-    return out
+    return save_figure(fig, out)
