@@ -84,8 +84,11 @@ CASES = (
          "num_reads": 4}, 24, 32, "adam", peer_s=0.43, peer="pytorch-dnc", goal_s=0.150),
     Case("dnc", "DNC N=256, W=32, R=4, T=50, B=32", "dnc", {"hidden": 256, "num_slots": 256, "word_size": 32,
          "num_reads": 4}, 24, 32, "adam", peer_s=1.48, peer="pytorch-dnc"),
-    Case("dnc", "DNC N=1024, W=32, R=4, T=50, B=32", "dnc", {"hidden": 256, "num_slots": 1024, "word_size": 32,
-         "num_reads": 4}, 24, 32, "adam", peer_s=73.0, peer="pytorch-dnc", goal_s=10.0, repeats=20),
+    # remat: without it the backward pass keeps every step's [B, N, N] link matrices and their
+    # temporaries (134 MB per array per step here), more than this 24 GiB machine holds.
+    Case("dnc", "DNC N=1024, W=32, R=4, T=50, B=32 (remat)", "dnc", {"hidden": 256, "num_slots": 1024,
+         "word_size": 32, "num_reads": 4, "remat": True}, 24, 32, "adam", peer_s=73.0, peer="pytorch-dnc",
+         goal_s=10.0, repeats=20),
     Case("stack", "Stack-LSTM ctrl 256, T=64, B=32", "stack_lstm", {"hidden": 256}, 31, 32),
 )
 
@@ -164,16 +167,22 @@ def main(argv=None) -> int:
     env = common.environment()
     bw = bandwidth(3 if args.quick else 20)
     print(f"memory bandwidth (256 MiB copy): {bw:.1f} GB/s", flush=True)
-    rows = [run_case(c, args.quick, bw) for c in cases]
     cols = ["case", "params", "compile_s", "median_s", "min_s", "max_s", "steps_per_s", "GFLOP", "MB_state",
             "matmul_GFLOPs", "floor_s", "x_floor", "peer", "peer_s", "speedup_vs_peer", "goal_s", "meets_goal"]
     notes = (f"Memory bandwidth measured in this run: {bw:.1f} GB/s (256 MiB copy). GFLOP and MB_state counted "
              "from each step's jaxpr with loops multiplied out (benchmarks/cost.py); matmul_GFLOPs measured at "
              "the step's controller shape; floor = max(GFLOP / matmul rate, bytes / bandwidth).")
+    command = "python -m benchmarks.speed" + (f" --only {args.only}" if args.only else "")
+    rows = []
+    for i, case in enumerate(cases):
+        rows.append(run_case(case, args.quick, bw))
+        if not args.quick:  # after every case: a crash later keeps what was measured
+            done = i + 1 == len(cases)
+            title = "Training steps at the peers' configurations" + ("" if done else
+                                                                     f" (partial: {i + 1} of {len(cases)} cases)")
+            paths = common.write_results("speed", title, rows, cols, env, notes, command=command)
     print(common.markdown_table(rows, cols))
     if not args.quick:
-        paths = common.write_results("speed", "Training steps at the peers' configurations", rows, cols, env, notes,
-                                     command="python -m benchmarks.speed" + (f" --only {args.only}" if args.only else ""))
         print("wrote", *paths)
     return 0
 
