@@ -115,6 +115,35 @@ def time_calls(fn: Callable[[], Any], *, warmup: int = 1, repeats: int = 5) -> d
     return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times)}
 
 
+def matmul_rate(batch: int, k: int, n: int, repeats: int = 20) -> float:
+    """Dense matmul GFLOP/s at the shape [B, k] x [k, n] (then back through [n, k]).
+
+    64 pairs run inside one ``fori_loop`` so the per-call dispatch cost (which
+    dominates a single small matmul, e.g. at B = 1) does not count as compute.
+    """
+    import jax.numpy as jnp
+
+    a = jnp.ones((batch, k), jnp.float32)
+    w = jnp.ones((k, n), jnp.float32) / k
+    w2 = jnp.ones((n, k), jnp.float32) / n
+    loops = 64
+
+    def f(a, w, w2):
+        return jax.lax.fori_loop(0, loops, lambda i, x: (x @ w) @ w2, a)
+
+    t = time_compiled(f, a, w, w2, repeats=max(repeats, 10))
+    return loops * 2 * 2 * batch * k * n / t["median_s"] / 1e9
+
+
+def memory_bandwidth(repeats: int = 20) -> float:
+    """DRAM bandwidth in GB/s: a 256 MiB float32 array read and written once."""
+    import jax.numpy as jnp
+
+    x = jnp.ones((64 * 1024 * 1024,), jnp.float32)
+    t = time_compiled(lambda x: x * 1.0001, x, repeats=max(3, repeats // 4))
+    return 2 * x.size * 4 / t["median_s"] / 1e9
+
+
 def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     def fmt(v):
         if isinstance(v, float):

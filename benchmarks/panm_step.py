@@ -27,7 +27,6 @@ import argparse
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from benchmarks import common
@@ -77,25 +76,6 @@ def train_step_flops(hidden: int, t_in: int, t_out: int, batch: int = BATCH) -> 
     return 3.0 * batch * panm_flops(hidden, t_in, t_out)
 
 
-def matmul_gflops(hidden: int, repeats: int) -> float:
-    """Dense matmul GFLOP/s at the step's largest shapes (controller and PU projections)."""
-    best = 0.0
-    for k, n in ((3 * hidden, 3 * hidden), (hidden, 3 * hidden), (hidden, 4 * hidden)):
-        a = jnp.ones((BATCH, k), jnp.float32)
-        b = jnp.ones((k, n), jnp.float32)
-        f = jax.jit(lambda a, b: (a @ b) @ b.T)  # two matmuls per call: dispatch cost halves
-        t = common.time_compiled(f, a, b, repeats=repeats)
-        best = max(best, 2 * 2 * BATCH * k * n / t["median_s"] / 1e9)
-    return best
-
-
-def copy_bandwidth_gbs(repeats: int) -> float:
-    """Memory bandwidth: a 256 MiB array copied (read + write)."""
-    x = jnp.ones((64 * 1024 * 1024,), jnp.float32)
-    t = common.time_compiled(lambda x: x * 1.0001, x, repeats=max(3, repeats // 4))
-    return 2 * x.size * 4 / t["median_s"] / 1e9
-
-
 def run(quick: bool = False) -> list[dict]:
     repeats = 5 if quick else 20
     env = common.environment()
@@ -143,8 +123,9 @@ def run(quick: bool = False) -> list[dict]:
         })
         print(rows[-1], flush=True)
 
-    rate = matmul_gflops(256, repeats)
-    bandwidth = copy_bandwidth_gbs(repeats)
+    # Dense matmul rate at the step's largest shapes (controller and Pointer Unit projections).
+    rate = max(common.matmul_rate(BATCH, k, n, repeats) for k, n in ((768, 768), (256, 768), (256, 1024)))
+    bandwidth = common.memory_bandwidth(repeats)
     for r in rows:
         r["floor_ms"] = 1e3 * r["GFLOP"] / rate
         r["x_floor"] = r["median_ms"] / r["floor_ms"]

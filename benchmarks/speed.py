@@ -41,7 +41,6 @@ import argparse
 from dataclasses import dataclass, field
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
@@ -93,30 +92,6 @@ CASES = (
 )
 
 
-def matmul_rate(batch: int, hidden: int, repeats: int) -> float:
-    """GFLOP/s of the controller's recurrent matmul shape, [B, D] x [D, 4D] then [B, 4D] x [4D, D].
-
-    64 pairs run inside one ``fori_loop``, so the per-call dispatch cost (which
-    dominates a single small matmul, e.g. at B = 1) does not count as compute.
-    """
-    a = jnp.ones((batch, hidden), jnp.float32)
-    w = jnp.ones((hidden, 4 * hidden), jnp.float32) / hidden
-    w2 = jnp.ones((4 * hidden, hidden), jnp.float32) / (4 * hidden)
-    loops = 64
-
-    def f(a, w, w2):
-        return jax.lax.fori_loop(0, loops, lambda i, x: (x @ w) @ w2, a)
-
-    t = common.time_compiled(f, a, w, w2, repeats=max(repeats, 10))
-    return loops * 2 * 2 * batch * hidden * 4 * hidden / t["median_s"] / 1e9
-
-
-def bandwidth(repeats: int) -> float:
-    x = jnp.ones((64 * 1024 * 1024,), jnp.float32)
-    t = common.time_compiled(lambda x: x * 1.0001, x, repeats=max(3, repeats // 4))
-    return 2 * x.size * 4 / t["median_s"] / 1e9
-
-
 def run_case(case: Case, quick: bool, bw: float) -> dict:
     task = get_task("copy")  # sample() takes any length up to 1022; only its training range is 1..10
     batch = task.sample(np.random.default_rng(0), case.batch, case.task_length)
@@ -138,7 +113,7 @@ def run_case(case: Case, quick: bool, bw: float) -> dict:
     t = common.time_compiled(fn, state, batch, warmup=1 if case.repeats < 20 else 2, repeats=repeats)
     counted = cost.count(fn, state, batch)
     hidden = case.model_options.get("hidden", 256)
-    rate = matmul_rate(case.batch, hidden, repeats)
+    rate = common.matmul_rate(case.batch, hidden, 4 * hidden, repeats)  # the controller's recurrent shape
     floor = max(counted["flops"] / (rate * 1e9), counted["bytes"] / (bw * 1e9))
     row = {
         "case": case.label, "model": case.model, "params": params, "B": case.batch,
@@ -165,7 +140,7 @@ def main(argv=None) -> int:
     if args.quick:
         cases = [c for c in cases if c.label.startswith(("PANM D=128, Copy", "NTM ctrl 100, 128x20, Copy n=20, B=1"))]
     env = common.environment()
-    bw = bandwidth(3 if args.quick else 20)
+    bw = common.memory_bandwidth(3 if args.quick else 20)
     print(f"memory bandwidth (256 MiB copy): {bw:.1f} GB/s", flush=True)
     cols = ["case", "params", "compile_s", "median_s", "min_s", "max_s", "steps_per_s", "GFLOP", "MB_state",
             "matmul_GFLOPs", "floor_s", "x_floor", "peer", "peer_s", "speedup_vs_peer", "goal_s", "meets_goal"]
