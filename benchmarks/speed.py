@@ -92,13 +92,24 @@ CASES = (
 )
 
 
-def run_case(case: Case, quick: bool, bw: float) -> dict:
+def find_case(pattern: str) -> Case:
+    """The case labelled ``pattern``, else the one whose label contains it (case-insensitive), else a ValueError."""
+    found = [c for c in CASES if pattern.lower() == c.label.lower()] or [
+        c for c in CASES if pattern.lower() in c.label.lower()]
+    if len(found) != 1:
+        labels = "\n  ".join(c.label for c in CASES)
+        raise ValueError(f"case: expected a pattern matching exactly one of\n  {labels}\n"
+                         f"got {pattern!r}, which matches {len(found)}")
+    return found[0]
+
+
+def build_case(case: Case):
+    """``(fn, state, batch, params)``: the case's step function, its train state and batch, its parameter count."""
     task = get_task("copy")  # sample() takes any length up to 1022; only its training range is 1..10
     batch = task.sample(np.random.default_rng(0), case.batch, case.task_length)
     model = build_model(case.model, input_size=task.input_size, output_size=task.output_size,
                         **case.model_options)
     params = sum(x.size for x in jax.tree_util.tree_leaves(nnx.state(model, nnx.Param)))
-    repeats = 3 if quick else case.repeats
     if case.optimizer == "adam":
         optimizer = optax.adam(1e-3)
     else:
@@ -110,6 +121,12 @@ def run_case(case: Case, quick: bool, bw: float) -> dict:
             return m(batch.inputs, batch.input_mask, batch.targets.shape[1])
     else:
         fn = make_train_step(graphdef, optimizer, task)
+    return fn, state, batch, params
+
+
+def run_case(case: Case, quick: bool, bw: float) -> dict:
+    fn, state, batch, params = build_case(case)
+    repeats = 3 if quick else case.repeats
     t = common.time_compiled(fn, state, batch, warmup=1 if case.repeats < 20 else 2, repeats=repeats)
     counted = cost.count(fn, state, batch)
     hidden = case.model_options.get("hidden", 256)

@@ -42,9 +42,33 @@ def select(keep_new: jax.Array, new: State, old: State) -> State:
 
     def pick(n, o):
         k = jnp.reshape(keep, keep.shape + (1,) * (jnp.ndim(n) - keep.ndim))
-        return jnp.where(k, n, o)
+        if not jnp.issubdtype(jnp.result_type(n), jnp.inexact):
+            return jnp.where(k, n, o)
+        return _pick(k, n, o)
 
     return jax.tree_util.tree_map(pick, new, old)
+
+
+@jax.custom_jvp
+def _pick(keep: jax.Array, new: jax.Array, old: jax.Array) -> jax.Array:
+    """``where(keep, new, old)`` for a ``keep`` that broadcasts from the left (size-1 trailing axes).
+
+    The value is the exact ``where``. The derivative is written as a blend with the
+    small mask, ``dnew * keep + dold * (1 - keep)``, which is the same function of
+    the tangents but leaves only ``keep`` itself (``[B, 1, 1]`` under ``vmap``) as
+    the residual for the backward pass. The plain ``where``'s transpose needs its
+    predicate at the leaf's full shape, so a scan over a masked ``[B, N, W]``
+    memory stored a ``[T, B, N, W]`` boolean residual and wrote it every step.
+    """
+    return jnp.where(keep, new, old)
+
+
+@_pick.defjvp
+def _pick_jvp(primals, tangents):
+    keep, new, old = primals
+    _, d_new, d_old = tangents
+    k = keep.astype(jnp.result_type(new))
+    return jnp.where(keep, new, old), d_new * k + d_old * (1 - k)
 
 
 def _leading_sizes(xs) -> set[int]:

@@ -60,9 +60,10 @@ def test_interpolate_shift_sharpen_match_reference(rng):
         np.testing.assert_allclose(w[h], ref.sharpen(want_t, gamma[h]), atol=TOL)
 
 
-@pytest.mark.parametrize("num_slots,width", [(7, 1), (7, 5), (3, 5), (2, 3)])
+@pytest.mark.parametrize("num_slots,width", [(7, 1), (7, 5), (3, 5), (2, 3), (7, 11), (16, 13), (4, 9)])
 def test_circular_shift_wide_and_narrow(rng, num_slots, width):
     # Shift widths wider than the memory wrap around several times; still a convolution.
+    # Widths up to ROLL_SHIFT_MAX (9) take the roll path, wider ones the gather path.
     w = _softmax_rows(rng.normal(size=(num_slots,)))
     s = _softmax_rows(rng.normal(size=(width,)))
     got = np.asarray(A.circular_shift(jnp.asarray(w, jnp.float32), jnp.asarray(s, jnp.float32)))

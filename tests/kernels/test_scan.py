@@ -132,3 +132,36 @@ def test_bad_inputs_name_the_argument():
         scan(step, jnp.zeros(()), None)
     with pytest.raises(ValueError, match=r"length: expected T = 3 \(the leading axis of xs\), got 5"):
         scan(step, jnp.zeros(()), jnp.zeros((3,)), length=5)
+
+
+def test_select_derivatives_equal_where_and_keep_only_the_small_mask():
+    # select's custom JVP: the value and both derivatives are where's; under vmap the
+    # backward pass keeps the [B] mask, not a predicate broadcast to every leaf's shape.
+    rng = np.random.default_rng(3)
+    new = jnp.asarray(rng.normal(size=(B, 5, 7)), jnp.float32)
+    old = jnp.asarray(rng.normal(size=(B, 5, 7)), jnp.float32)
+    keep = jnp.array([True, False, True, False])
+    weights = jnp.asarray(rng.normal(size=(B, 5, 7)), jnp.float32)
+
+    def ours(n, o):
+        return jnp.sum(weights * jnp.sin(jax.vmap(select)(keep, n, o)))
+
+    def plain(n, o):
+        return jnp.sum(weights * jnp.sin(jnp.where(keep[:, None, None], n, o)))
+
+    np.testing.assert_array_equal(np.asarray(jax.vmap(select)(keep, new, old)),
+                                  np.asarray(jnp.where(keep[:, None, None], new, old)))
+    for g, w in zip(jax.grad(ours, (0, 1))(new, old), jax.grad(plain, (0, 1))(new, old)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)
+    jvp_ours = jax.jvp(ours, (new, old), (weights, -weights))[1]
+    jvp_plain = jax.jvp(plain, (new, old), (weights, -weights))[1]
+    np.testing.assert_allclose(float(jvp_ours), float(jvp_plain), rtol=1e-5)
+
+    _, linear = jax.linearize(lambda n: jax.vmap(select)(keep, n, old), new)
+    residual_shapes = [(v.aval.dtype, v.aval.shape) for v in jax.make_jaxpr(linear)(new).jaxpr.constvars]
+    assert (jnp.dtype(bool), (B, 5, 7)) not in residual_shapes, residual_shapes
+
+
+def test_select_leaves_integer_leaves_to_where():
+    out = select(jnp.array(False), {"n": jnp.array(3), "x": jnp.array(1.0)}, {"n": jnp.array(5), "x": jnp.array(2.0)})
+    assert int(out["n"]) == 5 and float(out["x"]) == 2.0

@@ -1,0 +1,201 @@
+"""Where a compiled step spends its time: per HLO instruction, per source line, per primitive.
+
+    python -m benchmarks.profile --case "NTM ctrl 100, 128x20, Copy n=20, B=128" [--steps 5] [--top 20]
+
+``--case`` is any text that matches exactly one label of ``benchmarks.speed.CASES``.
+The step is compiled once, run under ``jax.profiler.trace`` for ``--steps`` calls,
+and the trace's per-thunk events (XLA's CPU and GPU runtimes name each event
+after the HLO instruction it runs: a fusion, a dot, a while loop's body) are
+summed and joined with the compiled HLO's ``metadata`` (the JAX ``op_name`` and
+the Python ``source_file:source_line`` that emitted it). Three tables come out:
+
+* instructions: the most expensive HLO instructions, their kind and op_name;
+* source lines: the same time summed per line of our code (``panm_jax/...``),
+  which is what to read to decide what to change;
+* primitives: per JAX primitive (the last part of ``op_name``: ``dot_general``,
+  ``mul``, ``reduce_sum``, ``cumprod``...).
+
+Times are summed over every thread and every loop iteration and divided by
+``--steps``, so they are milliseconds per step; on a CPU the runtime runs
+independent thunks on several threads at once, so the sum can exceed the wall
+time, which is printed beside it. The trace directory is kept (``--logdir``) for
+TensorBoard's or Perfetto's viewers. Writes nothing else; the findings that matter
+go into the speed suite's notes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import gzip
+import json
+import re
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+
+from benchmarks import common
+
+# `%name = type[shape]{layout} opcode(operands), ..., metadata={op_name="..." source_file="..." source_line=N}`
+_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*?)\s([\w\-]+)\((.*)$")
+_META = re.compile(r'metadata=\{([^}]*)\}')
+_FIELD = re.compile(r'(\w+)=(?:"((?:[^"\\]|\\.)*)"|(\S+))')
+
+
+def _stack_tables(hlo_text: str) -> dict[int, list[str]]:
+    """``{stack_frame_id: ["file:line", ... innermost first]}`` from the module's FileNames/.../StackFrames tables."""
+    sections: dict[str, dict[int, str]] = {}
+    current = None
+    for line in hlo_text.splitlines():
+        if line in ("FileNames", "FunctionNames", "FileLocations", "StackFrames"):
+            current = sections.setdefault(line, {})
+        elif not line.strip() or line.startswith(("%", "ENTRY", "HloModule")):
+            current = None if not line.strip() else current
+        elif current is not None:
+            key, _, value = line.strip().partition(" ")
+            current[int(key)] = value.strip().strip("{}")
+    files = {k: v.strip('"') for k, v in sections.get("FileNames", {}).items()}
+    locations = {}
+    for k, v in sections.get("FileLocations", {}).items():
+        f = {a: (q or b) for a, q, b in _FIELD.findall(v)}
+        locations[k] = f"{_short_path(files.get(int(f.get('file_name_id', 0)), '?'))}:{f.get('line', '?')}"
+    frames = {}
+    for k, v in sections.get("StackFrames", {}).items():
+        f = {a: (q or b) for a, q, b in _FIELD.findall(v)}
+        frames[k] = (int(f.get("file_location_id", 0)), int(f.get("parent_frame_id", 0)))
+    stacks = {}
+    for k in frames:
+        chain, seen, cur = [], set(), k
+        while cur in frames and cur not in seen:
+            seen.add(cur)
+            loc, parent = frames[cur]
+            chain.append(locations.get(loc, "?"))
+            cur = parent
+        stacks[k] = chain
+    return stacks
+
+
+def hlo_metadata(hlo_text: str) -> dict[str, dict[str, str]]:
+    """``{instruction name: {"opcode", "op_name", "source"}}`` for every instruction of an HLO module's text.
+
+    ``source`` is the innermost frame of the instruction's Python stack that lies in
+    ``panm_jax/`` (else the innermost frame): the line of our code that emitted it.
+    """
+    stacks = _stack_tables(hlo_text)
+    out: dict[str, dict[str, str]] = {}
+    for line in hlo_text.splitlines():
+        m = _INSTR.match(line)
+        if not m:
+            continue
+        name, opcode, rest = m.group(1), m.group(3), m.group(4)
+        info = {"opcode": opcode, "op_name": "", "source": ""}
+        kind = re.search(r"kind=(k\w+)", rest)
+        if kind:
+            info["opcode"] = f"{opcode}:{kind.group(1)}"
+        meta = _META.search(rest)
+        if meta:
+            fields = {k: (q if q else b) for k, q, b in _FIELD.findall(meta.group(1))}
+            info["op_name"] = fields.get("op_name", "")
+            chain = stacks.get(int(fields["stack_frame_id"]), []) if "stack_frame_id" in fields else []
+            if "source_file" in fields:
+                chain = [f"{_short_path(fields['source_file'])}:{fields.get('source_line', '?')}"]
+            ours = [c for c in chain if c.startswith("panm_jax/")]
+            info["source"] = ours[0] if ours else (chain[0] if chain else "")
+        out[name] = info
+    return out
+
+
+def _short_path(path: str) -> str:
+    for root in ("panm_jax/", "benchmarks/", "site-packages/"):
+        i = path.rfind(root)
+        if i >= 0:
+            return path[i:].replace("site-packages/", "")
+    return Path(path).name
+
+
+def trace_events(logdir: Path) -> list[dict]:
+    """Complete ('X') events of the newest trace written under ``logdir``."""
+    files = sorted(logdir.glob("plugins/profile/*/*.trace.json.gz"))
+    if not files:
+        raise FileNotFoundError(f"logdir: no *.trace.json.gz under {logdir}/plugins/profile")
+    with gzip.open(files[-1]) as f:
+        data = json.load(f)
+    return [e for e in data["traceEvents"] if e.get("ph") == "X" and "dur" in e]
+
+
+def attribute(events: list[dict], meta: dict[str, dict[str, str]], steps: int) -> dict[str, dict[str, float]]:
+    """Milliseconds per step per instruction / source line / primitive, from events named after HLO instructions."""
+    per_instr: collections.Counter = collections.Counter()
+    for e in events:
+        if e["name"] in meta:
+            per_instr[e["name"]] += e["dur"] / 1e3 / steps
+    per_source: collections.Counter = collections.Counter()
+    per_prim: collections.Counter = collections.Counter()
+    for name, ms in per_instr.items():
+        info = meta[name]
+        if info["opcode"].startswith(("while", "call", "conditional")):
+            continue  # containers: their bodies' instructions carry the time
+        per_source[info["source"] or "(no source)"] += ms
+        prim = info["op_name"].rsplit("/", 1)[-1] if info["op_name"] else info["opcode"]
+        per_prim[re.sub(r"\[.*$", "", prim)] += ms
+    return {"instructions": dict(per_instr), "sources": dict(per_source), "primitives": dict(per_prim)}
+
+
+def profile(fn, args: tuple, steps: int, logdir: Path) -> dict:
+    compiled = jax.jit(fn).lower(*args).compile()
+    meta = hlo_metadata(compiled.as_text())
+    for _ in range(2):
+        common.block(compiled(*args))
+    walls = []
+    with jax.profiler.trace(str(logdir)):
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            common.block(compiled(*args))
+            walls.append(time.perf_counter() - t0)
+    table = attribute(trace_events(logdir), meta, steps)
+    leaf = {n: ms for n, ms in table["instructions"].items()
+            if not meta[n]["opcode"].startswith(("while", "call", "conditional"))}
+    return {"wall_ms": 1e3 * statistics.median(walls), "ops_ms": sum(leaf.values()), "meta": meta, **table}
+
+
+def _print_top(title: str, rows: dict[str, float], total: float, top: int, describe=None) -> None:
+    print(f"\n{title}")
+    for key, ms in sorted(rows.items(), key=lambda kv: -kv[1])[:top]:
+        extra = f"  {describe(key)}" if describe else ""
+        print(f"  {ms:9.2f} ms  {100 * ms / total:5.1f}%  {key}{extra}")
+
+
+def main(argv=None) -> int:
+    from benchmarks.speed import build_case, find_case
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--case", required=True, help="text matching one label of benchmarks.speed.CASES")
+    p.add_argument("--steps", type=int, default=5, help="profiled calls (after 2 warm-up calls)")
+    p.add_argument("--top", type=int, default=20, help="rows per table")
+    p.add_argument("--logdir", default="", help="where to keep the trace (default: a temporary directory)")
+    args = p.parse_args(argv)
+    try:
+        case = find_case(args.case)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
+    fn, state, batch, _ = build_case(case)
+    logdir = Path(args.logdir) if args.logdir else Path(tempfile.mkdtemp(prefix="panm-profile-"))
+    res = profile(fn, (state, batch), args.steps, logdir)
+    meta = res["meta"]
+    print(f"{case.label}: wall {res['wall_ms']:.1f} ms per step (median of {args.steps}); "
+          f"instructions sum to {res['ops_ms']:.1f} ms per step over all threads; trace in {logdir}")
+    total = max(res["ops_ms"], 1e-9)
+    _print_top("instructions (ms per step, share of the instruction sum):",
+               {n: ms for n, ms in res["instructions"].items()
+                if not meta[n]["opcode"].startswith(("while", "call", "conditional"))},
+               total, args.top, lambda n: f"[{meta[n]['opcode']}] {meta[n]['source']}")
+    _print_top("source lines:", res["sources"], total, args.top)
+    _print_top("primitives:", res["primitives"], total, args.top)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,56 @@
+"""The profiler's attribution (benchmarks/profile.py) and the speed suite's case lookup, on tiny functions."""
+
+from __future__ import annotations
+
+import inspect
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from benchmarks import profile
+from benchmarks.speed import CASES, find_case
+from panm_jax.kernels.scan import scan
+
+
+def _f(x):
+    return jnp.tanh(x @ x).sum()
+
+
+def test_hlo_metadata_names_the_primitive_and_our_source_line():
+    text = jax.jit(jax.grad(_f)).lower(jnp.ones((4, 4))).compile().as_text()
+    meta = profile.hlo_metadata(text)
+    tanh = [m for m in meta.values() if m["op_name"].endswith("/tanh")]
+    assert tanh, "no tanh instruction found in the compiled HLO"
+    line = inspect.getsourcelines(_f)[1] + 1
+    assert tanh[0]["source"].endswith(f"test_profile.py:{line}")
+    assert any(m["opcode"].startswith("fusion:k") for m in meta.values())  # fusion kinds are kept
+
+
+def test_profile_sums_thunk_time_per_instruction_line_and_primitive(tmp_path):
+    w = jnp.eye(64) * 0.5
+
+    def run(xs):
+        def step(c, x):
+            c = jnp.tanh(c @ w + x)
+            return c, c.sum()
+
+        return scan(step, jnp.zeros((64,)), xs)[1].sum()
+
+    res = profile.profile(jax.grad(run), (jnp.ones((20, 64)),), steps=2, logdir=tmp_path)
+    assert res["wall_ms"] > 0 and res["ops_ms"] > 0
+    assert sum(res["sources"].values()) == pytest.approx(res["ops_ms"], rel=1e-6)
+    # The step's instructions run inside scan's while loop; the innermost panm_jax frame is scan.py's.
+    assert any(k.startswith("panm_jax/kernels/scan.py:") for k in res["sources"]), res["sources"]
+    assert list(tmp_path.glob("plugins/profile/*/*.trace.json.gz")), "the trace is kept in --logdir"
+
+
+def test_find_case_takes_an_exact_label_or_a_unique_fragment():
+    assert find_case(CASES[0].label) is CASES[0]
+    assert find_case("dnc n=1024").model == "dnc"  # case-insensitive fragment
+    b1 = [c for c in CASES if c.label.endswith("B=1")][0]
+    assert find_case(b1.label) is b1  # also a prefix of the B=128 label: the exact match wins
+    with pytest.raises(ValueError, match="matches 0"):
+        find_case("no such case")
+    with pytest.raises(ValueError, match=r"matches \d"):
+        find_case("PANM")
