@@ -16,7 +16,12 @@ Protocols:
   at 10, evaluation every 1,000 steps on 1,000 examples per length;
 * ``--quick``: a CPU budget: Adam 1e-3 with global-norm clipping at 1, at most
   ``--minutes`` (default 20) of training per model and seed, evaluation every
-  500 steps on 512 examples. Model sizes stay the papers'.
+  500 steps on 512 examples. Model sizes stay the papers'. ``--minutes`` takes a
+  default and per-model budgets, e.g. ``--minutes 8,panm=23,ntm=12``.
+
+A run whose workdir already holds ``results.json`` written with the same config
+is finished: its results are read back, not trained again, so a table can be
+rebuilt (or extended with more models) without repeating the runs in it.
 
 The paper reports the mean of 5 runs (the best checkpoint of each); ``--seeds``
 runs several and reports mean and standard deviation.
@@ -57,19 +62,54 @@ PUBLISHED: dict[str, dict[str, tuple[float, ...]]] = {
 }
 
 # The yard-stick of issue 10: the authors' PANM code, its default config, one seed,
-# 10,000 steps (23 minutes) on this 2-core CPU class.
+# 10,000 steps (23 minutes) on this 2-core CPU class. Its default pipeline
+# (run_algo_task.py, -genlen 2) evaluates every 200 steps on length int(10 * 2) + 1
+# = 21 and keeps the best checkpoint there, which its test mode loads: its
+# checkpoint is picked on 2L+1, ours on L+1 unless --select says otherwise.
 AUTHORS_CODE_COPY_23MIN = (100, 99.99, 87.2, 50.2, 32.9)
 
 
-def make_config(task: str, model: str, seed: int, quick: bool, minutes: float) -> TrainConfig:
+def make_config(task: str, model: str, seed: int, quick: bool, minutes: float, select: str = "L+1") -> TrainConfig:
     if quick:
         return TrainConfig(
             task=task, model=model, seed=seed, num_steps=1_000_000, max_minutes=minutes,
             optimizer=OptimizerConfig(name="adam", learning_rate=1e-3, clip_value=None, clip_norm=1.0),
-            eval_every=500, eval_examples=512, checkpoint_every=500, log_every=50,
+            eval_every=500, eval_examples=512, checkpoint_every=500, log_every=50, select_mode=select,
         )
     steps = 100_000 if task == "id_sort" else 50_000
-    return TrainConfig(task=task, model=model, seed=seed, num_steps=steps)
+    return TrainConfig(task=task, model=model, seed=seed, num_steps=steps, select_mode=select)
+
+
+def parse_minutes(text: str, models: list[str]) -> dict[str, float]:
+    """``"8,panm=23"`` -> ``{model: minutes}`` for every model (the bare number is the default)."""
+    default, per_model = None, {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        name, sep, value = part.rpartition("=")
+        try:
+            minutes = float(value)
+        except ValueError:
+            raise SystemExit(f"--minutes: expected NUMBER or MODEL=NUMBER items, got {part!r}") from None
+        if minutes <= 0:
+            raise SystemExit(f"--minutes: expected a positive number of minutes, got {part!r}")
+        if sep:
+            if name not in models:
+                raise SystemExit(f"--minutes: {name!r} is not one of --models {models}")
+            per_model[name] = minutes
+        else:
+            default = minutes
+    missing = [m for m in models if m not in per_model and default is None]
+    if missing:
+        raise SystemExit(f"--minutes: no budget for {missing}; give a default number first, e.g. '--minutes 20,panm=23'")
+    return {m: per_model.get(m, default) for m in models}
+
+
+def finished_results(workdir: Path, config: TrainConfig) -> dict[str, Any] | None:
+    """The results of a run that already ended in ``workdir`` with this exact config, else None."""
+    path = workdir / "results.json"
+    if not path.exists():
+        return None
+    results = json.loads(path.read_text())
+    return results if results.get("config") == config.to_dict() else None
 
 
 def _mean_std(values):
@@ -78,7 +118,7 @@ def _mean_std(values):
     return statistics.mean(values), statistics.stdev(values)
 
 
-def summarize(task: str, runs: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def summarize(task: str, runs: dict[str, list[dict[str, Any]]], select: str = "L+1") -> list[dict[str, Any]]:
     rows = []
     published = PUBLISHED.get(task, {})
     for model, results in runs.items():
@@ -87,7 +127,7 @@ def summarize(task: str, runs: dict[str, list[dict[str, Any]]]) -> list[dict[str
             by_mode = {r["mode"]: r for r in res["modes"]}
             for m in MODES:
                 per_mode[m].append(100 * by_mode[m][res["metric"]])
-        row = {"model": model, "row": "ours", "seeds": len(results),
+        row = {"model": model, "row": "ours", "selected_on": select, "seeds": len(results),
                "steps": ",".join(str(r["steps_trained"]) for r in results),
                "best_step": ",".join(str(r["step"]) for r in results)}
         for m in MODES:
@@ -99,11 +139,11 @@ def summarize(task: str, runs: dict[str, list[dict[str, Any]]]) -> list[dict[str
                                                      else None)
         if ref_name:
             ref = published[ref_name]
-            rows.append({"model": model, "row": f"published ({ref_name})", **{m: f"{v:g}" for m, v in zip(MODES, ref)}})
+            rows.append({"model": model, "row": f"published ({ref_name})", "selected_on": "L+1", **{m: f"{v:g}" for m, v in zip(MODES, ref)}})
             rows.append({"model": model, "row": "ours - published",
                          **{m: f"{row[f'_{m}'] - v:+.1f}" for m, v in zip(MODES, ref)}})
     if task == "copy":
-        rows.append({"model": "panm", "row": "authors' code, 10K steps (23 min, this CPU)",
+        rows.append({"model": "panm", "row": "authors' code, 10K steps (23 min, this CPU)", "selected_on": "2L+1",
                      **{m: f"{v:g}" for m, v in zip(MODES, AUTHORS_CODE_COPY_23MIN)}})
     return rows
 
@@ -138,33 +178,47 @@ def main(argv=None) -> int:
     p.add_argument("--models", default="panm,lstm,ntm,dnc,stack_lstm")
     p.add_argument("--seeds", default="0", help="comma-separated seeds")
     p.add_argument("--quick", action="store_true", help="the CPU budget protocol (see the module docstring)")
-    p.add_argument("--minutes", type=float, default=20.0, help="--quick: training minutes per model and seed")
+    p.add_argument("--minutes", default="20",
+                   help="--quick: training minutes per model and seed: a default and/or MODEL=MINUTES items, "
+                        "e.g. '8,panm=23'")
+    p.add_argument("--select", default="L+1", choices=MODES,
+                   help="the validation length that picks each run's checkpoint: L+1 is seed 001's protocol; "
+                        "the authors' public code picks on 2L+1 (length 21 for Copy)")
     p.add_argument("--workdir", default="runs/reproduce")
     args = p.parse_args(argv)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     seeds = [int(s) for s in args.seeds.split(",")]
+    minutes = parse_minutes(args.minutes, models)
     env = common.environment()
     runs: dict[str, list[dict[str, Any]]] = {}
     for model in models:
         for seed in seeds:
-            config = make_config(args.task, model, seed, args.quick, args.minutes)
-            tag = "quick" if args.quick else "paper"
+            config = make_config(args.task, model, seed, args.quick, minutes[model], args.select)
+            tag = ("quick" if args.quick else "paper") + ("" if args.select == "L+1" else f"-select{args.select}")
             workdir = Path(args.workdir) / args.task / f"{model}-s{seed}-{tag}"
-            print(f"== {model} on {args.task}, seed {seed} ({tag}) -> {workdir}", flush=True)
-            results = train_and_evaluate(config, workdir)
+            results = finished_results(workdir, config)
+            if results is None:
+                print(f"== {model} on {args.task}, seed {seed} ({tag}) -> {workdir}", flush=True)
+                results = train_and_evaluate(config, workdir)
+            else:
+                print(f"== {model} on {args.task}, seed {seed} ({tag}): finished earlier, read {workdir}", flush=True)
             logged = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()
                       if line.strip().startswith("{")]
             results["steps_trained"] = max((r.get("step", 0) for r in logged if "loss" in r), default=0)
             runs.setdefault(model, []).append(results)
-    rows = summarize(args.task, runs)
-    cols = ["model", "row", "seeds", "steps", "best_step", *MODES]
-    name = f"reproduce_{args.task}" + ("_quick" if args.quick else "")
+    rows = summarize(args.task, runs, args.select)
+    cols = ["model", "row", "selected_on", "seeds", "steps", "best_step", *MODES]
+    name = f"reproduce_{args.task}" + ("_quick" if args.quick else "") + (
+        "" if args.select == "L+1" else f"_select{args.select.replace('+', 'p')}")
     command = "python -m benchmarks.reproduce " + " ".join(argv if argv is not None else sys.argv[1:])
-    notes = ("Token accuracy (%) of the checkpoint selected on the L+1 validation set, on fixed test sets at each "
-             "length mode. 'published' rows are seed 001's Tables 13-18 (TASKS.md §1); 'steps' is the number of "
-             "training steps run, 'best_step' the selected checkpoint.")
+    notes = ("Token accuracy (%) of the checkpoint selected on the validation set of length mode 'selected_on' "
+             "(seed 001's protocol: L+1), on fixed test sets at each length mode. 'published' rows are seed 001's "
+             "Tables 13-18 (TASKS.md §1); 'steps' is the number of training steps run, 'best_step' the selected "
+             "checkpoint. The authors' code row is its default pipeline, which picks its checkpoint on length 21 "
+             "(2L+1).")
     if args.quick:
-        notes += f" --quick: Adam 1e-3, global-norm clip 1, {args.minutes:g} minutes of training per model and seed."
+        budgets = ", ".join(f"{m} {v:g}" for m, v in minutes.items())
+        notes += f" --quick: Adam 1e-3, global-norm clip 1; minutes of training per model and seed: {budgets}."
     public_rows = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
     common.write_results(name, f"{args.task}: reproduction of seed 001", public_rows, cols, env, notes, command)
     out_dir = common.RESULTS_DIR / common.device_slug()

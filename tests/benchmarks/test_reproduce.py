@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from benchmarks.reproduce import AUTHORS_CODE_COPY_23MIN, MODES, PUBLISHED, make_config, summarize
+import json
+import re
+
+import pytest
+
+from benchmarks.reproduce import (AUTHORS_CODE_COPY_23MIN, MODES, PUBLISHED, finished_results, make_config,
+                                  parse_minutes, summarize)
 
 
 def _result(accs, step=500, steps_trained=900):
@@ -33,3 +39,28 @@ def test_protocols():
         100_000, "rmsprop", 1e-4, 128)
     quick = make_config("copy", "panm", 1, quick=True, minutes=20)
     assert quick.max_minutes == 20 and quick.optimizer.name == "adam" and quick.select_mode == "L+1"
+
+
+def test_select_mode_reaches_the_config_and_the_table():
+    config = make_config("copy", "panm", 0, quick=True, minutes=5, select="2L+1")
+    assert config.select_mode == "2L+1"
+    rows = summarize("copy", {"panm": [_result([1, 1, 0.9, 0.5, 0.3])]}, select="2L+1")
+    assert rows[0]["selected_on"] == "2L+1" and rows[-1]["selected_on"] == "2L+1"  # ours, and the yardstick
+
+
+def test_minutes_take_a_default_and_per_model_budgets():
+    assert parse_minutes("8,panm=23", ["panm", "lstm"]) == {"panm": 23.0, "lstm": 8.0}
+    assert parse_minutes("panm=23,lstm=6", ["panm", "lstm"]) == {"panm": 23.0, "lstm": 6.0}
+    for bad, says in [("panm=23", "no budget for ['lstm']"), ("x", "NUMBER or MODEL=NUMBER"),
+                      ("8,ntm=3", "'ntm' is not one of --models"), ("0", "positive")]:
+        with pytest.raises(SystemExit, match=re.escape(says)):
+            parse_minutes(bad, ["panm", "lstm"])
+
+
+def test_a_finished_run_is_read_back_only_with_the_same_config(tmp_path):
+    config = make_config("copy", "lstm", 0, quick=True, minutes=6)
+    assert finished_results(tmp_path, config) is None  # nothing there yet
+    (tmp_path / "results.json").write_text(json.dumps({"config": config.to_dict(), "step": 7}))
+    assert finished_results(tmp_path, config)["step"] == 7
+    other = make_config("copy", "lstm", 0, quick=True, minutes=7)
+    assert finished_results(tmp_path, other) is None  # another budget is another run
