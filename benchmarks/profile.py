@@ -19,8 +19,8 @@ Times are summed over every thread and every loop iteration and divided by
 ``--steps``, so they are milliseconds per step; on a CPU the runtime runs
 independent thunks on several threads at once, so the sum can exceed the wall
 time, which is printed beside it. The trace directory is kept (``--logdir``) for
-TensorBoard's or Perfetto's viewers. Writes nothing else; the findings that matter
-go into the speed suite's notes.
+TensorBoard's or Perfetto's viewers. ``--record NAME`` also writes the three
+tables to ``benchmarks/results/<device>/profile_NAME.{json,md}``.
 """
 
 from __future__ import annotations
@@ -176,6 +176,8 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=5, help="profiled calls (after 2 warm-up calls)")
     p.add_argument("--top", type=int, default=20, help="rows per table")
     p.add_argument("--logdir", default="", help="where to keep the trace (default: a temporary directory)")
+    p.add_argument("--record", default="", metavar="NAME",
+                   help="also write the tables to benchmarks/results/<device>/profile_NAME.{json,md}")
     args = p.parse_args(argv)
     try:
         case = find_case(args.case)
@@ -194,6 +196,26 @@ def main(argv=None) -> int:
                total, args.top, lambda n: f"[{meta[n]['opcode']}] {meta[n]['source']}")
     _print_top("source lines:", res["sources"], total, args.top)
     _print_top("primitives:", res["primitives"], total, args.top)
+    if args.record:
+        if not re.fullmatch(r"[\w\-]+", args.record):
+            raise SystemExit(f"--record: expected a name of letters, digits, '_' or '-', got {args.record!r}")
+        rows = []
+        for table, entries in (("instruction", {n: ms for n, ms in res["instructions"].items()
+                                                if not meta[n]["opcode"].startswith(("while", "call", "conditional"))}),
+                               ("source line", res["sources"]), ("primitive", res["primitives"])):
+            for key, ms in sorted(entries.items(), key=lambda kv: -kv[1])[: args.top]:
+                detail = f"{meta[key]['opcode']} {meta[key]['source']}" if table == "instruction" else ""
+                rows.append({"table": table, "name": key, "detail": detail, "ms_per_step": round(ms, 3),
+                             "share_pct": round(100 * ms / total, 1)})
+        notes = (f"Wall time {res['wall_ms']:.1f} ms per step (median of {args.steps} profiled calls); the "
+                 f"instructions' times sum to {res['ops_ms']:.1f} ms per step over all threads. share_pct is of "
+                 "that sum. Rows: the top instructions, then source lines (the innermost frame in panm_jax/), "
+                 "then JAX primitives.")
+        command = f"python -m benchmarks.profile --case {case.label!r} --steps {args.steps} --top {args.top}"
+        paths = common.write_results(f"profile_{args.record}", f"Profile: {case.label}", rows,
+                                     ["table", "name", "detail", "ms_per_step", "share_pct"],
+                                     common.environment(), notes, command=command + f" --record {args.record}")
+        print("wrote", *paths)
     return 0
 
 
