@@ -19,9 +19,11 @@ Protocols:
   500 steps on 512 examples. Model sizes stay the papers'. ``--minutes`` takes a
   default and per-model budgets, e.g. ``--minutes 8,panm=23,ntm=12``.
 
-A run whose workdir already holds ``results.json`` written with the same config
-is finished: its results are read back, not trained again, so a table can be
-rebuilt (or extended with more models) without repeating the runs in it.
+Each run has its own folder, ``<workdir>/<task>/<model>-s<seed>-<protocol>``
+(``quick<minutes>m`` or ``paper``, plus ``-select<mode>`` when not L+1). A run whose
+folder already holds ``results.json`` written with the same config is finished:
+its results are read back, not trained again, so a table can be rebuilt (or
+extended with more models) without repeating the runs in it.
 
 The paper reports the mean of 5 runs (the best checkpoint of each); ``--seeds``
 runs several and reports mean and standard deviation.
@@ -194,7 +196,9 @@ def main(argv=None) -> int:
     for model in models:
         for seed in seeds:
             config = make_config(args.task, model, seed, args.quick, minutes[model], args.select)
-            tag = ("quick" if args.quick else "paper") + ("" if args.select == "L+1" else f"-select{args.select}")
+            # One folder per protocol, budget and selection, so a longer budget is a new run, not a clash.
+            tag = (f"quick{minutes[model]:g}m" if args.quick else "paper") + (
+                "" if args.select == "L+1" else f"-select{args.select}")
             workdir = Path(args.workdir) / args.task / f"{model}-s{seed}-{tag}"
             results = finished_results(workdir, config)
             if results is None:
