@@ -78,15 +78,40 @@ def _stack_tables(hlo_text: str) -> dict[int, list[str]]:
     return stacks
 
 
+_HEADER = re.compile(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s+\(")
+_CHEAP = {"parameter", "constant", "bitcast", "broadcast", "reshape", "get-tuple-element", "tuple", "iota", "copy"}
+
+
+def _elements(type_text: str) -> int:
+    dims = re.search(r"\[([\d,]*)\]", type_text)
+    if not dims:
+        return 1
+    n = 1
+    for d in filter(None, dims.group(1).split(",")):
+        n *= int(d)
+    return n
+
+
 def hlo_metadata(hlo_text: str) -> dict[str, dict[str, str]]:
     """``{instruction name: {"opcode", "op_name", "source"}}`` for every instruction of an HLO module's text.
 
     ``source`` is the innermost frame of the instruction's Python stack that lies in
     ``panm_jax/`` (else the innermost frame): the line of our code that emitted it.
+    A fusion's own metadata names just one of the operations it fused, so a fusion
+    takes the ``op_name`` and ``source`` of its largest fused operation instead
+    (by output elements, not counting parameters, broadcasts, copies and reshapes):
+    the one whose memory passes it most likely spends its time on.
     """
     stacks = _stack_tables(hlo_text)
     out: dict[str, dict[str, str]] = {}
+    members: dict[str, list[tuple[int, str]]] = {}  # computation -> [(elements, instruction)]
+    calls: dict[str, str] = {}  # fusion instruction -> its fused computation
+    computation = ""
     for line in hlo_text.splitlines():
+        header = _HEADER.match(line)
+        if header and not line.startswith(" "):
+            computation = header.group(1)
+            continue
         m = _INSTR.match(line)
         if not m:
             continue
@@ -95,6 +120,9 @@ def hlo_metadata(hlo_text: str) -> dict[str, dict[str, str]]:
         kind = re.search(r"kind=(k\w+)", rest)
         if kind:
             info["opcode"] = f"{opcode}:{kind.group(1)}"
+            called = re.search(r"calls=%?([\w.\-]+)", rest)
+            if called:
+                calls[name] = called.group(1)
         meta = _META.search(rest)
         if meta:
             fields = {k: (q if q else b) for k, q, b in _FIELD.findall(meta.group(1))}
@@ -105,6 +133,12 @@ def hlo_metadata(hlo_text: str) -> dict[str, dict[str, str]]:
             ours = [c for c in chain if c.startswith("panm_jax/")]
             info["source"] = ours[0] if ours else (chain[0] if chain else "")
         out[name] = info
+        if opcode not in _CHEAP and info["source"]:
+            members.setdefault(computation, []).append((_elements(m.group(2)), name))
+    for fusion, body in calls.items():
+        if members.get(body):
+            _, biggest = max(members[body], key=lambda pair: pair[0])  # first of the largest
+            out[fusion] = {**out[fusion], "op_name": out[biggest]["op_name"], "source": out[biggest]["source"]}
     return out
 
 
