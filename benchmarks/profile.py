@@ -53,7 +53,7 @@ def _stack_tables(hlo_text: str) -> dict[int, list[str]]:
         if line in ("FileNames", "FunctionNames", "FileLocations", "StackFrames"):
             current = sections.setdefault(line, {})
         elif not line.strip() or line.startswith(("%", "ENTRY", "HloModule")):
-            current = None if not line.strip() else current
+            current = None  # a table ends at a blank line or where the computations begin
         elif current is not None:
             key, _, value = line.strip().partition(" ")
             current[int(key)] = value.strip().strip("{}")
@@ -160,18 +160,23 @@ def trace_events(logdir: Path) -> list[dict]:
     return [e for e in data["traceEvents"] if e.get("ph") == "X" and "dur" in e]
 
 
+_CONTAINERS = ("while", "call", "conditional")  # their bodies' instructions carry the time
+
+
 def attribute(events: list[dict], meta: dict[str, dict[str, str]], steps: int) -> dict[str, dict[str, float]]:
-    """Milliseconds per step per instruction / source line / primitive, from events named after HLO instructions."""
+    """Milliseconds per step per instruction / source line / primitive, from events named after HLO instructions.
+
+    Container instructions (while loops, calls, conditionals) are left out: their
+    events span the instructions inside them, which are counted themselves.
+    """
     per_instr: collections.Counter = collections.Counter()
     for e in events:
-        if e["name"] in meta:
+        if e["name"] in meta and not meta[e["name"]]["opcode"].startswith(_CONTAINERS):
             per_instr[e["name"]] += e["dur"] / 1e3 / steps
     per_source: collections.Counter = collections.Counter()
     per_prim: collections.Counter = collections.Counter()
     for name, ms in per_instr.items():
         info = meta[name]
-        if info["opcode"].startswith(("while", "call", "conditional")):
-            continue  # containers: their bodies' instructions carry the time
         per_source[info["source"] or "(no source)"] += ms
         prim = info["op_name"].rsplit("/", 1)[-1] if info["op_name"] else info["opcode"]
         per_prim[re.sub(r"\[.*$", "", prim)] += ms
@@ -190,9 +195,8 @@ def profile(fn, args: tuple, steps: int, logdir: Path) -> dict:
             common.block(compiled(*args))
             walls.append(time.perf_counter() - t0)
     table = attribute(trace_events(logdir), meta, steps)
-    leaf = {n: ms for n, ms in table["instructions"].items()
-            if not meta[n]["opcode"].startswith(("while", "call", "conditional"))}
-    return {"wall_ms": 1e3 * statistics.median(walls), "ops_ms": sum(leaf.values()), "meta": meta, **table}
+    return {"wall_ms": 1e3 * statistics.median(walls), "ops_ms": sum(table["instructions"].values()), "meta": meta,
+            **table}
 
 
 def _print_top(title: str, rows: dict[str, float], total: float, top: int, describe=None) -> None:
@@ -224,9 +228,7 @@ def main(argv=None) -> int:
     print(f"{case.label}: wall {res['wall_ms']:.1f} ms per step (median of {args.steps}); "
           f"instructions sum to {res['ops_ms']:.1f} ms per step over all threads; trace in {logdir}")
     total = max(res["ops_ms"], 1e-9)
-    _print_top("instructions (ms per step, share of the instruction sum):",
-               {n: ms for n, ms in res["instructions"].items()
-                if not meta[n]["opcode"].startswith(("while", "call", "conditional"))},
+    _print_top("instructions (ms per step, share of the instruction sum):", res["instructions"],
                total, args.top, lambda n: f"[{meta[n]['opcode']}] {meta[n]['source']}")
     _print_top("source lines:", res["sources"], total, args.top)
     _print_top("primitives:", res["primitives"], total, args.top)
@@ -234,9 +236,8 @@ def main(argv=None) -> int:
         if not re.fullmatch(r"[\w\-]+", args.record):
             raise SystemExit(f"--record: expected a name of letters, digits, '_' or '-', got {args.record!r}")
         rows = []
-        for table, entries in (("instruction", {n: ms for n, ms in res["instructions"].items()
-                                                if not meta[n]["opcode"].startswith(("while", "call", "conditional"))}),
-                               ("source line", res["sources"]), ("primitive", res["primitives"])):
+        for table, entries in (("instruction", res["instructions"]), ("source line", res["sources"]),
+                               ("primitive", res["primitives"])):
             for key, ms in sorted(entries.items(), key=lambda kv: -kv[1])[: args.top]:
                 detail = f"{meta[key]['opcode']} {meta[key]['source']}" if table == "instruction" else ""
                 rows.append({"table": table, "name": key, "detail": detail, "ms_per_step": round(ms, 3),
