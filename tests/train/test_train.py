@@ -183,6 +183,21 @@ def test_resuming_with_another_config_is_refused(tmp_path):
 
 # ---- kill -9 at a random step, resume, compare bit for bit ---------------------------------
 
+_HANG_AFTER = """
+import time
+from panm_jax import cli
+from panm_jax.train import loop
+from panm_jax.train.io import append_jsonl
+
+def append_then_hang(path, record):
+    append_jsonl(path, record)
+    if record.get("step") == {hang_at} and "loss" in record:
+        time.sleep(3600)
+
+loop.append_jsonl = append_then_hang
+raise SystemExit(cli.main({argv!r}))
+"""
+
 def test_kill_9_then_resume_is_bit_identical(tmp_path):
     cmd, env = _train_cmd(tmp_path / "straight")
     subprocess.run(cmd, env=env, cwd=REPO, check=True, capture_output=True, timeout=600)
@@ -191,7 +206,13 @@ def test_kill_9_then_resume_is_bit_identical(tmp_path):
     killed_dir = tmp_path / "killed"
     cmd, env = _train_cmd(killed_dir)
     kill_at = int(np.random.default_rng().integers(6, 14))  # a random step, after the first checkpoint
-    proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # The kill lands wherever the run is when the poll below sees step `kill_at`: mid-step,
+    # mid-evaluation or mid-checkpoint. So that a fast machine cannot finish all 16 steps
+    # before the signal arrives, the killed run goes through a wrapper that stops (sleeps)
+    # once it has logged step kill_at + 2 <= 15; the training code itself is unchanged.
+    wrapper = _HANG_AFTER.format(hang_at=kill_at + 2, argv=cmd[3:])
+    proc = subprocess.Popen([sys.executable, "-c", wrapper], env=env, cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
     while time.time() < deadline:
         if max(_last_per_step(killed_dir / "metrics.jsonl"), default=0) >= kill_at:
