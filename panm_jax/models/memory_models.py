@@ -23,9 +23,9 @@ For the Stack/Queue/DeQue models the output therefore defaults to ``y_t = W_y h_
 (the read reaches the output through the next step's controller input);
 ``read_to_output=True`` adds seed 002's ``W_r r_t`` term.
 
-Masks: an input padding step (``input_mask == 0``) is a masked step of the scan
-wrapper: the controller carry, the memory state and the previous read are carried
-unchanged. The ``T_out`` output steps are always real. Appending padding to an
+Masks: on an input padding step (``input_mask == 0``) the controller carry, the
+memory state and the previous read are carried unchanged (the memory kernel's own
+``step(state, controls, mask)`` keeps its state; the body keeps the rest). The ``T_out`` output steps are always real. Appending padding to an
 example's input therefore changes none of its logits (and neither does garbage in
 its padding rows).
 
@@ -76,7 +76,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from panm_jax.kernels.scan import scan
+from panm_jax.kernels.scan import scan, select
 from panm_jax.modules.controllers import CONTROLLER_KINDS, make_controller
 from panm_jax.modules.memory import DNCMemory, NTMMemory, StackMemory
 from panm_jax.models.registry import check_call, register_model
@@ -263,16 +263,21 @@ class MemoryModel(nnx.Module):
         )  # [B, T]: padding masked, the T_out output steps always real
         num_steps = t_in + num_outputs
 
-        def body(carry, x_t):  # one example, one step: x_t [D_in]
+        def body(carry, inputs):  # one example, one step: x_t [D_in], keep [] (False on padding)
+            x_t, keep = inputs
             ctrl, mem, prev_read = carry
-            ctrl, h = self.controller(ctrl, jnp.concatenate([x_t, prev_read], axis=-1))
+            new_ctrl, h = self.controller(ctrl, jnp.concatenate([x_t, prev_read], axis=-1))
             controls = self.memory.controls(h)
-            mem, read = self.memory.step(mem, controls)
+            # The kernel applies the mask to its own state (it knows which fields a
+            # masked step can leave alone without a select, e.g. the DNC's [N, N] link).
+            mem, read = self.memory.step(mem, controls, keep)
             y = self.output_hidden(h)  # W_y h_t + b
             if self.output_reads is not None:
                 y = y + self.output_reads(read)  # + W_r r_t
             out = (y, self.memory.trace(mem, controls)) if return_traces else y
-            return (ctrl, mem, read), out
+            out = jax.tree_util.tree_map(lambda o: jnp.where(keep, o, jnp.zeros_like(o)), out)
+            new_ctrl, read = select(keep, (new_ctrl, read), (ctrl, prev_read))
+            return (new_ctrl, mem, read), out
 
         def run(x, mask):  # one example: x [T, D_in], mask [T]
             carry = (
@@ -280,7 +285,7 @@ class MemoryModel(nnx.Module):
                 self._init_memory(num_steps, dtype),
                 jnp.zeros((self.memory.read_size,), dtype),
             )
-            _, outs = scan(body, carry, x, mask, remat=self.config.remat)
+            _, outs = scan(body, carry, (x, mask), remat=self.config.remat)
             return outs
 
         outs = jax.vmap(run)(xs, steps)
