@@ -25,6 +25,11 @@ folder already holds ``results.json`` written with the same config is finished:
 its results are read back, not trained again, so a table can be rebuilt (or
 extended with more models) without repeating the runs in it.
 
+``--set MODEL.OPTION=VALUE`` (repeatable) changes one model option of one model,
+e.g. ``--set panm.score=scaled_dot``; the options join the run folder's name
+(``-score=scaled_dot``) and the table's (``_panm-score-scaled_dot``), so a variant
+never overwrites the default runs or their record.
+
 The paper reports the mean of 5 runs (the best checkpoint of each); ``--seeds``
 runs several and reports mean and standard deviation.
 """
@@ -39,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import common
-from panm_jax.train.config import OptimizerConfig, TrainConfig
+from panm_jax.train.config import OptimizerConfig, TrainConfig, parse_overrides
 from panm_jax.train.io import atomic_write_text
 from panm_jax.train.loop import train_and_evaluate
 from panm_jax.train.report import save_figure
@@ -103,6 +108,24 @@ def parse_minutes(text: str, models: list[str]) -> dict[str, float]:
     if missing:
         raise SystemExit(f"--minutes: no budget for {missing}; give a default number first, e.g. '--minutes 20,panm=23'")
     return {m: per_model.get(m, default) for m in models}
+
+
+def parse_model_sets(items: list[str], models: list[str]) -> dict[str, dict[str, Any]]:
+    """``["panm.score=scaled_dot"]`` -> ``{"panm": {"score": "scaled_dot"}}`` (values parsed as JSON when they parse)."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in parse_overrides(items):
+        model, sep, option = key.partition(".")
+        if not sep or not option:
+            raise SystemExit(f"--set: expected MODEL.OPTION=VALUE, got {key!r}")
+        if model not in models:
+            raise SystemExit(f"--set: {model!r} is not one of --models {models}")
+        out.setdefault(model, {})[option] = value
+    return out
+
+
+def options_tag(options: dict[str, Any], sep: str = "=") -> str:
+    """``{"score": "scaled_dot"}`` -> ``"-score=scaled_dot"``: the part of a run's name that its options add."""
+    return "".join(f"-{k}{sep}{json.dumps(v) if not isinstance(v, str) else v}" for k, v in sorted(options.items()))
 
 
 def finished_results(workdir: Path, config: TrainConfig) -> dict[str, Any] | None:
@@ -186,19 +209,25 @@ def main(argv=None) -> int:
     p.add_argument("--select", default="L+1", choices=MODES,
                    help="the validation length that picks each run's checkpoint: L+1 is seed 001's protocol; "
                         "the authors' public code picks on 2L+1 (length 21 for Copy)")
+    p.add_argument("--set", action="append", default=[], metavar="MODEL.OPTION=VALUE",
+                   help="change one model option of one model, e.g. panm.score=scaled_dot (repeatable)")
     p.add_argument("--workdir", default="runs/reproduce")
     args = p.parse_args(argv)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     seeds = [int(s) for s in args.seeds.split(",")]
     minutes = parse_minutes(args.minutes, models)
+    model_sets = parse_model_sets(args.set, models)
     env = common.environment()
     runs: dict[str, list[dict[str, Any]]] = {}
     for model in models:
         for seed in seeds:
             config = make_config(args.task, model, seed, args.quick, minutes[model], args.select)
-            # One folder per protocol, budget and selection, so a longer budget is a new run, not a clash.
+            options = model_sets.get(model, {})
+            if options:
+                config = config.replace(model_options={**config.model_options, **options})
+            # One folder per protocol, budget, selection and option set: a variant is a new run, not a clash.
             tag = (f"quick{minutes[model]:g}m" if args.quick else "paper") + (
-                "" if args.select == "L+1" else f"-select{args.select}")
+                "" if args.select == "L+1" else f"-select{args.select}") + options_tag(options)
             workdir = Path(args.workdir) / args.task / f"{model}-s{seed}-{tag}"
             results = finished_results(workdir, config)
             if results is None:
@@ -213,7 +242,8 @@ def main(argv=None) -> int:
     rows = summarize(args.task, runs, args.select)
     cols = ["model", "row", "selected_on", "seeds", "steps", "best_step", *MODES]
     name = f"reproduce_{args.task}" + ("_quick" if args.quick else "") + (
-        "" if args.select == "L+1" else f"_select{args.select.replace('+', 'p')}")
+        "" if args.select == "L+1" else f"_select{args.select.replace('+', 'p')}") + "".join(
+        f"_{m}{options_tag(o, sep='-')}" for m, o in sorted(model_sets.items()))
     command = "python -m benchmarks.reproduce " + " ".join(argv if argv is not None else sys.argv[1:])
     notes = ("Token accuracy (%) of the checkpoint selected on the validation set of length mode 'selected_on' "
              "(seed 001's protocol: L+1), on fixed test sets at each length mode. 'published' rows are seed 001's "
@@ -222,6 +252,9 @@ def main(argv=None) -> int:
     if args.task == "copy":
         notes += (" The authors' code row is its default pipeline, which picks its checkpoint on length 21 (2L+1) "
                   "(the figure given in issue 10, measured on this CPU class).")
+    if model_sets:
+        notes += " Model options changed from their defaults: " + "; ".join(
+            f"{m}: {', '.join(f'{k}={v}' for k, v in o.items())}" for m, o in model_sets.items()) + "."
     if args.quick:
         budgets = ", ".join(f"{m} {v:g}" for m, v in minutes.items())
         notes += f" --quick: Adam 1e-3, global-norm clip 1; minutes of training per model and seed: {budgets}."

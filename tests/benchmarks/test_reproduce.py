@@ -8,7 +8,7 @@ import re
 import pytest
 
 from benchmarks.reproduce import (AUTHORS_CODE_COPY_23MIN, MODES, PUBLISHED, finished_results, make_config,
-                                  parse_minutes, summarize)
+                                  options_tag, parse_minutes, parse_model_sets, summarize)
 
 
 def _result(accs, step=500, steps_trained=900):
@@ -64,3 +64,13 @@ def test_a_finished_run_is_read_back_only_with_the_same_config(tmp_path):
     assert finished_results(tmp_path, config)["step"] == 7
     other = make_config("copy", "lstm", 0, quick=True, minutes=7)
     assert finished_results(tmp_path, other) is None  # another budget is another run
+
+
+def test_model_options_are_parsed_per_model_and_name_the_run():
+    sets = parse_model_sets(["panm.score=scaled_dot", "panm.address_bits=8", "lstm.hidden=64"], ["panm", "lstm"])
+    assert sets == {"panm": {"score": "scaled_dot", "address_bits": 8}, "lstm": {"hidden": 64}}
+    assert options_tag(sets["panm"]) == "-address_bits=8-score=scaled_dot"
+    assert options_tag({"random_base_at_eval": True}, sep="-") == "-random_base_at_eval-true"
+    for bad, says in [(["score=x"], "MODEL.OPTION=VALUE"), (["ntm.hidden=3"], "'ntm' is not one of --models")]:
+        with pytest.raises(SystemExit, match=re.escape(says)):
+            parse_model_sets(bad, ["panm", "lstm"])
