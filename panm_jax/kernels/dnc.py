@@ -370,7 +370,7 @@ def link_and_directions(
     its products are expanded in terms of ``L_{t-1}`` (below). The tests compare
     it with autodiff through ``link`` and ``directional_weights`` in float64.
     Measured on the 2-core CPU (``benchmarks/results/cpu-2cores/speed.md``), it
-    took the DNC N = 1024 training step from 11.9 s (autodiff, remat) to under 10 s.
+    took the DNC N = 1024 training step from 11.9 s (autodiff, remat) to 8.4 s.
 
     The derivation. Write ``L = L_{t-1}``, ``p = p_{t-1}``, ``w = w^w_t``,
     ``v_r = w^{r,r}_{t-1}``, ``Ln = L_t`` and the cotangents ``gLn, g_f, g_b``.
