@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from panm_jax.modules.encoders import LSTMEncoder
+from panm_jax.modules.encoders import BiGRUEncoder, LSTMEncoder
 from panm_jax.modules.panm import PANMDecoder
 from panm_jax.models.registry import check_call, register_model
 
@@ -36,7 +36,7 @@ class PANMConfig:
     pointer_heads: int = 2  # H^a Mode-1 pointers, started at a_B and a_E (App. C)
     mode2_heads: int = 1  # H^c Mode-2 pointers (App. C: 1)
     mlp_hidden: int = 128  # hidden width of g^a, g^c, g^o
-    encoder: str = "lstm"  # the backbone writing M (§3.1: LSTM)
+    encoder: str = "lstm"  # the backbone writing M (§3.1: LSTM; "bigru": the authors' code)
     score: str = "cosine"  # Eq. 2/5 "cosine", or "scaled_dot" (authors' code)
     inverse_temperature: float = 5.0  # initial tau of the pointer attentions (learned)
     random_base_at_eval: bool = False  # draw a_B at evaluation too (authors' code)
@@ -62,7 +62,9 @@ class PANMConfig:
 # Backbones that can write PANM's memory: name -> (input_size, hidden, rngs) -> module
 # whose call is (inputs [B, T, I], mask [B, T]) -> (memory [B, T, D], final state).
 ENCODERS = {
-    "lstm": lambda input_size, hidden, rngs, remat=False: LSTMEncoder(input_size, hidden, remat=remat, rngs=rngs)
+    "lstm": lambda input_size, hidden, rngs, remat=False: LSTMEncoder(input_size, hidden, remat=remat, rngs=rngs),
+    # The authors' public code: a bidirectional GRU, directions summed.
+    "bigru": lambda input_size, hidden, rngs, remat=False: BiGRUEncoder(input_size, hidden, remat=remat, rngs=rngs),
 }
 
 

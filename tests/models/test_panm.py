@@ -119,9 +119,9 @@ def test_gradients_finite(name):
     assert any(float(jnp.max(jnp.abs(g))) > 0 for g in leaves)
 
 
-def test_scaled_dot_score_and_no_mode2_heads_run():
+def test_scaled_dot_score_bigru_encoder_and_no_mode2_heads_run():
     x, mask = _inputs()
-    for extra in ({"score": "scaled_dot"}, {"mode2_heads": 0}, {"pointer_heads": 3}):
+    for extra in ({"score": "scaled_dot"}, {"mode2_heads": 0}, {"pointer_heads": 3}, {"encoder": "bigru"}):
         logits = _model("panm", **extra)(x, mask, 3)
         assert logits.shape == (B, 3, K) and bool(jnp.all(jnp.isfinite(logits)))
 

@@ -8,7 +8,7 @@ import numpy as np
 from flax import nnx
 
 from panm_jax.modules.controllers import GRUCell, LSTMCell
-from panm_jax.modules.encoders import LSTMEncoder
+from panm_jax.modules.encoders import BiGRUEncoder, LSTMEncoder
 from panm_jax.modules.panm import PointerUnits
 
 I, D, B = 5, 7, 3
@@ -81,4 +81,34 @@ def test_lstm_encoder_masks_and_equals_a_python_loop():
             carry, y = enc.cell(carry, x[b, t])
             np.testing.assert_allclose(np.asarray(out[b, t]), np.asarray(y), atol=1e-5)
         np.testing.assert_allclose(np.asarray(h[b]), np.asarray(carry[0]), atol=1e-5)
+        np.testing.assert_array_equal(np.asarray(out[b, n:]), 0.0)
+
+
+def test_bigru_encoder_sums_numpy_forward_and_backward_grus_over_the_real_steps():
+    enc = BiGRUEncoder(I, D, rngs=nnx.Rngs(4))
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(B, 6, I))
+    lengths = [6, 3, 1]
+    mask = np.arange(6)[None] < np.array(lengths)[:, None]
+    x_padded = np.where(mask[..., None], x, 100.0)  # garbage in the padding must not leak in
+    out, (h_fwd, h_bwd) = enc(jnp.asarray(x_padded, jnp.float32), jnp.asarray(mask))
+
+    def params(cell):
+        return [np.asarray(v, np.float64) for v in (cell.input_proj.kernel[...], cell.input_proj.bias[...],
+                                                     cell.hidden_proj.kernel[...], cell.hidden_proj.bias[...])]
+
+    pf, pb = params(enc.forward_cell), params(enc.backward_cell)
+    for b, n in enumerate(lengths):
+        fwd, bwd = [], [None] * n
+        h = np.zeros((1, D))
+        for t in range(n):  # float64 NumPy GRU over the real steps, forwards
+            h = _gru_ref(x[b, t][None], h, *pf)
+            fwd.append(h[0])
+        np.testing.assert_allclose(np.asarray(h_fwd[b]), h[0], atol=1e-5)
+        h = np.zeros((1, D))
+        for t in reversed(range(n)):  # and backwards from the last real step
+            h = _gru_ref(x[b, t][None], h, *pb)
+            bwd[t] = h[0]
+        np.testing.assert_allclose(np.asarray(h_bwd[b]), h[0], atol=1e-5)
+        np.testing.assert_allclose(np.asarray(out[b, :n]), np.stack(fwd) + np.stack(bwd), atol=1e-5)
         np.testing.assert_array_equal(np.asarray(out[b, n:]), 0.0)
