@@ -102,7 +102,9 @@ class PANM(nnx.Module):
         check_call(inputs, input_mask, num_outputs)
         random_base = train or self.config.random_base_at_eval
         if random_base and key is None:
-            raise ValueError("key: expected a PRNG key to draw the base addresses (train=True), got None")
+            raise ValueError(
+                "key: expected a PRNG key to draw the base addresses (train=True or random_base_at_eval), got None"
+            )
         batch = inputs.shape[0]
         if random_base:
             base = jax.random.randint(key, (batch,), 0, 2**self.config.address_bits, dtype=jnp.int32)

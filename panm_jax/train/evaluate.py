@@ -39,19 +39,29 @@ def eval_sets(task: Task, modes: Sequence[str], num_examples: int, batch_size: i
     return out
 
 
-def evaluate(eval_step, params, task: Task, sets: dict[str, list[Batch]], shard=None) -> dict[str, dict[str, Any]]:
+def evaluate(
+    eval_step, params, task: Task, sets: dict[str, list[Batch]], shard=None, seed: int | None = None
+) -> dict[str, dict[str, Any]]:
     """``{mode: {"length": ..., metric: value, "examples": n}}`` over fixed evaluation sets.
 
     ``eval_step(params, batch) -> metrics`` (jitted); ``shard(batch)`` places a
-    batch on the mesh when given.
+    batch on the mesh when given. With ``seed``, ``eval_step(params, batch, key)``
+    gets a PRNG key fixed by the seed, the mode and the batch's index, for models
+    that draw something at evaluation (PANM with ``random_base_at_eval``), so an
+    evaluation stays a deterministic function of the parameters.
     """
     results = {}
-    for mode, batches in sets.items():
+    for i, (mode, batches) in enumerate(sets.items()):
         sums: dict[str, float] = {}
         weights: dict[str, float] = {}
         examples = 0
-        for batch in batches:
-            metrics = jax.device_get(eval_step(params, shard(batch) if shard else batch))
+        for j, batch in enumerate(batches):
+            placed = shard(batch) if shard else batch
+            if seed is None:
+                metrics = jax.device_get(eval_step(params, placed))
+            else:
+                key = jax.random.fold_in(jax.random.key(seed + 7919 * i), j)
+                metrics = jax.device_get(eval_step(params, placed, key))
             n_seq = int(batch.inputs.shape[0])
             n_tok = float(np.sum(batch.target_mask))
             examples += n_seq

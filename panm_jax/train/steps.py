@@ -76,7 +76,8 @@ def make_train_step(graphdef, optimizer: optax.GradientTransformation, task):
 
 
 def make_eval_step(graphdef, task):
-    """``eval_step(params, batch, key) -> metrics`` (``train=False``: a_B = 0 for PANM)."""
+    """``eval_step(params, batch, key) -> metrics`` (``train=False``: a_B = 0 for PANM, or drawn from ``key``
+    with ``random_base_at_eval``)."""
 
     def eval_step(params, batch, key=None):
         logits = _forward(graphdef, params, batch, train=False, key=key)

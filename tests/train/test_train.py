@@ -154,6 +154,19 @@ def test_train_and_evaluate_writes_results(tmp_path):
     ckpt.close()
 
 
+def test_random_base_at_eval_gets_a_fixed_key_per_batch(tmp_path):
+    # PANM drawing its base address at evaluation needs a key there too; the
+    # evaluation must stay a deterministic function of the parameters.
+    config = tiny_config(num_steps=2, eval_every=2, checkpoint_every=2,
+                         model_options={**tiny_config().model_options, "random_base_at_eval": True})
+    results = train_and_evaluate(config, tmp_path, progress=False)
+    assert all(0.0 <= m["token_accuracy"] <= 1.0 for m in results["modes"])
+    run = Run(config)
+    first = run.evaluate(run.state.params, ("L", "2L+1"), 5)
+    assert run.evaluate(run.state.params, ("L", "2L+1"), 5) == first
+    assert run.evaluate(run.state.params, ("L", "2L+1"), 6) != first  # other examples and other bases
+
+
 def test_corrupt_checkpoint_falls_back_to_the_previous_one(tmp_path):
     train_and_evaluate(tiny_config(num_steps=8, eval_every=8), tmp_path, progress=False)
     # Truncate every data file of the newest checkpoint (step 8).
