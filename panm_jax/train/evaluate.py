@@ -40,15 +40,15 @@ def eval_sets(task: Task, modes: Sequence[str], num_examples: int, batch_size: i
 
 
 def evaluate(
-    eval_step, params, task: Task, sets: dict[str, list[Batch]], shard=None, seed: int | None = None
+    eval_step, params, task: Task, sets: dict[str, list[Batch]], seed: int, shard=None
 ) -> dict[str, dict[str, Any]]:
     """``{mode: {"length": ..., metric: value, "examples": n}}`` over fixed evaluation sets.
 
-    ``eval_step(params, batch) -> metrics`` (jitted); ``shard(batch)`` places a
-    batch on the mesh when given. With ``seed``, ``eval_step(params, batch, key)``
-    gets a PRNG key fixed by the seed, the mode and the batch's index, for models
-    that draw something at evaluation (PANM with ``random_base_at_eval``), so an
-    evaluation stays a deterministic function of the parameters.
+    ``eval_step(params, batch, key) -> metrics`` (jitted); ``shard(batch)`` places a
+    batch on the mesh when given. ``key`` is fixed by ``seed`` (the sets' seed),
+    the mode and the batch's index, for models that draw something at evaluation
+    (PANM with ``random_base_at_eval``): an evaluation stays a deterministic
+    function of the parameters.
     """
     results = {}
     for i, (mode, batches) in enumerate(sets.items()):
@@ -56,12 +56,8 @@ def evaluate(
         weights: dict[str, float] = {}
         examples = 0
         for j, batch in enumerate(batches):
-            placed = shard(batch) if shard else batch
-            if seed is None:
-                metrics = jax.device_get(eval_step(params, placed))
-            else:
-                key = jax.random.fold_in(jax.random.key(seed + 7919 * i), j)
-                metrics = jax.device_get(eval_step(params, placed, key))
+            key = jax.random.fold_in(jax.random.key(seed + 7919 * i), j)
+            metrics = jax.device_get(eval_step(params, shard(batch) if shard else batch, key))
             n_seq = int(batch.inputs.shape[0])
             n_tok = float(np.sum(batch.target_mask))
             examples += n_seq

@@ -99,7 +99,7 @@ class Run:
     def evaluate(self, params, modes, seed: int) -> dict[str, dict[str, Any]]:
         c = self.config
         sets = evaluation.eval_sets(self.task, modes, c.eval_examples, c.eval_batch_size, seed)
-        return evaluation.evaluate(self.eval_step, params, self.task, sets, shard=self.shard, seed=seed)
+        return evaluation.evaluate(self.eval_step, params, self.task, sets, seed, shard=self.shard)
 
 
 def _environment() -> dict[str, Any]:
