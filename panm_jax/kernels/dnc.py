@@ -373,7 +373,7 @@ def link_and_directions(
     took the DNC N = 1024 training step from 11.9 s (autodiff, remat) to 8.4 s.
 
     The derivation. Write ``L = L_{t-1}``, ``p = p_{t-1}``, ``w = w^w_t``,
-    ``v_r = w^{r,r}_{t-1}``, ``Ln = L_t`` and the cotangents ``gLn, g_f, g_b``.
+    ``v_r`` = head r's ``w^r_{t-1}``, ``Ln = L_t`` and the cotangents ``gLn, g_f, g_b``.
     ``Ln = (1 - I) o [(1 - w 1^T - 1 w^T) o L + w p^T]``, ``f_r = Ln v_r``,
     ``b_r = Ln^T v_r``. The total cotangent of ``Ln`` is
 
@@ -417,12 +417,10 @@ def _link_and_directions_bwd(residuals, cotangents):
     diag_g = jnp.diagonal(g_link) + jnp.sum(us * vs, axis=0)  # [N] G_kk
     diag_l = jnp.diagonal(link_)  # [N] L_kk
     # Products with L for every rank-one term and for dv: one [3R, N] x [N, N], one [N, N] x [N, 3R].
-    left = jnp.concatenate([g_f * (1.0 - w), g_f, v], axis=0) @ link_  # [3R, N]: u^T L
-    right = link_ @ jnp.concatenate([g_b, v, w * g_b], axis=0).T  # [N, 3R]: L u
-    gf_1w_l, gf_l, v_l = left[:num_heads], left[num_heads : 2 * num_heads], left[2 * num_heads :]
-    l_gb, l_v, l_wgb = (right[:, i * num_heads : (i + 1) * num_heads].T for i in range(3))
-    us_l = jnp.concatenate([gf_l, v_l], axis=0)  # [2R, N] u_r^T L
-    l_vs = jnp.concatenate([l_v, l_gb], axis=0)  # [2R, N] L v'_r
+    left = jnp.concatenate([us, g_f * (1.0 - w)], axis=0) @ link_  # [3R, N]: u^T L
+    right = (link_ @ jnp.concatenate([vs, w * g_b], axis=0).T).T  # [3R, N]: (L u)^T
+    us_l, gf_l, gf_1w_l = left[: 2 * num_heads], left[:num_heads], left[2 * num_heads :]  # u_r^T L, ...
+    l_vs, l_gb, l_wgb = right[: 2 * num_heads], right[num_heads : 2 * num_heads], right[2 * num_heads :]  # L v'_r
 
     # sum_j G_kj (p_j - L_kj) and sum_i G_ik L_ik, then the diagonal of H removed.
     row = jnp.sum(g_link * (p[None, :] - link_), axis=1) + jnp.sum(us * ((vs @ p)[:, None] - l_vs), axis=0)

@@ -25,9 +25,10 @@ For the Stack/Queue/DeQue models the output therefore defaults to ``y_t = W_y h_
 
 Masks: on an input padding step (``input_mask == 0``) the controller carry, the
 memory state and the previous read are carried unchanged (the memory kernel's own
-``step(state, controls, mask)`` keeps its state; the body keeps the rest). The ``T_out`` output steps are always real. Appending padding to an
-example's input therefore changes none of its logits (and neither does garbage in
-its padding rows).
+``step(state, controls, mask)`` keeps its state; the body keeps the rest). The
+``T_out`` output steps are always real. Appending padding to an example's input
+therefore changes none of its logits (and neither does garbage in its padding
+rows).
 
 Batch: the one-example recurrence (controller, memory module with an empty batch
 shape, kernel) runs under ``jax.vmap`` over the batch, each example with its own
