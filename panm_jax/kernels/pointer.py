@@ -19,6 +19,7 @@ axis with ``jax.vmap``)::
     pointer_values      p^a_t = A w^a_t                                   (Eq. 3)
     dereference         *p^a_t = M w^a_t                                  (Mode 1)
     relational_access   w^c_t[n] = softmax_n(cos(q_t, M[n])),  *p^c_t = M w^c_t   (Eq. 5-6)
+    off_bank_addresses  d_k ~ U(addresses no real slot holds)             (training distractors, ours)
 
 Notation: ``H`` heads (``H^a`` Mode-1 pointers or ``H^c`` Mode-2 pointers),
 ``L`` memory slots (the padded input length; the example's true length
@@ -88,6 +89,7 @@ __all__ = [
     "dereference",
     "end_address",
     "masked_softmax",
+    "off_bank_addresses",
     "pointer_values",
     "relational_access",
 ]
@@ -242,6 +244,39 @@ def address_bits(address: jax.Array, bits: int, *, dtype=jnp.float32) -> jax.Arr
     bits = _check_bits(bits)
     address = _check_int_scalar("address", address)
     return _to_bits(_wrap(address, bits), bits, dtype)
+
+
+def off_bank_addresses(key: jax.Array, base: jax.Array, length: jax.Array, count: int, bits: int) -> tuple[jax.Array, jax.Array]:
+    """Addresses drawn uniformly from those that no real slot holds (distractors).
+
+    Used by the PANM option ``distractors`` (``panm_jax.modules.panm``; not in seed
+    ``001_f692c4b8a9aae130.txt``): during training, the softmax of Eq. 2 also runs
+    over ``count`` addresses outside the bank, which hold no data. The bank holds
+    ``a_B, ..., a_E`` (``l(X)`` addresses, §2.2); the others are the ``2^b - l(X)``
+    addresses from ``a_E + 1`` on, so each distractor is::
+
+        d_k = (a_E + 1 + r_k) mod 2^b,   r_k ~ U{0, ..., 2^b - l(X) - 1}   (independently)
+
+    When the bank holds the whole space (``l(X) = 2^b``) there is no such address:
+    ``valid`` is then false and the caller masks the draws out.
+
+    Args:
+      key: a PRNG key.
+      base: ``[]`` integer ``a_B``.
+      length: ``[]`` integer ``l(X)`` (may be traced).
+      count: ``K``, a static Python int >= 1.
+      bits: ``A`` (the paper's ``b``), a static Python int in ``[1, 30]``.
+
+    Returns:
+      ``(addresses [K] int32, valid [] bool)``.
+    """
+    count = check_positive_int("count", count)
+    bits = _check_bits(bits)
+    base = _check_int_scalar("base", base)
+    length = _check_int_scalar("length", length)
+    free = (1 << bits) - length.astype(jnp.int32)  # addresses outside the bank
+    offsets = jax.random.randint(key, (count,), 0, jnp.maximum(free, 1), dtype=jnp.int32)
+    return _wrap(end_address(base, length, bits) + 1 + offsets, bits), free > 0
 
 
 # ---- attention ------------------------------------------------------------------------

@@ -8,6 +8,11 @@ as a plug-in, Fig. 4); the default is the LSTM encoder of §3.1.
 Base address (Algorithm 1 l. 3, App. B): with ``train=True`` each example draws
 ``a_B ~ U{0, ..., 2^b - 1}`` from ``key``; at evaluation ``a_B = 0`` unless the
 config sets ``random_base_at_eval`` (what the authors' code does).
+
+``distractors`` (ours, off by default): in training, that many addresses from
+outside each example's bank join the address attention, so the Pointer Units
+must get every address bit right, not only the low bits that tell a short bank
+apart (``modules/panm.py`` explains why and what was measured).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ class PANMConfig:
     score: str = "cosine"  # Eq. 2/5 "cosine", or "scaled_dot" (authors' code)
     inverse_temperature: float = 5.0  # initial tau of the pointer attentions (learned)
     random_base_at_eval: bool = False  # draw a_B at evaluation too (authors' code)
+    distractors: int = 0  # off-bank addresses added to Eq. 2 in training (ours; modules/panm.py)
     remat: bool = False  # recompute each step in the backward pass (jax.checkpoint): less memory
 
     def __post_init__(self):
@@ -47,6 +53,8 @@ class PANMConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+        if isinstance(self.distractors, bool) or not isinstance(self.distractors, int) or self.distractors < 0:
+            raise ValueError(f"distractors: expected a non-negative integer, got {self.distractors!r}")
         if not isinstance(self.mode2_heads, int) or self.mode2_heads < 0:
             raise ValueError(f"mode2_heads: expected a non-negative integer, got {self.mode2_heads!r}")
         if self.address_bits > 30:
@@ -85,6 +93,7 @@ class PANM(nnx.Module):
             mlp_hidden=config.mlp_hidden,
             score=config.score,
             inverse_temperature=config.inverse_temperature,
+            distractors=config.distractors,
             remat=config.remat,
             rngs=rngs,
         )
@@ -110,8 +119,11 @@ class PANM(nnx.Module):
             base = jax.random.randint(key, (batch,), 0, 2**self.config.address_bits, dtype=jnp.int32)
         else:
             base = jnp.zeros((batch,), jnp.int32)
+        # Distractors (training only) draw from their own stream, so the bases stay those of `key`.
+        distractor_key = jax.random.fold_in(key, 1) if train and self.config.distractors else None
         memory, _ = self.encoder(inputs, input_mask)
-        return self.decoder(memory, input_mask, base, num_outputs, return_traces=return_traces)
+        return self.decoder(memory, input_mask, base, num_outputs, distractor_key=distractor_key,
+                            return_traces=return_traces)
 
 
 @register_model("panm", PANMConfig, "Pointer-Augmented Neural Memory (seed 001): LSTM encoder, pointer decoder")

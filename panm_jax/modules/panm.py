@@ -29,6 +29,29 @@ Choices where the paper is silent or differs from its authors' code (DESIGN.md):
   out of the controller's input rather than multiplied by weights.
 * the controller and the memory share the width ``D`` (``h^c_0 = sum_i M[i]``
   needs it).
+
+Distractors (an option of this library, not in the paper; off by default). Trained
+on lengths ``<= L`` (12 slots for Copy at ``L = 10``), the softmax of Eq. 2 only
+ever tells apart a window of fewer than 16 consecutive addresses, and their 4
+lowest bits already do that: nothing in the loss asks the Pointer Units to get
+the higher bits of ``p^a_t`` right, and at test time they do not. Traced on Copy
+at length 81 (``python -m benchmarks.diagnose_pointer``), the head 0 of a model
+trained with the scaled dot score steps through slots 6, 7, ..., 15 and then
+jumps to 64: it moves the low bits right and the high bits at random. With ``distractors = K``, each training
+example adds ``K`` addresses drawn from outside its bank
+(``pointer.off_bank_addresses``) to the softmax of Eq. 2 and to the average of
+Eq. 3; they hold no data, so the mass they take reads nothing, and a distractor
+that shares its low bits with the right address can only be told apart by the
+high bits::
+
+    w_t     = softmax(tau_a score(h^a_t, [g^a(A[1..l(X)]); g^a(d_1..d_K)]))
+    p^a_t   = [A; bin(d_1..d_K)] w_t                    (Eq. 3 over the bank and the distractors)
+    *p^a_t  = M w_t[1..l(X)]                            (Mode 1 reads the bank's part)
+
+At evaluation (and whenever no distractor key is passed) the decoder is exactly
+Eq. 2-3. (Taking the softmax over the whole space of ``2^b`` addresses instead
+left about 1% of the mass on the bank at initialisation, and the model never
+learned to use Mode 1: we tried it and did not keep it.)
 """
 
 from __future__ import annotations
@@ -116,9 +139,12 @@ class PANMDecoder(nnx.Module):
         mlp_hidden: int = 128,
         score: str = "cosine",
         inverse_temperature: float = 5.0,
+        distractors: int = 0,
         remat: bool = False,
         rngs: nnx.Rngs,
     ):
+        if isinstance(distractors, bool) or not isinstance(distractors, int) or distractors < 0:
+            raise ValueError(f"distractors: expected a non-negative integer, got {distractors!r}")
         if pointer_heads < 1 or mode2_heads < 0:
             raise ValueError(
                 f"pointer_heads / mode2_heads: expected >= 1 / >= 0, got {pointer_heads} / {mode2_heads}"
@@ -128,6 +154,7 @@ class PANMDecoder(nnx.Module):
         self.pointer_heads = pointer_heads
         self.mode2_heads = mode2_heads
         self.score = score
+        self.distractors = distractors  # off-bank addresses added to Eq. 2 in training
         self.remat = remat  # recompute each decoding step in the backward pass (jax.checkpoint)
         d, a, ha, hc = hidden, address_bits, pointer_heads, mode2_heads
         self.address_embedding = MLP(a, mlp_hidden, d, rngs=rngs)  # g^a
@@ -147,6 +174,7 @@ class PANMDecoder(nnx.Module):
         base: jax.Array,
         num_outputs: int,
         *,
+        distractor_key: jax.Array | None = None,
         return_traces: bool = False,
     ):
         b, length, d = memory.shape
@@ -177,14 +205,24 @@ class PANMDecoder(nnx.Module):
         attend = jax.vmap(
             lambda k, e, m: pointer.address_attention(k, e, m, score=self.score, inverse_temperature=tau_a)
         )
+        keys, codes, candidates = embedded, addresses, mask  # Eq. 2 over the bank
+        if self.distractors and distractor_key is not None:
+            draw = jax.vmap(lambda k, a, n: pointer.off_bank_addresses(k, a, n, self.distractors, bits))
+            drawn, valid = draw(jax.random.split(distractor_key, b), base, lengths)  # [B, K], [B]
+            drawn_codes = jax.vmap(jax.vmap(lambda a: pointer.address_bits(a, bits, dtype=memory.dtype)))(drawn)
+            keys = jnp.concatenate([embedded, self.address_embedding(drawn_codes)], axis=1)  # [B, L + K, D]
+            codes = jnp.concatenate([addresses, drawn_codes], axis=1)  # [B, L + K, A]
+            candidates = jnp.concatenate([mask, jnp.broadcast_to(valid[:, None], drawn.shape)], axis=1)
+
         relate = jax.vmap(
             lambda q, mem, m: pointer.relational_access(q, mem, m, score=self.score, inverse_temperature=tau_c)
         )
 
         def step(c: _Carry, _):
             pu_hidden = self.pointer_units(c.pu_hidden, c.pointers)  # Eq. 1
-            w_a = attend(pu_hidden, embedded, mask)  # [B, H^a, L] Eq. 2
-            p_a = jax.vmap(pointer.pointer_values)(w_a, addresses)  # [B, H^a, A] Eq. 3: p = A w
+            w_all = attend(pu_hidden, keys, candidates)  # [B, H^a, L (+ K)] Eq. 2
+            p_a = jax.vmap(pointer.pointer_values)(w_all, codes)  # [B, H^a, A] Eq. 3: p = A w
+            w_a = w_all[:, :, :length]  # the bank's part: what Mode 1 reads
             v_a = jax.vmap(pointer.dereference)(w_a, memory)  # [B, H^a, D] Mode 1: *p = M w
             flat_a = v_a.reshape(b, -1)
             if self.mode2_heads:

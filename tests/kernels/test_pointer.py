@@ -382,3 +382,33 @@ def test_errors_are_raised_at_trace_time_under_jit():
         jax.jit(pointer.relational_access)(jnp.zeros((HC, D)), jnp.zeros((L, D)), jnp.ones((L + 2,)))
     with pytest.raises(ValueError, match=r"base: expected an integer scalar"):
         jax.jit(lambda b: pointer.binary_addresses(b, L, A))(jnp.float32(0.0))
+
+
+# ---- 5. off_bank_addresses: the training distractors (the library's option) -----------------
+
+@pytest.mark.parametrize("bits,base,length", [(4, 3, 5), (4, 14, 5), (5, 0, 31), (3, 6, 1)])
+def test_off_bank_addresses_are_uniform_over_the_addresses_no_slot_holds(bits, base, length):
+    # 14, 15, 0, 1, 2 is a bank that wraps; with 31 of 32 slots real only address 31 is free.
+    drawn, valid = pointer.off_bank_addresses(jax.random.key(0), jnp.int32(base), jnp.int32(length), 4000, bits)
+    drawn = np.asarray(drawn)
+    free = ref.off_bank(base, length, bits)
+    assert bool(valid) and drawn.shape == (4000,) and drawn.dtype == np.int32
+    assert set(drawn.tolist()) == free  # only free addresses, and every one of them
+    counts = np.array([np.sum(drawn == a) for a in sorted(free)])
+    expected = 4000 / len(free)
+    assert np.all(np.abs(counts - expected) < 5 * np.sqrt(expected)), counts  # 5 sigma of a binomial count
+
+
+def test_off_bank_addresses_when_the_bank_fills_the_space_and_under_jit_vmap():
+    _, valid = pointer.off_bank_addresses(jax.random.key(1), jnp.int32(5), jnp.int32(16), 3, 4)
+    assert not bool(valid)  # no address is free: the caller masks the draws out
+    keys = jax.random.split(jax.random.key(2), 3)
+    draw = jax.jit(jax.vmap(lambda k, a, n: pointer.off_bank_addresses(k, a, n, 50, 5)))
+    drawn, valid = draw(keys, jnp.array([0, 30, 7], jnp.int32), jnp.array([4, 6, 32], jnp.int32))
+    assert [bool(v) for v in valid] == [True, True, False]
+    for row, base, length in zip(np.asarray(drawn)[:2], (0, 30), (4, 6)):
+        assert set(row.tolist()) <= ref.off_bank(base, length, 5)
+    with pytest.raises(ValueError, match="count: expected a positive integer, got 0"):
+        pointer.off_bank_addresses(jax.random.key(0), jnp.int32(0), jnp.int32(3), 0, 4)
+    with pytest.raises(ValueError, match="length: expected an integer scalar"):
+        pointer.off_bank_addresses(jax.random.key(0), jnp.int32(0), jnp.float32(3), 2, 4)

@@ -121,9 +121,43 @@ def test_gradients_finite(name):
 
 def test_scaled_dot_score_bigru_encoder_and_no_mode2_heads_run():
     x, mask = _inputs()
-    for extra in ({"score": "scaled_dot"}, {"mode2_heads": 0}, {"pointer_heads": 3}, {"encoder": "bigru"}):
+    for extra in ({"score": "scaled_dot"}, {"mode2_heads": 0}, {"pointer_heads": 3}, {"encoder": "bigru"},
+                  {"distractors": 4}):
         logits = _model("panm", **extra)(x, mask, 3)
         assert logits.shape == (B, 3, K) and bool(jnp.all(jnp.isfinite(logits)))
+
+
+def test_distractors_take_mass_in_training_only():
+    # With K distractors, training-mode attention puts some mass on addresses outside the
+    # bank (the weights on the real slots sum to less than 1, none on padding) and moves the
+    # logits; evaluation is exactly the model without them (same parameters).
+    x, mask = _inputs()
+    plain, distracted = _model("panm"), _model("panm", distractors=6)
+    key = jax.random.key(2)
+    _, tr = distracted(x, mask, T_OUT, train=True, key=key, return_traces=True)
+    w = np.asarray(tr.pointer_weights)
+    assert np.all(w >= 0) and w.sum(-1).max() < 0.999
+    assert np.all(w[np.broadcast_to(~np.asarray(mask)[:, None, None, :], w.shape)] == 0.0)
+    assert not np.allclose(np.asarray(distracted(x, mask, T_OUT, train=True, key=key)),
+                           np.asarray(plain(x, mask, T_OUT, train=True, key=key)), atol=1e-4)
+    np.testing.assert_array_equal(np.asarray(distracted(x, mask, T_OUT)), np.asarray(plain(x, mask, T_OUT)))
+    np.testing.assert_array_equal(np.asarray(tr.base), np.asarray(plain(x, mask, 1, train=True, key=key,
+                                                                        return_traces=True)[1].base))
+
+
+def test_distractors_are_masked_out_when_the_bank_fills_the_space():
+    # 3 address bits and 8 real slots: no address is free, the draws are masked out, and
+    # training is exactly the model without distractors, in value and gradient.
+    x = jnp.asarray(np.random.default_rng(3).normal(size=(2, 8, D_IN)), jnp.float32)
+    mask = jnp.ones((2, 8), bool)
+    outs = []
+    for k in (0, 5):
+        graphdef, params = nnx.split(_model("panm", address_bits=3, distractors=k))
+        loss = lambda p: jnp.sum(jnp.sin(nnx.merge(graphdef, p)(x, mask, 4, train=True, key=jax.random.key(4))))
+        outs.append(jax.value_and_grad(loss)(params))
+    np.testing.assert_allclose(float(outs[1][0]), float(outs[0][0]), rtol=1e-6)
+    jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5,
+                                                                   atol=1e-7), outs[1][1], outs[0][1])
 
 
 def test_registry_lists_and_rejects():
@@ -135,6 +169,8 @@ def test_registry_lists_and_rejects():
         build_model("panm", input_size=3, output_size=2, widht=3)
     with pytest.raises(ValueError, match=r"score: expected one of \['cosine', 'scaled_dot'\], got 'dot'"):
         build_model("panm", input_size=3, output_size=2, score="dot")
+    with pytest.raises(ValueError, match=r"distractors: expected a non-negative integer, got -1"):
+        build_model("panm", input_size=3, output_size=2, distractors=-1)
     with pytest.raises(ValueError, match=r"input_size: expected a positive integer, got 0"):
         build_model("panm", input_size=0, output_size=2)
     with pytest.raises(ValueError, match=r"hidden: expected a positive integer, got -1"):

@@ -128,3 +128,11 @@ def relational_access(queries, memory, mask, kind="cosine", inverse_temperature=
     # Eq. 5: w^c_t[n] = softmax_n(beta cos(q_t, M[n]));  Eq. 6: *p^c_t = M w^c_t
     weights = attention(queries, memory, mask, kind, inverse_temperature)
     return weighted_rows(weights, memory), weights
+
+
+# ---- training distractors (the library's option; not in the paper) --------------
+
+def off_bank(base: int, length: int, bits: int) -> set[int]:
+    # the addresses that no real slot holds: all 2^b minus {(a_B + j) mod 2^b : 0 <= j < l(X)}
+    bank = {(base + j) % 2 ** bits for j in range(length)}
+    return set(range(2 ** bits)) - bank
