@@ -49,6 +49,26 @@ def target_slots(task: str, lengths: np.ndarray, steps: int) -> np.ndarray:
     raise SystemExit(f"--task: expected copy or reverse (tasks whose pointer path is known), got {task!r}")
 
 
+def pointer_summary(weights: np.ndarray, token_ok: np.ndarray, scored: np.ndarray, want: np.ndarray) -> dict:
+    """The figures of one mode from ``weights [B, T, H, L]``, ``token_ok``, ``scored`` and ``want`` (all ``[B, T]``).
+
+    The head is the one whose largest weight sits on ``want`` most often.
+    """
+    hits = weights.argmax(-1) == want[:, :, None]  # [B, T, H]
+    head = int(np.argmax([(hits[..., h] & scored).sum() for h in range(hits.shape[-1])]))
+    hit = hits[..., head]
+    missed = [t for t in range(hit.shape[1]) if scored[:, t].any() and hit[:, t][scored[:, t]].mean() < 0.5]
+    return {
+        "head": head,
+        "token %": 100 * token_ok[scored].mean(),
+        "pointer %": 100 * hit[scored].mean(),
+        "token | pointer right %": 100 * token_ok[scored & hit].mean() if (scored & hit).any() else float("nan"),
+        "token | pointer wrong %": 100 * token_ok[scored & ~hit].mean() if (scored & ~hit).any() else float("nan"),
+        "first miss": missed[0] if missed else "none",
+        "max weight": float(weights[..., head, :].max(-1)[scored].mean()),
+    }
+
+
 def diagnose(workdir: Path, modes, examples: int):
     from panm_jax.train.checkpoint import Checkpointer
     from panm_jax.train.config import TrainConfig
@@ -78,19 +98,9 @@ def diagnose(workdir: Path, modes, examples: int):
         scored = np.asarray(batch.target_mask)
         token_ok = np.asarray(logits).argmax(-1) == batch.targets
         want = target_slots(config.task, np.asarray(batch.input_mask).sum(1), steps)
-        hits = weights.argmax(-1) == want[:, :, None]  # [B, T, H]
-        head = int(np.argmax([(hits[..., h] & scored).sum() for h in range(hits.shape[-1])]))
-        hit = hits[..., head]
-        missed = [t for t in range(steps) if hit[:, t][scored[:, t]].mean() < 0.5]
-        rows.append({
-            "run": workdir.name, "step": meta["step"], "mode": mode, "length": steps, "head": head,
-            "token %": 100 * token_ok[scored].mean(),
-            "pointer %": 100 * hit[scored].mean(),
-            "token | pointer right %": 100 * token_ok[scored & hit].mean() if (scored & hit).any() else float("nan"),
-            "token | pointer wrong %": 100 * token_ok[scored & ~hit].mean() if (scored & ~hit).any() else float("nan"),
-            "first miss": missed[0] if missed else "none",
-            "max weight": float(weights[..., head, :].max(-1)[scored].mean()),
-        })
+        summary = pointer_summary(weights, token_ok, scored, want)
+        rows.append({"run": workdir.name, "step": meta["step"], "mode": mode, "length": steps, **summary})
+        head = summary["head"]
         paths[mode] = [int(s) for s in weights[0, :, head].argmax(-1)[: int(scored[0].sum())]]
     return rows, paths
 

@@ -1,0 +1,43 @@
+"""The pointer diagnosis's arithmetic (benchmarks/diagnose_pointer.py), on hand-built traces."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks.diagnose_pointer import pointer_summary, target_slots
+
+
+def test_target_slots_of_copy_and_reverse():
+    # Slot 0 is the start delimiter. Copy of n = 3 tokens reads slots 1, 2, 3; Reverse reads 3, 2, 1.
+    lengths = np.array([5, 4])  # n + 2 rows: n = 3 and n = 2
+    np.testing.assert_array_equal(target_slots("copy", lengths, 3), [[1, 2, 3], [1, 2, 3]])
+    np.testing.assert_array_equal(target_slots("reverse", lengths, 3), [[3, 2, 1], [2, 1, 0]])
+    with pytest.raises(SystemExit, match="--task: expected copy or reverse"):
+        target_slots("mix", lengths, 3)
+
+
+def test_pointer_summary_picks_the_following_head_and_the_first_miss():
+    # 2 examples, 4 steps, 2 heads, 6 slots. Head 1 follows slots 1, 2, 3, 4 except at step 2,
+    # where it points at slot 5 in both examples; head 0 always points at slot 0.
+    b, t, h, slots = 2, 4, 2, 6
+    want = np.tile(np.arange(1, t + 1), (b, 1))
+    weights = np.zeros((b, t, h, slots))
+    weights[:, :, 0, 0] = 1.0
+    path = [1, 2, 5, 4]
+    for s, slot in enumerate(path):
+        weights[:, s, 1, slot] = 0.7
+        weights[:, s, 1, 0] = 0.3
+    token_ok = np.array([[True, True, False, True], [True, False, True, True]])
+    scored = np.ones((b, t), bool)
+    got = pointer_summary(weights, token_ok, scored, want)
+    assert got["head"] == 1 and got["first miss"] == 2
+    assert got["pointer %"] == pytest.approx(75.0)  # 6 of 8 steps
+    assert got["token %"] == pytest.approx(75.0)
+    assert got["token | pointer right %"] == pytest.approx(100 * 5 / 6)  # one wrong token where it points right
+    assert got["token | pointer wrong %"] == pytest.approx(50.0)
+    assert got["max weight"] == pytest.approx(0.7)
+    # Steps that are not scored (padding) are left out of every figure.
+    scored[:, 2] = False
+    got = pointer_summary(weights, token_ok, scored, want)
+    assert got["pointer %"] == pytest.approx(100.0) and got["first miss"] == "none"
