@@ -20,6 +20,7 @@ axis with ``jax.vmap``)::
     dereference         *p^a_t = M w^a_t                                  (Mode 1)
     relational_access   w^c_t[n] = softmax_n(cos(q_t, M[n])),  *p^c_t = M w^c_t   (Eq. 5-6)
     off_bank_addresses  d_k ~ U(addresses no real slot holds)             (training distractors, ours)
+    neighbour_addresses d_k = A[n_k] xor 2^j_k, off the bank                (training distractors, ours)
 
 Notation: ``H`` heads (``H^a`` Mode-1 pointers or ``H^c`` Mode-2 pointers),
 ``L`` memory slots (the padded input length; the example's true length
@@ -89,6 +90,7 @@ __all__ = [
     "dereference",
     "end_address",
     "masked_softmax",
+    "neighbour_addresses",
     "off_bank_addresses",
     "pointer_values",
     "relational_access",
@@ -260,6 +262,9 @@ def off_bank_addresses(key: jax.Array, base: jax.Array, length: jax.Array, count
     When the bank holds the whole space (``l(X) = 2^b``) there is no such address:
     ``valid`` is then false and the caller masks the draws out.
 
+    Most of these differ from any one bank address in several high bits at once;
+    ``neighbour_addresses`` draws the harder distractors that differ in one bit.
+
     Args:
       key: a PRNG key.
       base: ``[]`` integer ``a_B``.
@@ -268,7 +273,7 @@ def off_bank_addresses(key: jax.Array, base: jax.Array, length: jax.Array, count
       bits: ``A`` (the paper's ``b``), a static Python int in ``[1, 30]``.
 
     Returns:
-      ``(addresses [K] int32, valid [] bool)``.
+      ``(addresses [K] int32, valid [K] bool)``: ``valid`` is the same for every draw.
     """
     count = check_positive_int("count", count)
     bits = _check_bits(bits)
@@ -276,7 +281,44 @@ def off_bank_addresses(key: jax.Array, base: jax.Array, length: jax.Array, count
     length = _check_int_scalar("length", length)
     free = (1 << bits) - length.astype(jnp.int32)  # addresses outside the bank
     offsets = jax.random.randint(key, (count,), 0, jnp.maximum(free, 1), dtype=jnp.int32)
-    return _wrap(end_address(base, length, bits) + 1 + offsets, bits), free > 0
+    return _wrap(end_address(base, length, bits) + 1 + offsets, bits), jnp.broadcast_to(free > 0, (count,))
+
+
+def neighbour_addresses(key: jax.Array, base: jax.Array, length: jax.Array, count: int, bits: int) -> tuple[jax.Array, jax.Array]:
+    """Distractors one bit away from the bank: a random bank address with one random bit flipped.
+
+    Used by the PANM option ``distractors`` with ``distractor_sampling="neighbours"``
+    (``panm_jax.modules.panm``; not in seed ``001_f692c4b8a9aae130.txt``). Each draw
+    takes a real slot ``n_k`` and a bit ``j_k`` uniformly and independently, and
+    flips that bit of the slot's address ``A[n_k] = (a_B + n_k) mod 2^b`` (§2.2)::
+
+        d_k = A[n_k] xor 2^j_k,   n_k ~ U{0, ..., l(X) - 1},   j_k ~ U{0, ..., b - 1}
+
+    A pointer that is wrong in bit ``j`` alone lands on such an address, so these
+    distractors test each bit by itself. A draw that lands inside the bank (a flip
+    of a low bit usually does) is not a distractor: ``valid`` is false there.
+
+    Args:
+      key: a PRNG key.
+      base: ``[]`` integer ``a_B``.
+      length: ``[]`` integer ``l(X)`` (may be traced; 0 gives no valid draw).
+      count: ``K``, a static Python int >= 1.
+      bits: ``A`` (the paper's ``b``), a static Python int in ``[1, 30]``.
+
+    Returns:
+      ``(addresses [K] int32, valid [K] bool)``.
+    """
+    count = check_positive_int("count", count)
+    bits = _check_bits(bits)
+    base = _check_int_scalar("base", base)
+    length = _check_int_scalar("length", length).astype(jnp.int32)
+    slot_key, bit_key = jax.random.split(key)
+    slots = jax.random.randint(slot_key, (count,), 0, jnp.maximum(length, 1), dtype=jnp.int32)
+    flips = jax.random.randint(bit_key, (count,), 0, bits, dtype=jnp.int32)
+    start = _wrap(base, bits)
+    drawn = jnp.bitwise_xor(_wrap(start + slots, bits), jnp.left_shift(jnp.int32(1), flips))
+    in_bank = _wrap(drawn - start, bits) < length  # slot index of the drawn address, if it is in the bank
+    return drawn, ~in_bank & (length > 0)
 
 
 # ---- attention ------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from panm_jax.modules.encoders import BiGRUEncoder, LSTMEncoder
-from panm_jax.modules.panm import PANMDecoder
+from panm_jax.modules.panm import DISTRACTOR_SAMPLING, PANMDecoder
 from panm_jax.models.registry import check_call, register_model
 
 __all__ = ["PANM", "PANMConfig"]
@@ -46,6 +46,7 @@ class PANMConfig:
     inverse_temperature: float = 5.0  # initial tau of the pointer attentions (learned)
     random_base_at_eval: bool = False  # draw a_B at evaluation too (authors' code)
     distractors: int = 0  # off-bank addresses added to Eq. 2 in training (ours; modules/panm.py)
+    distractor_sampling: str = "uniform"  # "uniform" off the bank, or "neighbours": one bit away from it
     remat: bool = False  # recompute each step in the backward pass (jax.checkpoint): less memory
 
     def __post_init__(self):
@@ -55,6 +56,10 @@ class PANMConfig:
                 raise ValueError(f"{name}: expected a positive integer, got {value!r}")
         if isinstance(self.distractors, bool) or not isinstance(self.distractors, int) or self.distractors < 0:
             raise ValueError(f"distractors: expected a non-negative integer, got {self.distractors!r}")
+        if self.distractor_sampling not in DISTRACTOR_SAMPLING:
+            raise ValueError(
+                f"distractor_sampling: expected one of {list(DISTRACTOR_SAMPLING)}, got {self.distractor_sampling!r}"
+            )
         if not isinstance(self.mode2_heads, int) or self.mode2_heads < 0:
             raise ValueError(f"mode2_heads: expected a non-negative integer, got {self.mode2_heads!r}")
         if self.address_bits > 30:
@@ -94,6 +99,7 @@ class PANM(nnx.Module):
             score=config.score,
             inverse_temperature=config.inverse_temperature,
             distractors=config.distractors,
+            distractor_sampling=config.distractor_sampling,
             remat=config.remat,
             rngs=rngs,
         )

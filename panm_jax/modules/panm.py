@@ -38,11 +38,13 @@ the higher bits of ``p^a_t`` right, and at test time they do not. Traced on Copy
 at length 81 (``python -m benchmarks.diagnose_pointer``), the head 0 of a model
 trained with the scaled dot score steps through slots 6, 7, ..., 15 and then
 jumps to 64: it moves the low bits right and the high bits at random. With ``distractors = K``, each training
-example adds ``K`` addresses drawn from outside its bank
-(``pointer.off_bank_addresses``) to the softmax of Eq. 2 and to the average of
-Eq. 3; they hold no data, so the mass they take reads nothing, and a distractor
-that shares its low bits with the right address can only be told apart by the
-high bits::
+example adds ``K`` addresses from outside its bank to the softmax of Eq. 2 and to
+the average of Eq. 3; they hold no data, so the mass they take reads nothing,
+and a distractor that shares its low bits with the right address can only be
+told apart by the high bits. ``distractor_sampling="uniform"`` draws them
+uniformly from the addresses off the bank (``pointer.off_bank_addresses``);
+``"neighbours"`` flips one random bit of a random bank address
+(``pointer.neighbour_addresses``), so that each bit is tested by itself::
 
     w_t     = softmax(tau_a score(h^a_t, [g^a(A[1..l(X)]); g^a(d_1..d_K)]))
     p^a_t   = [A; bin(d_1..d_K)] w_t                    (Eq. 3 over the bank and the distractors)
@@ -68,7 +70,10 @@ from panm_jax.kernels.scan import scan
 from panm_jax.modules.controllers import GRUCell
 from panm_jax.modules.layers import MLP
 
-__all__ = ["PANMDecoder", "PANMTraces", "PointerUnits"]
+__all__ = ["DISTRACTOR_SAMPLING", "PANMDecoder", "PANMTraces", "PointerUnits"]
+
+# How the training distractors are drawn: uniformly off the bank, or one bit away from it.
+DISTRACTOR_SAMPLING = {"uniform": pointer.off_bank_addresses, "neighbours": pointer.neighbour_addresses}
 
 
 class PANMTraces(NamedTuple):
@@ -140,11 +145,16 @@ class PANMDecoder(nnx.Module):
         score: str = "cosine",
         inverse_temperature: float = 5.0,
         distractors: int = 0,
+        distractor_sampling: str = "uniform",
         remat: bool = False,
         rngs: nnx.Rngs,
     ):
         if isinstance(distractors, bool) or not isinstance(distractors, int) or distractors < 0:
             raise ValueError(f"distractors: expected a non-negative integer, got {distractors!r}")
+        if distractor_sampling not in DISTRACTOR_SAMPLING:
+            raise ValueError(
+                f"distractor_sampling: expected one of {list(DISTRACTOR_SAMPLING)}, got {distractor_sampling!r}"
+            )
         if pointer_heads < 1 or mode2_heads < 0:
             raise ValueError(
                 f"pointer_heads / mode2_heads: expected >= 1 / >= 0, got {pointer_heads} / {mode2_heads}"
@@ -155,6 +165,7 @@ class PANMDecoder(nnx.Module):
         self.mode2_heads = mode2_heads
         self.score = score
         self.distractors = distractors  # off-bank addresses added to Eq. 2 in training
+        self.distractor_sampling = distractor_sampling
         self.remat = remat  # recompute each decoding step in the backward pass (jax.checkpoint)
         d, a, ha, hc = hidden, address_bits, pointer_heads, mode2_heads
         self.address_embedding = MLP(a, mlp_hidden, d, rngs=rngs)  # g^a
@@ -207,12 +218,13 @@ class PANMDecoder(nnx.Module):
         )
         keys, codes, candidates = embedded, addresses, mask  # Eq. 2 over the bank
         if self.distractors and distractor_key is not None:
-            draw = jax.vmap(lambda k, a, n: pointer.off_bank_addresses(k, a, n, self.distractors, bits))
-            drawn, valid = draw(jax.random.split(distractor_key, b), base, lengths)  # [B, K], [B]
+            sample = DISTRACTOR_SAMPLING[self.distractor_sampling]
+            draw = jax.vmap(lambda k, a, n: sample(k, a, n, self.distractors, bits))
+            drawn, valid = draw(jax.random.split(distractor_key, b), base, lengths)  # [B, K], [B, K]
             drawn_codes = jax.vmap(jax.vmap(lambda a: pointer.address_bits(a, bits, dtype=memory.dtype)))(drawn)
             keys = jnp.concatenate([embedded, self.address_embedding(drawn_codes)], axis=1)  # [B, L + K, D]
             codes = jnp.concatenate([addresses, drawn_codes], axis=1)  # [B, L + K, A]
-            candidates = jnp.concatenate([mask, jnp.broadcast_to(valid[:, None], drawn.shape)], axis=1)
+            candidates = jnp.concatenate([mask, valid], axis=1)  # [B, L + K]
 
         relate = jax.vmap(
             lambda q, mem, m: pointer.relational_access(q, mem, m, score=self.score, inverse_temperature=tau_c)

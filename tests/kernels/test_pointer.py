@@ -392,7 +392,8 @@ def test_off_bank_addresses_are_uniform_over_the_addresses_no_slot_holds(bits, b
     drawn, valid = pointer.off_bank_addresses(jax.random.key(0), jnp.int32(base), jnp.int32(length), 4000, bits)
     drawn = np.asarray(drawn)
     free = ref.off_bank(base, length, bits)
-    assert bool(valid) and drawn.shape == (4000,) and drawn.dtype == np.int32
+    assert bool(np.all(valid)) and valid.shape == (4000,)
+    assert drawn.shape == (4000,) and drawn.dtype == np.int32
     assert set(drawn.tolist()) == free  # only free addresses, and every one of them
     counts = np.array([np.sum(drawn == a) for a in sorted(free)])
     expected = 4000 / len(free)
@@ -401,14 +402,38 @@ def test_off_bank_addresses_are_uniform_over_the_addresses_no_slot_holds(bits, b
 
 def test_off_bank_addresses_when_the_bank_fills_the_space_and_under_jit_vmap():
     _, valid = pointer.off_bank_addresses(jax.random.key(1), jnp.int32(5), jnp.int32(16), 3, 4)
-    assert not bool(valid)  # no address is free: the caller masks the draws out
+    assert not bool(np.any(valid))  # no address is free: the caller masks the draws out
     keys = jax.random.split(jax.random.key(2), 3)
     draw = jax.jit(jax.vmap(lambda k, a, n: pointer.off_bank_addresses(k, a, n, 50, 5)))
     drawn, valid = draw(keys, jnp.array([0, 30, 7], jnp.int32), jnp.array([4, 6, 32], jnp.int32))
-    assert [bool(v) for v in valid] == [True, True, False]
+    assert np.asarray(valid).tolist() == [[True] * 50, [True] * 50, [False] * 50]
     for row, base, length in zip(np.asarray(drawn)[:2], (0, 30), (4, 6)):
         assert set(row.tolist()) <= ref.off_bank(base, length, 5)
     with pytest.raises(ValueError, match="count: expected a positive integer, got 0"):
         pointer.off_bank_addresses(jax.random.key(0), jnp.int32(0), jnp.int32(3), 0, 4)
     with pytest.raises(ValueError, match="length: expected an integer scalar"):
         pointer.off_bank_addresses(jax.random.key(0), jnp.int32(0), jnp.float32(3), 2, 4)
+
+
+
+@pytest.mark.parametrize("bits,base,length", [(5, 3, 5), (5, 30, 4), (10, 1000, 12), (4, 0, 16)])
+def test_neighbour_addresses_are_one_bit_from_the_bank_and_off_it(bits, base, length):
+    # 30, 31, 0, 1 wraps; with 16 of 16 slots real every flip lands in the bank (no valid draw).
+    drawn, valid = pointer.neighbour_addresses(jax.random.key(3), jnp.int32(base), jnp.int32(length), 3000, bits)
+    drawn, valid = np.asarray(drawn), np.asarray(valid)
+    bank = ref.bank(base, length, bits)
+    neighbours = ref.one_bit_neighbours(base, length, bits)
+    # A draw is valid exactly when it is off the bank; every draw is one bit from a bank address.
+    np.testing.assert_array_equal(valid, [int(d) not in bank for d in drawn])
+    assert all(any(bin(int(d) ^ a).count("1") == 1 for a in bank) for d in drawn)
+    assert set(drawn[valid].tolist()) == neighbours  # and every off-bank neighbour turns up
+    # P(valid) = (number of (slot, bit) pairs whose flip leaves the bank) / (l(X) b).
+    p_valid = sum((a ^ (1 << j)) not in bank for a in bank for j in range(bits)) / (length * bits)
+    assert abs(valid.mean() - p_valid) < 5 * np.sqrt(p_valid * (1 - p_valid) / 3000) + 1e-9
+
+
+def test_neighbour_addresses_of_an_empty_bank_are_all_invalid():
+    _, valid = pointer.neighbour_addresses(jax.random.key(0), jnp.int32(7), jnp.int32(0), 5, 4)
+    assert not bool(np.any(valid))
+    with pytest.raises(ValueError, match="count: expected a positive integer, got -2"):
+        pointer.neighbour_addresses(jax.random.key(0), jnp.int32(0), jnp.int32(3), -2, 4)

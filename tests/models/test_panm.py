@@ -122,17 +122,18 @@ def test_gradients_finite(name):
 def test_scaled_dot_score_bigru_encoder_and_no_mode2_heads_run():
     x, mask = _inputs()
     for extra in ({"score": "scaled_dot"}, {"mode2_heads": 0}, {"pointer_heads": 3}, {"encoder": "bigru"},
-                  {"distractors": 4}):
+                  {"distractors": 4}, {"distractors": 4, "distractor_sampling": "neighbours"}):
         logits = _model("panm", **extra)(x, mask, 3)
         assert logits.shape == (B, 3, K) and bool(jnp.all(jnp.isfinite(logits)))
 
 
-def test_distractors_take_mass_in_training_only():
+@pytest.mark.parametrize("sampling", ["uniform", "neighbours"])
+def test_distractors_take_mass_in_training_only(sampling):
     # With K distractors, training-mode attention puts some mass on addresses outside the
     # bank (the weights on the real slots sum to less than 1, none on padding) and moves the
     # logits; evaluation is exactly the model without them (same parameters).
     x, mask = _inputs()
-    plain, distracted = _model("panm"), _model("panm", distractors=6)
+    plain, distracted = _model("panm"), _model("panm", distractors=6, distractor_sampling=sampling)
     key = jax.random.key(2)
     _, tr = distracted(x, mask, T_OUT, train=True, key=key, return_traces=True)
     w = np.asarray(tr.pointer_weights)
@@ -145,14 +146,15 @@ def test_distractors_take_mass_in_training_only():
                                                                         return_traces=True)[1].base))
 
 
-def test_distractors_are_masked_out_when_the_bank_fills_the_space():
+@pytest.mark.parametrize("sampling", ["uniform", "neighbours"])
+def test_distractors_are_masked_out_when_the_bank_fills_the_space(sampling):
     # 3 address bits and 8 real slots: no address is free, the draws are masked out, and
     # training is exactly the model without distractors, in value and gradient.
     x = jnp.asarray(np.random.default_rng(3).normal(size=(2, 8, D_IN)), jnp.float32)
     mask = jnp.ones((2, 8), bool)
     outs = []
     for k in (0, 5):
-        graphdef, params = nnx.split(_model("panm", address_bits=3, distractors=k))
+        graphdef, params = nnx.split(_model("panm", address_bits=3, distractors=k, distractor_sampling=sampling))
         loss = lambda p: jnp.sum(jnp.sin(nnx.merge(graphdef, p)(x, mask, 4, train=True, key=jax.random.key(4))))
         outs.append(jax.value_and_grad(loss)(params))
     np.testing.assert_allclose(float(outs[1][0]), float(outs[0][0]), rtol=1e-6)
@@ -171,6 +173,8 @@ def test_registry_lists_and_rejects():
         build_model("panm", input_size=3, output_size=2, score="dot")
     with pytest.raises(ValueError, match=r"distractors: expected a non-negative integer, got -1"):
         build_model("panm", input_size=3, output_size=2, distractors=-1)
+    with pytest.raises(ValueError, match=r"distractor_sampling: expected one of \['uniform', 'neighbours'\], got 'near'"):
+        build_model("panm", input_size=3, output_size=2, distractor_sampling="near")
     with pytest.raises(ValueError, match=r"input_size: expected a positive integer, got 0"):
         build_model("panm", input_size=0, output_size=2)
     with pytest.raises(ValueError, match=r"hidden: expected a positive integer, got -1"):

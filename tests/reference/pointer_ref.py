@@ -136,3 +136,16 @@ def off_bank(base: int, length: int, bits: int) -> set[int]:
     # the addresses that no real slot holds: all 2^b minus {(a_B + j) mod 2^b : 0 <= j < l(X)}
     bank = {(base + j) % 2 ** bits for j in range(length)}
     return set(range(2 ** bits)) - bank
+
+
+def bank(base: int, length: int, bits: int) -> set[int]:
+    return {(base + j) % 2 ** bits for j in range(length)}
+
+
+def one_bit_neighbours(base: int, length: int, bits: int) -> set[int]:
+    # every address that differs in exactly one bit from a bank address and is not in the bank
+    out = set()
+    for a in bank(base, length, bits):
+        for j in range(bits):
+            out.add(a ^ (1 << j))
+    return out - bank(base, length, bits)
