@@ -18,6 +18,7 @@ axis with ``jax.vmap``)::
     address_attention   w^a_t[n] = softmax_n(cos(h^a_t, g^a(A[n])))      (Eq. 2)
     pointer_values      p^a_t = A w^a_t                                   (Eq. 3)
     dereference         *p^a_t = M w^a_t                                  (Mode 1)
+    snap_to_address     round(p^a_t), straight-through gradient           (option snap_pointers, ours)
     relational_access   w^c_t[n] = softmax_n(cos(q_t, M[n])),  *p^c_t = M w^c_t   (Eq. 5-6)
     off_bank_addresses  d_k ~ U(addresses no real slot holds)             (training distractors, ours)
     neighbour_addresses d_k = A[n_k] xor 2^j_k, off the bank                (training distractors, ours)
@@ -94,6 +95,7 @@ __all__ = [
     "off_bank_addresses",
     "pointer_values",
     "relational_access",
+    "snap_to_address",
 ]
 
 # The logit given to padded slots before the softmax. Finite (not -inf) so that a
@@ -538,3 +540,28 @@ def relational_access(
     scores = _scores(queries, memory, score, "queries", "memory", "Hc, D", "L, D")
     weights = _masked_softmax(scores, mask, inverse_temperature, "Hc")
     return weights @ memory, weights
+
+
+def snap_to_address(pointers: jax.Array) -> jax.Array:
+    """The nearest binary address to a soft pointer, with a straight-through gradient.
+
+    Used by the PANM option ``snap_pointers`` (``panm_jax.modules.panm``; not in
+    seed ``001_f692c4b8a9aae130.txt``, whose Eq. 3 pointer ``p^a_t = A w^a_t`` stays
+    soft). Each bit is rounded to 0 or 1 (a bit of exactly 0.5 rounds to 0, half to
+    even), so a pointer whose largest weight is above 1/2 snaps to exactly that
+    address; every bit is decided by the weighted majority of the addresses::
+
+        snap(p)[k] = round(p[k]),     d snap(p) / d p = I   (straight-through)
+
+    Over a long memory the soft pointer's high bits are blurred by the small
+    weights that every other slot takes; fed back to the Pointer Unit (Eq. 1) the
+    blur compounds from step to step. Snapping removes it.
+
+    Args:
+      pointers: ``[..., A]`` soft pointers with bits in ``[0, 1]``.
+
+    Returns:
+      the same shape, each bit exactly 0 or 1; the gradient passes through unchanged.
+    """
+    pointers = jnp.asarray(pointers)
+    return pointers + jax.lax.stop_gradient(jnp.round(pointers) - pointers)

@@ -13,6 +13,9 @@ config sets ``random_base_at_eval`` (what the authors' code does).
 outside each example's bank join the address attention, so the Pointer Units
 must get every address bit right, not only the low bits that tell a short bank
 apart (``modules/panm.py`` explains why and what was measured).
+``snap_pointers`` (ours, "never" by default): feed the nearest binary address
+back to the Pointer Units instead of the soft pointer of Eq. 3, at evaluation
+only ("eval") or also in training with a straight-through gradient ("always").
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from panm_jax.models.registry import check_call, register_model
 __all__ = ["PANM", "PANMConfig"]
 
 SCORES = ("cosine", "scaled_dot")
+SNAP_POINTERS = ("never", "eval", "always")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +51,7 @@ class PANMConfig:
     random_base_at_eval: bool = False  # draw a_B at evaluation too (authors' code)
     distractors: int = 0  # off-bank addresses added to Eq. 2 in training (ours; modules/panm.py)
     distractor_sampling: str = "uniform"  # "uniform" off the bank, or "neighbours": one bit away from it
+    snap_pointers: str = "never"  # feed back the nearest address: "never", "eval" (only) or "always" (ours)
     remat: bool = False  # recompute each step in the backward pass (jax.checkpoint): less memory
 
     def __post_init__(self):
@@ -60,6 +65,8 @@ class PANMConfig:
             raise ValueError(
                 f"distractor_sampling: expected one of {list(DISTRACTOR_SAMPLING)}, got {self.distractor_sampling!r}"
             )
+        if self.snap_pointers not in SNAP_POINTERS:
+            raise ValueError(f"snap_pointers: expected one of {list(SNAP_POINTERS)}, got {self.snap_pointers!r}")
         if not isinstance(self.mode2_heads, int) or self.mode2_heads < 0:
             raise ValueError(f"mode2_heads: expected a non-negative integer, got {self.mode2_heads!r}")
         if self.address_bits > 30:
@@ -127,9 +134,10 @@ class PANM(nnx.Module):
             base = jnp.zeros((batch,), jnp.int32)
         # Distractors (training only) draw from their own stream, so the bases stay those of `key`.
         distractor_key = jax.random.fold_in(key, 1) if train and self.config.distractors else None
+        snap = self.config.snap_pointers == "always" or (self.config.snap_pointers == "eval" and not train)
         memory, _ = self.encoder(inputs, input_mask)
         return self.decoder(memory, input_mask, base, num_outputs, distractor_key=distractor_key,
-                            return_traces=return_traces)
+                            snap_pointers=snap, return_traces=return_traces)
 
 
 @register_model("panm", PANMConfig, "Pointer-Augmented Neural Memory (seed 001): LSTM encoder, pointer decoder")

@@ -51,7 +51,15 @@ uniformly from the addresses off the bank (``pointer.off_bank_addresses``);
     *p^a_t  = M w_t[1..l(X)]                            (Mode 1 reads the bank's part)
 
 At evaluation (and whenever no distractor key is passed) the decoder is exactly
-Eq. 2-3. (Taking the softmax over the whole space of ``2^b`` addresses instead
+Eq. 2-3.
+
+Snapping (an option of this library; off by default). With ``snap_pointers=True``
+the pointer fed back to the Pointer Units, and kept in the traces, is
+``pointer.snap_to_address(p^a_t)``: each bit rounded to 0 or 1 (straight-through
+gradient). Over a long memory every slot takes a little of the softmax's mass,
+so the soft pointer's high bits drift from 0 and 1 and the drift compounds from
+step to step; a snapped pointer is always one address. The model decides when
+(``PANMConfig.snap_pointers``: never, at evaluation only, or always). (Taking the softmax over the whole space of ``2^b`` addresses instead
 left about 1% of the mass on the bank at initialisation, and the model never
 learned to use Mode 1: we tried it and did not keep it.)
 """
@@ -186,6 +194,7 @@ class PANMDecoder(nnx.Module):
         num_outputs: int,
         *,
         distractor_key: jax.Array | None = None,
+        snap_pointers: bool = False,
         return_traces: bool = False,
     ):
         b, length, d = memory.shape
@@ -235,6 +244,8 @@ class PANMDecoder(nnx.Module):
             w_all = attend(pu_hidden, keys, candidates)  # [B, H^a, L (+ K)] Eq. 2
             p_a = jax.vmap(pointer.pointer_values)(w_all, codes)  # [B, H^a, A] Eq. 3: p = A w
             w_a = w_all[:, :, :length]  # the bank's part: what Mode 1 reads
+            if snap_pointers:
+                p_a = pointer.snap_to_address(p_a)  # the nearest address is fed back (Eq. 1's input)
             v_a = jax.vmap(pointer.dereference)(w_a, memory)  # [B, H^a, D] Mode 1: *p = M w
             flat_a = v_a.reshape(b, -1)
             if self.mode2_heads:

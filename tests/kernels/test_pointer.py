@@ -437,3 +437,27 @@ def test_neighbour_addresses_of_an_empty_bank_are_all_invalid():
     assert not bool(np.any(valid))
     with pytest.raises(ValueError, match="count: expected a positive integer, got -2"):
         pointer.neighbour_addresses(jax.random.key(0), jnp.int32(0), jnp.int32(3), -2, 4)
+
+
+# ---- 6. snap_to_address (the option snap_pointers) ------------------------------------------
+
+def test_snap_to_address_rounds_each_bit_with_a_straight_through_gradient():
+    rng = np.random.default_rng(15)
+    p = rng.uniform(size=(H, A))
+    p[0, 0], p[1, 1] = 0.5, 0.5000001  # the boundary: exactly 0.5 goes to 0
+    got = pointer.snap_to_address(_f32(p))
+    np.testing.assert_array_equal(np.asarray(got), [ref.snap(row) for row in np.asarray(_f32(p))])
+    cot = _f32(rng.normal(size=(H, A)))
+    grad = jax.grad(lambda x: jnp.sum(pointer.snap_to_address(x) * cot))(_f32(p))
+    np.testing.assert_array_equal(np.asarray(grad), np.asarray(cot))  # d snap / d p = I
+
+
+def test_a_pointer_with_a_majority_weight_snaps_to_that_address():
+    # Weight 0.55 on slot 4 of a bank from 27 (5 bits) and 0.45 spread over the others: every
+    # bit's weighted majority is slot 4's bit, so the snapped pointer is exactly A[4] = 31.
+    addresses = pointer.binary_addresses(jnp.int32(27), L, A)
+    w = np.full((1, L), 0.45 / (L - 1))
+    w[0, 4] = 0.55
+    soft = pointer.pointer_values(_f32(w), addresses)
+    assert not np.all(np.isin(np.asarray(soft), [0.0, 1.0]))
+    np.testing.assert_array_equal(np.asarray(pointer.snap_to_address(soft)), np.asarray(addresses[4:5]))

@@ -162,6 +162,25 @@ def test_distractors_are_masked_out_when_the_bank_fills_the_space(sampling):
                                                                    atol=1e-7), outs[1][1], outs[0][1])
 
 
+def test_snap_pointers_feeds_back_whole_addresses_when_asked():
+    x, mask = _inputs()
+    key = jax.random.key(5)
+    never, at_eval, always = (_model("panm", snap_pointers=s) for s in ("never", "eval", "always"))
+    binary = lambda tr: bool(np.all(np.isin(np.asarray(tr.pointer_values), [0.0, 1.0])))
+    assert not binary(never(x, mask, T_OUT, return_traces=True)[1])  # Eq. 3: soft
+    assert binary(at_eval(x, mask, T_OUT, return_traces=True)[1])
+    assert not binary(at_eval(x, mask, T_OUT, train=True, key=key, return_traces=True)[1])  # trains soft
+    np.testing.assert_array_equal(np.asarray(at_eval(x, mask, T_OUT, train=True, key=key)),
+                                  np.asarray(never(x, mask, T_OUT, train=True, key=key)))
+    assert binary(always(x, mask, T_OUT, train=True, key=key, return_traces=True)[1])
+    # Snapping changes the decoding, and its straight-through gradient reaches the Pointer Units.
+    assert not np.allclose(np.asarray(at_eval(x, mask, T_OUT)), np.asarray(never(x, mask, T_OUT)), atol=1e-5)
+    graphdef, params = nnx.split(always)
+    grads = jax.grad(lambda p: jnp.sum(jnp.sin(nnx.merge(graphdef, p)(x, mask, T_OUT, train=True, key=key))))(params)
+    pu = grads["decoder"]["pointer_units"]["input_kernel"][...]
+    assert bool(jnp.all(jnp.isfinite(pu))) and float(jnp.max(jnp.abs(pu))) > 0
+
+
 def test_registry_lists_and_rejects():
     assert {"panm", "lstm"} <= set(list_models())
     assert get_config("panm").hidden == 256 and get_config("panm").address_bits == 10
@@ -175,6 +194,8 @@ def test_registry_lists_and_rejects():
         build_model("panm", input_size=3, output_size=2, distractors=-1)
     with pytest.raises(ValueError, match=r"distractor_sampling: expected one of \['uniform', 'neighbours'\], got 'near'"):
         build_model("panm", input_size=3, output_size=2, distractor_sampling="near")
+    with pytest.raises(ValueError, match=r"snap_pointers: expected one of \['never', 'eval', 'always'\], got True"):
+        build_model("panm", input_size=3, output_size=2, snap_pointers=True)
     with pytest.raises(ValueError, match=r"input_size: expected a positive integer, got 0"):
         build_model("panm", input_size=0, output_size=2)
     with pytest.raises(ValueError, match=r"hidden: expected a positive integer, got -1"):

@@ -149,3 +149,8 @@ def one_bit_neighbours(base: int, length: int, bits: int) -> set[int]:
         for j in range(bits):
             out.add(a ^ (1 << j))
     return out - bank(base, length, bits)
+
+
+def snap(pointer) -> list[float]:
+    # each bit to the nearer of 0 and 1 (0.5 goes to 0)
+    return [1.0 if float(p) > 0.5 else 0.0 for p in pointer]
