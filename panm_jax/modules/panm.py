@@ -37,21 +37,25 @@ lowest bits already do that: nothing in the loss asks the Pointer Units to get
 the higher bits of ``p^a_t`` right, and at test time they do not. Traced on Copy
 at length 81 (``python -m benchmarks.diagnose_pointer``), the head 0 of a model
 trained with the scaled dot score steps through slots 6, 7, ..., 15 and then
-jumps to 64: it moves the low bits right and the high bits at random. With ``distractors = K``, each training
-example adds ``K`` addresses from outside its bank to the softmax of Eq. 2 and to
-the average of Eq. 3; they hold no data, so the mass they take reads nothing,
-and a distractor that shares its low bits with the right address can only be
-told apart by the high bits. ``distractor_sampling="uniform"`` draws them
-uniformly from the addresses off the bank (``pointer.off_bank_addresses``);
-``"neighbours"`` flips one random bit of a random bank address
-(``pointer.neighbour_addresses``), so that each bit is tested by itself::
+jumps to 64: it moves the low bits right and the high bits at random.
+
+With ``distractors = K``, each training example adds ``K`` addresses from
+outside its bank to the softmax of Eq. 2 and to the average of Eq. 3; they hold
+no data, so the mass they take reads nothing, and a distractor that shares its
+low bits with the right address can only be told apart by the high bits.
+``distractor_sampling="uniform"`` draws them uniformly from the addresses off the
+bank (``pointer.off_bank_addresses``); ``"neighbours"`` flips one random bit of a
+random bank address (``pointer.neighbour_addresses``), so that each bit is
+tested by itself::
 
     w_t     = softmax(tau_a score(h^a_t, [g^a(A[1..l(X)]); g^a(d_1..d_K)]))
     p^a_t   = [A; bin(d_1..d_K)] w_t                    (Eq. 3 over the bank and the distractors)
     *p^a_t  = M w_t[1..l(X)]                            (Mode 1 reads the bank's part)
 
 At evaluation (and whenever no distractor key is passed) the decoder is exactly
-Eq. 2-3.
+Eq. 2-3. (Taking the softmax over the whole space of ``2^b`` addresses instead
+left about 1% of the mass on the bank at initialisation, and the model never
+learned to use Mode 1: we tried it and did not keep it.)
 
 Snapping (an option of this library; off by default). With ``snap_pointers=True``
 the pointer fed back to the Pointer Units, and kept in the traces, is
@@ -59,9 +63,7 @@ the pointer fed back to the Pointer Units, and kept in the traces, is
 gradient). Over a long memory every slot takes a little of the softmax's mass,
 so the soft pointer's high bits drift from 0 and 1 and the drift compounds from
 step to step; a snapped pointer is always one address. The model decides when
-(``PANMConfig.snap_pointers``: never, at evaluation only, or always). (Taking the softmax over the whole space of ``2^b`` addresses instead
-left about 1% of the mass on the bank at initialisation, and the model never
-learned to use Mode 1: we tried it and did not keep it.)
+(``PANMConfig.snap_pointers``: never, at evaluation only, or always).
 """
 
 from __future__ import annotations

@@ -132,23 +132,24 @@ def relational_access(queries, memory, mask, kind="cosine", inverse_temperature=
 
 # ---- training distractors (the library's option; not in the paper) --------------
 
-def off_bank(base: int, length: int, bits: int) -> set[int]:
-    # the addresses that no real slot holds: all 2^b minus {(a_B + j) mod 2^b : 0 <= j < l(X)}
-    bank = {(base + j) % 2 ** bits for j in range(length)}
-    return set(range(2 ** bits)) - bank
-
-
 def bank(base: int, length: int, bits: int) -> set[int]:
+    # {(a_B + j) mod 2^b : 0 <= j < l(X)}, the addresses the real slots hold
     return {(base + j) % 2 ** bits for j in range(length)}
+
+
+def off_bank(base: int, length: int, bits: int) -> set[int]:
+    # the addresses that no real slot holds: all 2^b minus the bank
+    return set(range(2 ** bits)) - bank(base, length, bits)
 
 
 def one_bit_neighbours(base: int, length: int, bits: int) -> set[int]:
     # every address that differs in exactly one bit from a bank address and is not in the bank
+    addresses = bank(base, length, bits)
     out = set()
-    for a in bank(base, length, bits):
+    for a in addresses:
         for j in range(bits):
             out.add(a ^ (1 << j))
-    return out - bank(base, length, bits)
+    return out - addresses
 
 
 def snap(pointer) -> list[float]:
