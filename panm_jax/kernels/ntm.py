@@ -36,6 +36,7 @@ __all__ = [
     "controls_from_interface",
     "init_state",
     "interface_size",
+    "memory_step",
     "read",
     "step",
     "write",
@@ -242,14 +243,151 @@ def step(state: NTMState, controls: NTMControls, mask: jax.Array | None = None) 
     if mask is not None:
         check_shape("mask", mask, (), "")
 
-    write_weights = address(state.memory, state.write_weights, controls.write)
-    memory = write(state.memory, write_weights, controls.erase, controls.add)
-    read_weights = address(memory, state.read_weights, controls.read)
-    reads = read(memory, read_weights)
-    new_state = NTMState(memory, read_weights, write_weights, reads)
+    keep = jnp.ones((), state.memory.dtype) if mask is None else jnp.asarray(mask).astype(state.memory.dtype)
+    memory, write_weights, read_weights, reads = memory_step(
+        state.memory, state.write_weights, state.read_weights, controls.write, controls.read,
+        controls.erase, controls.add, keep)
     if mask is None:
-        return new_state, reads
-    return select(mask, new_state, state), jnp.where(jnp.asarray(mask).astype(bool), reads, 0.0)
+        return NTMState(memory, read_weights, write_weights, reads), reads
+    # A masked step wrote with zero weights (memory_step), so the memory is already
+    # unchanged; only the small fields need a select.
+    real = jnp.asarray(mask).astype(bool)
+    small = select(real, (read_weights, write_weights, reads),
+                   (state.read_weights, state.write_weights, state.reads))
+    return NTMState(memory, *small), jnp.where(real, reads, 0.0)
+
+
+def _address_from_similarity(similarity: jax.Array, previous: jax.Array, strength: jax.Array,
+                             gate: jax.Array, shift: jax.Array, gamma: jax.Array) -> jax.Array:
+    # `address` after its cosine: softmax(beta D) -> interpolate -> shift -> sharpen, [K, N].
+    content = jax.nn.softmax(strength[..., None] * similarity, axis=-1)
+    return addressing.sharpen(addressing.circular_shift(addressing.interpolate(content, previous, gate), shift),
+                              gamma)
+
+
+def _outer_sum(left: jax.Array, right: jax.Array) -> jax.Array:
+    # sum_k left[k] right[k]^T for [K, N] and [K, W], unrolled over the small static K: one
+    # elementwise fusion (a K = 1 contraction compiled to a matmul call per example).
+    total = left[0][:, None] * right[0][None, :]
+    for k in range(1, left.shape[0]):
+        total = total + left[k][:, None] * right[k][None, :]
+    return total
+
+
+@jax.custom_vjp
+def memory_step(memory: jax.Array, prev_write: jax.Array, prev_read: jax.Array, write_head: HeadControls,
+                read_head: HeadControls, erase: jax.Array, add: jax.Array, keep: jax.Array):
+    """The ``[N, W]`` part of ``step``, with a hand-written VJP.
+
+    Returns ``(M_t, w^w_t, w^r_t, r_t)``: exactly
+
+        w^w_t = address(M_{t-1}, w^w_{t-1}, write_head)
+        M_t   = write(M_{t-1}, keep * w^w_t, erase, add)
+        w^r_t = address(M_t, w^r_{t-1}, read_head)
+        r_t   = read(M_t, w^r_t)
+
+    (seed ``000`` Eq. 13 and seed ``002`` NTM "Reading", "Writing",
+    "Addressing"). ``keep`` is a scalar: 1 for a real step, 0 for a padding
+    step, whose write is then ``M (1 - 0 e) + 0 a = M`` exactly.
+
+    Why: under autodiff the backward pass of a step made about nine passes that
+    each wrote an ``[N, W]`` array per example (the cosine's, the erase's and
+    the read's transposes, and broadcasts materialised for them), and kept
+    several ``[N, W]`` residuals per step (or recomputed the whole step with
+    ``remat``). The VJP below keeps only ``M_{t-1}`` (the carry, which the scan
+    stores anyway) and the ``[K, N]`` similarities, rebuilds ``M_t`` inside
+    fused loops, and reaches every gradient through one cotangent ``G``:
+
+        g_wr  = gw^r + gr M_t^T                                 ([R, N])
+        dD^r  = VJP of the read chain (softmax .. sharpen) at g_wr
+        G     = gM_t + sum_r w^r[r] gr[r]^T
+                + sum_r (dD^r[r] / (|k_r| |M_t|)) k_r^T - (sum_r dD^r[r] D^r[r] / |M_t|^2) o M_t
+        dk_r  = sum_i dD^r[r, i] M_t[i] / (|k_r| |M_t[i]|) - (sum_i dD^r[r, i] D^r[r, i]) k_r / |k_r|^2
+
+    then, with ``F_h = 1 - w_h e_h^T``, ``K = prod_h F_h`` and ``K_-h = prod_{h' != h} F_h'``
+    (``w`` = ``keep w^w_t``),
+
+        dw_h[i] = sum_j G_ij (a_hj - M_ij e_hj K_-h,ij)     de_h[j] = -sum_i G_ij M_ij w_hi K_-h,ij
+        da_h[j] = sum_i G_ij w_hi                           dkeep   = sum_h,i dw_h[i] w^w_t[h, i]
+        dM_{t-1} = G o K + sum_h (dD^w[h] / (|k_h| |M|)) k_h^T - (sum_h dD^w[h] D^w[h] / |M|^2) o M
+
+    where ``dD^w`` is the write chain's VJP at ``gw^w + keep dw``, and the norms
+    are ``sqrt(|x|^2 + NORM_EPS)`` as in ``addressing.cosine_similarity``. The
+    small ``[K, N]`` chains are differentiated by ``jax.vjp`` inside the backward
+    pass. The tests compare this with autodiff through ``address``, ``write``
+    and ``read`` in float64. Being a ``custom_vjp``, it has reverse-mode
+    derivatives only (``grad``, ``vjp``), not ``jvp``.
+    """
+    return _memory_step_fwd(memory, prev_write, prev_read, write_head, read_head, erase, add, keep)[0]
+
+
+def _memory_step_fwd(memory, prev_write, prev_read, write_head, read_head, erase, add, keep):
+    sim_w = addressing.cosine_similarity(write_head.key, memory)  # [H, N]
+    write_weights = _address_from_similarity(sim_w, prev_write, write_head.strength, write_head.gate,
+                                             write_head.shift, write_head.sharpen)
+    new_memory = write(memory, write_weights * keep, erase, add)
+    sim_r = addressing.cosine_similarity(read_head.key, new_memory)  # [R, N]
+    read_weights = _address_from_similarity(sim_r, prev_read, read_head.strength, read_head.gate,
+                                            read_head.shift, read_head.sharpen)
+    reads = read(new_memory, read_weights)
+    residuals = (memory, prev_write, prev_read, write_head, read_head, erase, add, keep, sim_w, sim_r)
+    return (new_memory, write_weights, read_weights, reads), residuals
+
+
+def _memory_step_bwd(residuals, cotangents):
+    memory, prev_write, prev_read, write_head, read_head, erase, add, keep, sim_w, sim_r = residuals
+    g_memory, g_write_weights, g_read_weights, g_reads = cotangents
+    num_writes = erase.shape[0]
+
+    write_weights, write_chain_vjp = jax.vjp(_address_from_similarity, sim_w, prev_write, write_head.strength,
+                                             write_head.gate, write_head.shift, write_head.sharpen)
+    w = write_weights * keep  # [H, N] the weights the write used
+    factors = [1.0 - w[h][:, None] * erase[h][None, :] for h in range(num_writes)]  # F_h, [N, W]
+    kept = factors[0]
+    for f in factors[1:]:
+        kept = kept * f  # K
+    new_memory = memory * kept + _outer_sum(w, add)  # M_t, rebuilt
+
+    # The read and its addressing over M_t.
+    read_weights, read_chain_vjp = jax.vjp(_address_from_similarity, sim_r, prev_read, read_head.strength,
+                                           read_head.gate, read_head.shift, read_head.sharpen)
+    g_rw = g_read_weights + jnp.einsum("rw,nw->rn", g_reads, new_memory)
+    d_sim_r, d_prev_read, *d_read_rest = read_chain_vjp(g_rw)
+    norm_kr = addressing._safe_norm(read_head.key)  # [R]
+    norm_new = addressing._safe_norm(new_memory)  # [N]
+    coef_r = d_sim_r / (norm_kr[:, None] * norm_new[None, :])  # [R, N]
+    total = (g_memory + _outer_sum(read_weights, g_reads) + _outer_sum(coef_r, read_head.key)
+             - (jnp.sum(d_sim_r * sim_r, axis=0) / norm_new**2)[:, None] * new_memory)  # G, [N, W]
+    d_key_r = coef_r @ new_memory - (jnp.sum(d_sim_r * sim_r, axis=1) / norm_kr**2)[:, None] * read_head.key
+
+    # The write.
+    d_w, d_erase, d_add = [], [], []
+    for h in range(num_writes):
+        others = jnp.ones_like(kept)
+        for o in range(num_writes):
+            if o != h:
+                others = others * factors[o]  # K_-h
+        # Matrix-vector products, not sum(total * a[None, :], 1): XLA rewrote those into
+        # dots with the vector broadcast to [N, W] and materialised.
+        erased = total * memory * others  # G o M o K_-h
+        d_w.append(total @ add[h] - erased @ erase[h])
+        d_erase.append(-(w[h] @ erased))
+        d_add.append(w[h] @ total)
+    d_w = jnp.stack(d_w)  # [H, N]
+    d_keep = jnp.sum(d_w * write_weights).astype(keep.dtype)
+    d_sim_w, d_prev_write, *d_write_rest = write_chain_vjp(g_write_weights + keep * d_w)
+    norm_kw = addressing._safe_norm(write_head.key)  # [H]
+    norm_m = addressing._safe_norm(memory)  # [N]
+    coef_w = d_sim_w / (norm_kw[:, None] * norm_m[None, :])  # [H, N]
+    d_memory = (total * kept + _outer_sum(coef_w, write_head.key)
+                - (jnp.sum(d_sim_w * sim_w, axis=0) / norm_m**2)[:, None] * memory)
+    d_key_w = coef_w @ memory - (jnp.sum(d_sim_w * sim_w, axis=1) / norm_kw**2)[:, None] * write_head.key
+
+    return (d_memory, d_prev_write, d_prev_read, HeadControls(d_key_w, *d_write_rest),
+            HeadControls(d_key_r, *d_read_rest), jnp.stack(d_erase), jnp.stack(d_add), d_keep)
+
+
+memory_step.defvjp(_memory_step_fwd, _memory_step_bwd)
 
 
 def interface_size(word_size: int, num_reads: int = 1, num_writes: int = 1, shift_width: int = 3) -> int:
