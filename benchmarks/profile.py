@@ -3,7 +3,9 @@
     python -m benchmarks.profile --case "NTM ctrl 100, 128x20, Copy n=20, B=128" [--steps 5] [--top 20]
 
 ``--case`` is any text that matches exactly one label of ``benchmarks.speed.CASES``.
-The step is compiled once, run under ``jax.profiler.trace`` for ``--steps`` calls,
+The step is compiled once, timed untraced for ``--steps`` calls (the wall time,
+and the minor page faults per call where the OS reports them), then run under
+``jax.profiler.trace`` for ``--steps`` more calls,
 and the trace's per-thunk events (XLA's CPU and GPU runtimes name each event
 after the HLO instruction it runs: a fusion, a dot, a while loop's body) are
 summed and joined with the compiled HLO's ``metadata`` (the JAX ``op_name`` and
@@ -188,15 +190,31 @@ def profile(fn, args: tuple, steps: int, logdir: Path) -> dict:
     meta = hlo_metadata(compiled.as_text())
     for _ in range(2):
         common.block(compiled(*args))
+    # Wall time and page faults from untraced calls (the tracer's own buffers fault too),
+    # then the same number of traced calls for the tables.
     walls = []
+    faults = _minor_faults()
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        common.block(compiled(*args))
+        walls.append(time.perf_counter() - t0)
+    faults = (_minor_faults() - faults) / steps if faults is not None else None
     with jax.profiler.trace(str(logdir)):
         for _ in range(steps):
-            t0 = time.perf_counter()
             common.block(compiled(*args))
-            walls.append(time.perf_counter() - t0)
     table = attribute(trace_events(logdir), meta, steps)
     return {"wall_ms": 1e3 * statistics.median(walls), "ops_ms": sum(table["instructions"].values()), "meta": meta,
-            **table}
+            "page_faults_per_step": faults, **table}
+
+
+def _minor_faults() -> int | None:
+    # The process's minor page faults so far (Unix): a step that touches freshly mapped
+    # pages (e.g. a large temporary the allocator got from the OS) pays one per 4 KiB page.
+    try:
+        import resource
+    except ImportError:
+        return None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def _print_top(title: str, rows: dict[str, float], total: float, top: int, describe=None) -> None:
@@ -225,8 +243,11 @@ def main(argv=None) -> int:
     logdir = Path(args.logdir) if args.logdir else Path(tempfile.mkdtemp(prefix="panm-profile-"))
     res = profile(fn, (state, batch), args.steps, logdir)
     meta = res["meta"]
+    faults = res["page_faults_per_step"]
+    fault_note = (f"{faults:.0f} minor page faults per step ({faults * 4096 / 1e6:.0f} MB of 4 KiB pages the OS "
+                  "mapped afresh)" if faults is not None else "page faults not measured (no resource module)")
     print(f"{case.label}: wall {res['wall_ms']:.1f} ms per step (median of {args.steps}); "
-          f"instructions sum to {res['ops_ms']:.1f} ms per step over all threads; trace in {logdir}")
+          f"instructions sum to {res['ops_ms']:.1f} ms per step over all threads; {fault_note}; trace in {logdir}")
     total = max(res["ops_ms"], 1e-9)
     _print_top("instructions (ms per step, share of the instruction sum):", res["instructions"],
                total, args.top, lambda n: f"[{meta[n]['opcode']}] {meta[n]['source']}")
@@ -242,10 +263,10 @@ def main(argv=None) -> int:
                 detail = f"{meta[key]['opcode']} {meta[key]['source']}" if table == "instruction" else ""
                 rows.append({"table": table, "name": key, "detail": detail, "ms_per_step": round(ms, 3),
                              "share_pct": round(100 * ms / total, 1)})
-        notes = (f"Wall time {res['wall_ms']:.1f} ms per step (median of {args.steps} profiled calls); the "
+        notes = (f"Wall time {res['wall_ms']:.1f} ms per step (median of {args.steps} untraced calls); the "
                  f"instructions' times sum to {res['ops_ms']:.1f} ms per step over all threads. share_pct is of "
-                 "that sum. Rows: the top instructions, then source lines (the innermost frame in panm_jax/), "
-                 "then JAX primitives.")
+                 f"that sum; {fault_note}. Rows: the top instructions, then source lines (the innermost frame in "
+                 "panm_jax/), then JAX primitives.")
         command = f"python -m benchmarks.profile --case {case.label!r} --steps {args.steps} --top {args.top}"
         paths = common.write_results(f"profile_{args.record}", f"Profile: {case.label}", rows,
                                      ["table", "name", "detail", "ms_per_step", "share_pct"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -43,6 +44,16 @@ def test_profile_sums_thunk_time_per_instruction_line_and_primitive(tmp_path):
     # The step's instructions run inside scan's while loop; the innermost panm_jax frame is scan.py's.
     assert any(k.startswith("panm_jax/kernels/scan.py:") for k in res["sources"]), res["sources"]
     assert list(tmp_path.glob("plugins/profile/*/*.trace.json.gz")), "the trace is kept in --logdir"
+    assert res["page_faults_per_step"] is None or res["page_faults_per_step"] >= 0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc maps allocations > 32 MB afresh")
+def test_profile_counts_the_page_faults_of_a_fresh_large_buffer(tmp_path):
+    # A 64 MiB output is a new mapping every call under glibc (above its 32 MiB mmap
+    # threshold): 16,384 pages to fault in. Counting at least a quarter of them shows the
+    # counter sees the step's faults.
+    res = profile.profile(lambda x: x * 2.0, (jnp.ones((16, 1024, 1024)),), steps=2, logdir=tmp_path)
+    assert res["page_faults_per_step"] > 4096, res["page_faults_per_step"]
 
 
 def test_find_case_takes_an_exact_label_or_a_unique_fragment():
