@@ -257,12 +257,62 @@ def step(state: NTMState, controls: NTMControls, mask: jax.Array | None = None) 
     return NTMState(memory, *small), jnp.where(real, reads, 0.0)
 
 
-def _address_from_similarity(similarity: jax.Array, previous: jax.Array, strength: jax.Array,
-                             gate: jax.Array, shift: jax.Array, gamma: jax.Array) -> jax.Array:
-    # `address` after its cosine: softmax(beta D) -> interpolate -> shift -> sharpen, [K, N].
-    content = jax.nn.softmax(strength[..., None] * similarity, axis=-1)
-    return addressing.sharpen(addressing.circular_shift(addressing.interpolate(content, previous, gate), shift),
-                              gamma)
+def _chain_fwd(similarity: jax.Array, previous: jax.Array, head: HeadControls) -> tuple[jax.Array, jax.Array]:
+    """``address`` after its cosine, keeping what ``_chain_bwd`` needs.
+
+    ``softmax(beta D) -> interpolate -> shift -> sharpen`` over ``[K, N]`` (the
+    same functions as ``address``, so the same values). Returns the weights and
+    one ``[5, K, N]`` stack ``(D, w_prev, w_c, w~, w)``: one residual array per
+    step for the scan to store instead of five.
+    """
+    content = jax.nn.softmax(head.strength[..., None] * similarity, axis=-1)
+    shifted = addressing.circular_shift(addressing.interpolate(content, previous, head.gate), head.shift)
+    weights = addressing.sharpen(shifted, head.sharpen)
+    return weights, jnp.stack([similarity, previous, content, shifted, weights])
+
+
+def _roll(x: jax.Array, shift: int) -> jax.Array:
+    return jnp.roll(x, shift, axis=-1) if shift % x.shape[-1] else x
+
+
+def _chain_bwd(saved: jax.Array, head: HeadControls, g_weights: jax.Array):
+    """The VJP of ``_chain_fwd`` at ``g_weights`` (``[K, N]``), written out.
+
+    With ``y = softmax(gamma l)``, ``l = log(max(w~, 0) + eps)``,
+    ``w~ = sum_k s_k roll(w_g, k - c)``, ``w_g = g w_c + (1 - g) w_prev`` and
+    ``w_c = softmax(beta D)`` (``c = (S - 1) / 2``)::
+
+        u      = y o (gy - <gy, y>)           dgamma = <u, l>
+        gw~    = gamma u / (max(w~, 0) + eps) o 1[w~ > 0] (1/2 at w~ = 0, as jnp.maximum)
+        gw_g   = sum_k s_k roll(gw~, c - k)   ds_k   = <gw~, roll(w_g, k - c)>
+        gw_c   = g gw_g   gw_prev = (1 - g) gw_g   dg = <gw_g, w_c - w_prev>
+        v      = w_c o (gw_c - <gw_c, w_c>)   dbeta  = <v, D>,   gD = beta v
+
+    where ``<a, b>`` sums over the slots. Returns
+    ``(gD, gw_prev, dbeta, dg, ds, dgamma)``.
+    """
+    # Four reductions over the slots, each taking every sum that is ready at that point
+    # (stacked, one reduction each): at B = 128 a reduction of a [B, K, N] array costs
+    # about as much as its launch, so their number, not their size, is the cost.
+    similarity, previous, content, shifted, weights = saved
+    gamma = head.sharpen[..., None]
+    gate = head.gate[..., None]
+    width = head.shift.shape[-1]
+    centre = (width - 1) // 2
+    clamped = jnp.maximum(shifted, 0.0) + addressing.SHARPEN_EPS
+    u = weights * (g_weights - jnp.sum(g_weights * weights, axis=-1, keepdims=True))
+    slope = jnp.where(shifted > 0, 1.0, jnp.where(shifted == 0, 0.5, 0.0))
+    g_shifted = gamma * u / clamped * slope
+    gated = gate * content + (1.0 - gate) * previous
+    sums = jnp.sum(jnp.stack([u * jnp.log(clamped)]
+                             + [g_shifted * _roll(gated, k - centre) for k in range(width)]), axis=-1)
+    d_gamma, d_shift = sums[0], jnp.moveaxis(sums[1:], 0, -1)
+    g_gated = sum(head.shift[..., k, None] * _roll(g_shifted, centre - k) for k in range(width))
+    sums = jnp.sum(jnp.stack([g_gated * content, g_gated * previous]), axis=-1)
+    d_gate = sums[0] - sums[1]
+    v = content * gate * (g_gated - sums[0][..., None])  # w_c o (gw_c - <gw_c, w_c>), gw_c = g gw_g
+    d_strength = jnp.sum(v * similarity, axis=-1)
+    return head.strength[..., None] * v, (1.0 - gate) * g_gated, d_strength, d_gate, d_shift, d_gamma
 
 
 def _outer_sum(left: jax.Array, right: jax.Array) -> jax.Array:
@@ -313,8 +363,9 @@ def memory_step(memory: jax.Array, prev_write: jax.Array, prev_read: jax.Array, 
 
     where ``dD^w`` is the write chain's VJP at ``gw^w + keep dw``, and the norms
     are ``sqrt(|x|^2 + NORM_EPS)`` as in ``addressing.cosine_similarity``. The
-    small ``[K, N]`` chains are differentiated by ``jax.vjp`` inside the backward
-    pass. The tests compare this with autodiff through ``address``, ``write``
+    ``[K, N]`` chains from ``D`` to the weights have their own written-out VJP
+    (``_chain_bwd``) from what the forward pass kept (``_chain_fwd``). The tests
+    compare this with autodiff through ``address``, ``write``
     and ``read`` in float64. Being a ``custom_vjp``, it has reverse-mode
     derivatives only (``grad``, ``vjp``), not ``jvp``.
     """
@@ -322,25 +373,23 @@ def memory_step(memory: jax.Array, prev_write: jax.Array, prev_read: jax.Array, 
 
 
 def _memory_step_fwd(memory, prev_write, prev_read, write_head, read_head, erase, add, keep):
-    sim_w = addressing.cosine_similarity(write_head.key, memory)  # [H, N]
-    write_weights = _address_from_similarity(sim_w, prev_write, write_head.strength, write_head.gate,
-                                             write_head.shift, write_head.sharpen)
+    write_weights, write_saved = _chain_fwd(addressing.cosine_similarity(write_head.key, memory), prev_write,
+                                            write_head)
     new_memory = write(memory, write_weights * keep, erase, add)
-    sim_r = addressing.cosine_similarity(read_head.key, new_memory)  # [R, N]
-    read_weights = _address_from_similarity(sim_r, prev_read, read_head.strength, read_head.gate,
-                                            read_head.shift, read_head.sharpen)
+    read_weights, read_saved = _chain_fwd(addressing.cosine_similarity(read_head.key, new_memory), prev_read,
+                                          read_head)
     reads = read(new_memory, read_weights)
-    residuals = (memory, prev_write, prev_read, write_head, read_head, erase, add, keep, sim_w, sim_r)
+    residuals = (memory, write_head, read_head, erase, add, keep, write_saved, read_saved)
     return (new_memory, write_weights, read_weights, reads), residuals
 
 
 def _memory_step_bwd(residuals, cotangents):
-    memory, prev_write, prev_read, write_head, read_head, erase, add, keep, sim_w, sim_r = residuals
+    memory, write_head, read_head, erase, add, keep, write_saved, read_saved = residuals
     g_memory, g_write_weights, g_read_weights, g_reads = cotangents
     num_writes = erase.shape[0]
+    sim_w, write_weights = write_saved[0], write_saved[4]
+    sim_r, read_weights = read_saved[0], read_saved[4]
 
-    write_weights, write_chain_vjp = jax.vjp(_address_from_similarity, sim_w, prev_write, write_head.strength,
-                                             write_head.gate, write_head.shift, write_head.sharpen)
     w = write_weights * keep  # [H, N] the weights the write used
     factors = [1.0 - w[h][:, None] * erase[h][None, :] for h in range(num_writes)]  # F_h, [N, W]
     kept = factors[0]
@@ -349,10 +398,8 @@ def _memory_step_bwd(residuals, cotangents):
     new_memory = memory * kept + _outer_sum(w, add)  # M_t, rebuilt
 
     # The read and its addressing over M_t.
-    read_weights, read_chain_vjp = jax.vjp(_address_from_similarity, sim_r, prev_read, read_head.strength,
-                                           read_head.gate, read_head.shift, read_head.sharpen)
     g_rw = g_read_weights + jnp.einsum("rw,nw->rn", g_reads, new_memory)
-    d_sim_r, d_prev_read, *d_read_rest = read_chain_vjp(g_rw)
+    d_sim_r, d_prev_read, *d_read_rest = _chain_bwd(read_saved, read_head, g_rw)
     norm_kr = addressing._safe_norm(read_head.key)  # [R]
     norm_new = addressing._safe_norm(new_memory)  # [N]
     coef_r = d_sim_r / (norm_kr[:, None] * norm_new[None, :])  # [R, N]
@@ -375,7 +422,7 @@ def _memory_step_bwd(residuals, cotangents):
         d_add.append(w[h] @ total)
     d_w = jnp.stack(d_w)  # [H, N]
     d_keep = jnp.sum(d_w * write_weights).astype(keep.dtype)
-    d_sim_w, d_prev_write, *d_write_rest = write_chain_vjp(g_write_weights + keep * d_w)
+    d_sim_w, d_prev_write, *d_write_rest = _chain_bwd(write_saved, write_head, g_write_weights + keep * d_w)
     norm_kw = addressing._safe_norm(write_head.key)  # [H]
     norm_m = addressing._safe_norm(memory)  # [N]
     coef_w = d_sim_w / (norm_kw[:, None] * norm_m[None, :])  # [H, N]

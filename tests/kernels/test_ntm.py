@@ -234,6 +234,30 @@ def test_memory_step_vjp_equals_autodiff(reads, writes, keep):
             np.testing.assert_allclose(np.asarray(g), np.asarray(g_ref), rtol=1e-9, atol=1e-11)
 
 
+def test_memory_step_vjp_equals_autodiff_at_exact_zero_weights():
+    # gate 0, a one-hot previous weighting and a one-hot "stay" shift leave exact zeros in w~
+    # (the initial state is one-hot), where sharpen's max(w~, 0) has a kink: the VJP takes
+    # the same 1/2 there as jnp.maximum's derivative.
+    rng = np.random.default_rng(18)
+    with x64():
+        def head(k):
+            return ntm.HeadControls(key=jnp.asarray(rng.normal(size=(k, W))), strength=jnp.full((k,), 2.0),
+                                    gate=jnp.zeros((k,)), shift=jnp.tile(jnp.array([0.0, 1.0, 0.0]), (k, 1)),
+                                    sharpen=jnp.full((k,), 1.5))
+
+        one_hot = jnp.zeros((N,)).at[0].set(1.0)
+        args = (jnp.asarray(rng.normal(size=(N, W))), jnp.tile(one_hot, (H, 1)), jnp.tile(one_hot, (R, 1)),
+                head(H), head(R), jnp.asarray(rng.uniform(size=(H, W))), jnp.asarray(rng.normal(size=(H, W))),
+                jnp.asarray(1.0))
+        out, vjp = jax.vjp(ntm.memory_step, *args)
+        assert float(jnp.min(out[1])) < 1e-10  # the write weights are one-hot up to the sharpen's eps
+        _, vjp_ref = jax.vjp(_plain_memory_step, *args)
+        cotangents = tuple(jnp.asarray(rng.normal(size=o.shape)) for o in out)
+        leaves = jax.tree_util.tree_leaves
+        for g, g_ref in zip(leaves(vjp(cotangents)), leaves(vjp_ref(cotangents))):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(g_ref), rtol=1e-9, atol=1e-11)
+
+
 def test_gradients_finite_at_zero_memory_and_zero_keys():
     state = ntm.init_state(N, W, R, H, memory_init=0.0)
     raw = jnp.zeros((P,))  # zero keys, zero add vectors
