@@ -19,6 +19,8 @@ Notation: ``N`` slots, ``W`` word size, ``R`` read heads, ``H`` write heads,
 
 from __future__ import annotations
 
+import functools
+import operator
 from typing import NamedTuple
 
 import jax
@@ -184,12 +186,26 @@ def write(memory: jax.Array, weights: jax.Array, erase: jax.Array, add: jax.Arra
     # update one elementwise fusion, forward and backward. (jnp.prod over the head
     # axis and an einsum contracting over H = 1 compiled to two reductions that took
     # 30% of the NTM training step at B = 128; `python -m benchmarks.profile`.)
-    keep = 1.0 - weights[0][:, None] * erase[0][None, :]  # [N, W]
-    added = weights[0][:, None] * add[0][None, :]
-    for h in range(1, weights.shape[0]):
-        keep = keep * (1.0 - weights[h][:, None] * erase[h][None, :])
-        added = added + weights[h][:, None] * add[h][None, :]
-    return memory * keep + added
+    return memory * _product(_erase_factors(weights, erase)) + _outer_sum(weights, add)
+
+
+def _erase_factors(weights: jax.Array, erase: jax.Array) -> list[jax.Array]:
+    # [F_h = 1 - w_h e_h^T for each write head h], each [N, W].
+    return [1.0 - weights[h][:, None] * erase[h][None, :] for h in range(weights.shape[0])]
+
+
+def _product(factors: list[jax.Array]) -> jax.Array | float:
+    # The elementwise product of a static list, unrolled (1.0 for an empty list).
+    return functools.reduce(operator.mul, factors, 1.0)
+
+
+def _outer_sum(left: jax.Array, right: jax.Array) -> jax.Array:
+    # sum_k left[k] right[k]^T for [K, N] and [K, W], unrolled over the small static K: one
+    # elementwise fusion (a K = 1 contraction compiled to a matmul call per example).
+    total = left[0][:, None] * right[0][None, :]
+    for k in range(1, left.shape[0]):
+        total = total + left[k][:, None] * right[k][None, :]
+    return total
 
 
 def _check_head(prefix: str, head: HeadControls, heads: int, word: int, what: str) -> int:
@@ -315,15 +331,6 @@ def _chain_bwd(saved: jax.Array, head: HeadControls, g_weights: jax.Array):
     return head.strength[..., None] * v, (1.0 - gate) * g_gated, d_strength, d_gate, d_shift, d_gamma
 
 
-def _outer_sum(left: jax.Array, right: jax.Array) -> jax.Array:
-    # sum_k left[k] right[k]^T for [K, N] and [K, W], unrolled over the small static K: one
-    # elementwise fusion (a K = 1 contraction compiled to a matmul call per example).
-    total = left[0][:, None] * right[0][None, :]
-    for k in range(1, left.shape[0]):
-        total = total + left[k][:, None] * right[k][None, :]
-    return total
-
-
 @jax.custom_vjp
 def memory_step(memory: jax.Array, prev_write: jax.Array, prev_read: jax.Array, write_head: HeadControls,
                 read_head: HeadControls, erase: jax.Array, add: jax.Array, keep: jax.Array):
@@ -345,8 +352,9 @@ def memory_step(memory: jax.Array, prev_write: jax.Array, prev_read: jax.Array, 
     the read's transposes, and broadcasts materialised for them), and kept
     several ``[N, W]`` residuals per step (or recomputed the whole step with
     ``remat``). The VJP below keeps only ``M_{t-1}`` (the carry, which the scan
-    stores anyway) and the ``[K, N]`` similarities, rebuilds ``M_t`` inside
-    fused loops, and reaches every gradient through one cotangent ``G``:
+    stores anyway), the controls, and one ``[5, K, N]`` stack each for the
+    write and the read heads (``_chain_fwd``); it rebuilds ``M_t`` inside fused
+    loops and reaches every gradient through one cotangent ``G``:
 
         g_wr  = gw^r + gr M_t^T                                 ([R, N])
         dD^r  = VJP of the read chain (softmax .. sharpen) at g_wr
@@ -391,11 +399,9 @@ def _memory_step_bwd(residuals, cotangents):
     sim_r, read_weights = read_saved[0], read_saved[4]
 
     w = write_weights * keep  # [H, N] the weights the write used
-    factors = [1.0 - w[h][:, None] * erase[h][None, :] for h in range(num_writes)]  # F_h, [N, W]
-    kept = factors[0]
-    for f in factors[1:]:
-        kept = kept * f  # K
-    new_memory = memory * kept + _outer_sum(w, add)  # M_t, rebuilt
+    factors = _erase_factors(w, erase)  # F_h
+    kept = _product(factors)  # K
+    new_memory = memory * kept + _outer_sum(w, add)  # M_t, rebuilt as `write` builds it
 
     # The read and its addressing over M_t.
     g_rw = g_read_weights + jnp.einsum("rw,nw->rn", g_reads, new_memory)
@@ -410,10 +416,7 @@ def _memory_step_bwd(residuals, cotangents):
     # The write.
     d_w, d_erase, d_add = [], [], []
     for h in range(num_writes):
-        others = jnp.ones_like(kept)
-        for o in range(num_writes):
-            if o != h:
-                others = others * factors[o]  # K_-h
+        others = _product(factors[:h] + factors[h + 1 :])  # K_-h
         # Matrix-vector products, not sum(total * a[None, :], 1): XLA rewrote those into
         # dots with the vector broadcast to [N, W] and materialised.
         erased = total * memory * others  # G o M o K_-h
