@@ -52,6 +52,33 @@ def _sub_jaxprs(eqn):
                     yield v
 
 
+def _stacked(outer, inner, length: int) -> bool:
+    """Whether ``outer`` is ``inner`` stacked over the scan's ``length`` steps."""
+    return tuple(outer.shape) == (length, *inner.shape)
+
+
+def _scan_operands(eqn, body, length: int) -> tuple[float, float, float]:
+    """Bytes of a scan's carry (one copy), its whole ``xs`` and its whole ``ys``.
+
+    Read from the shapes, not from the scan's parameters (their names changed:
+    jax 0.11 replaced ``num_consts``/``num_carry``): an operand or result whose
+    shape is the body's with a leading ``length`` axis is scanned over (``xs``,
+    ``ys``); a result of the body's own shape is carried. The body's outputs
+    line up with the scan's results; its inputs line up with the scan's operands
+    when both have as many, and only then are the ``xs`` counted.
+    """
+    carry = ys = 0.0
+    for outer, inner in zip(eqn.outvars, body.outvars):
+        if _stacked(outer.aval, inner.aval, length):
+            ys += _bytes(outer.aval)
+        else:
+            carry += _bytes(outer.aval)
+    xs = 0.0
+    if len(eqn.invars) == len(body.invars):
+        xs = sum(_bytes(o.aval) for o, i in zip(eqn.invars, body.invars) if _stacked(o.aval, i.aval, length))
+    return carry, xs, ys
+
+
 def _walk(jaxpr) -> tuple[float, float]:
     flops = 0.0
     traffic = 0.0
@@ -61,10 +88,7 @@ def _walk(jaxpr) -> tuple[float, float]:
             body = eqn.params["jaxpr"].jaxpr
             length = eqn.params["length"]
             f, b = _walk(body)
-            n_consts, n_carry = eqn.params["num_consts"], eqn.params["num_carry"]
-            carry = sum(_bytes(v.aval) for v in eqn.invars[n_consts : n_consts + n_carry])
-            xs = sum(_bytes(v.aval) for v in eqn.invars[n_consts + n_carry :])  # [T, ...] whole
-            ys = sum(_bytes(v.aval) for v in eqn.outvars[n_carry:])
+            carry, xs, ys = _scan_operands(eqn, body, length)
             flops += f * length
             traffic += b * length + 2 * carry * length + xs + ys
         elif name == "cond":

@@ -14,6 +14,8 @@ Protocols:
 * default: TASKS.md §1, the paper's: batch 128, 50,000 steps (100,000 for ID
   Sort), RMSprop 1e-4 with momentum 0.9 and decay 0.95, gradient values clipped
   at 10, evaluation every 1,000 steps on 1,000 examples per length;
+  ``--minutes`` caps it (the run folder's tag becomes ``paper<minutes>m``, and
+  the table's ``steps`` column says how many steps each run got);
 * ``--quick``: a CPU budget: Adam 1e-3 with global-norm clipping at 1, at most
   ``--minutes`` (default 20) of training per model and seed, evaluation every
   500 steps on 512 examples. Model sizes stay the papers'. ``--minutes`` takes a
@@ -76,7 +78,8 @@ PUBLISHED: dict[str, dict[str, tuple[float, ...]]] = {
 AUTHORS_CODE_COPY_23MIN = (100, 99.99, 87.2, 50.2, 32.9)
 
 
-def make_config(task: str, model: str, seed: int, quick: bool, minutes: float, select: str = "L+1") -> TrainConfig:
+def make_config(task: str, model: str, seed: int, quick: bool, minutes: float | None,
+                select: str = "L+1") -> TrainConfig:
     if quick:
         return TrainConfig(
             task=task, model=model, seed=seed, num_steps=1_000_000, max_minutes=minutes,
@@ -84,7 +87,7 @@ def make_config(task: str, model: str, seed: int, quick: bool, minutes: float, s
             eval_every=500, eval_examples=512, checkpoint_every=500, log_every=50, select_mode=select,
         )
     steps = 100_000 if task == "id_sort" else 50_000
-    return TrainConfig(task=task, model=model, seed=seed, num_steps=steps, select_mode=select)
+    return TrainConfig(task=task, model=model, seed=seed, num_steps=steps, select_mode=select, max_minutes=minutes)
 
 
 def parse_minutes(text: str, models: list[str]) -> dict[str, float]:
@@ -203,9 +206,10 @@ def main(argv=None) -> int:
     p.add_argument("--models", default="panm,lstm,ntm,dnc,stack_lstm")
     p.add_argument("--seeds", default="0", help="comma-separated seeds")
     p.add_argument("--quick", action="store_true", help="the CPU budget protocol (see the module docstring)")
-    p.add_argument("--minutes", default="20",
-                   help="--quick: training minutes per model and seed: a default and/or MODEL=MINUTES items, "
-                        "e.g. '8,panm=23'")
+    p.add_argument("--minutes", default=None,
+                   help="training minutes per model and seed: a default and/or MODEL=MINUTES items, e.g. "
+                        "'8,panm=23'. --quick: the budget (default 20). Paper protocol: a cap, off by default; a "
+                        "capped run stops early, and the table's 'steps' column says how many of the 50,000 it ran")
     p.add_argument("--select", default="L+1", choices=MODES,
                    help="the validation length that picks each run's checkpoint: L+1 is seed 001's protocol; "
                         "the authors' public code picks on 2L+1 (length 21 for Copy)")
@@ -215,7 +219,10 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     seeds = [int(s) for s in args.seeds.split(",")]
-    minutes = parse_minutes(args.minutes, models)
+    if args.minutes is not None:
+        minutes: dict[str, float | None] = parse_minutes(args.minutes, models)
+    else:
+        minutes = {m: 20.0 if args.quick else None for m in models}
     model_sets = parse_model_sets(args.set, models)
     env = common.environment()
     runs: dict[str, list[dict[str, Any]]] = {}
@@ -226,7 +233,8 @@ def main(argv=None) -> int:
             if options:
                 config = config.replace(model_options={**config.model_options, **options})
             # One folder per protocol, budget, selection and option set: a variant is a new run, not a clash.
-            tag = (f"quick{minutes[model]:g}m" if args.quick else "paper") + (
+            tag = (f"quick{minutes[model]:g}m" if args.quick else
+                   "paper" + (f"{minutes[model]:g}m" if minutes[model] is not None else "")) + (
                 "" if args.select == "L+1" else f"-select{args.select}") + options_tag(options)
             workdir = Path(args.workdir) / args.task / f"{model}-s{seed}-{tag}"
             results = finished_results(workdir, config)
@@ -242,7 +250,8 @@ def main(argv=None) -> int:
     rows = summarize(args.task, runs, args.select)
     cols = ["model", "row", "selected_on", "seeds", "steps", "best_step", *MODES]
     name = f"reproduce_{args.task}" + ("_quick" if args.quick else "") + (
-        "" if args.select == "L+1" else f"_select{args.select.replace('+', 'p')}") + "".join(
+        "" if args.select == "L+1" else f"_select{args.select.replace('+', 'p')}") + (
+        "" if args.quick or all(v is None for v in minutes.values()) else "_capped") + "".join(
         f"_{m}{options_tag(o, sep='-')}" for m, o in sorted(model_sets.items()))
     command = "python -m benchmarks.reproduce " + " ".join(argv if argv is not None else sys.argv[1:])
     notes = ("Token accuracy (%) of the checkpoint selected on the validation set of length mode 'selected_on' "
@@ -258,6 +267,10 @@ def main(argv=None) -> int:
     if args.quick:
         budgets = ", ".join(f"{m} {v:g}" for m, v in minutes.items())
         notes += f" --quick: Adam 1e-3, global-norm clip 1; minutes of training per model and seed: {budgets}."
+    elif any(v is not None for v in minutes.values()):
+        budgets = ", ".join(f"{m} {v:g}" for m, v in minutes.items() if v is not None)
+        notes += (f" Paper protocol capped at these minutes of training per model and seed: {budgets}; "
+                  "'steps' says how far each run got of its 50,000.")
     public_rows = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
     common.write_results(name, f"{args.task}: reproduction of seed 001", public_rows, cols, env, notes, command)
     out_dir = common.RESULTS_DIR / common.device_slug()

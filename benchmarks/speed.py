@@ -22,7 +22,7 @@ over ``repeats`` steps after warm-up, ``block_until_ready``), steps/s, the peer'
 figure and our speed-up over it, and the floor: FLOPs and recurrent-state bytes
 counted from the step's jaxpr (``benchmarks/cost.py``, loops multiplied out),
 against the dense-matmul rate at the step's controller shape and the memory
-bandwidth (a 256 MiB copy), both measured in the same run; floor = max(FLOPs /
+bandwidth (a 256 MiB copy; 2 GiB on an accelerator), both measured in the same run; floor = max(FLOPs /
 rate, bytes / bandwidth), and ``x_floor`` = measured / floor. The bandwidth is
 DRAM's; a working set that stays in the caches (this CPU has 2 MiB of L2 and 32
 MiB of L3) can beat the bytes term, so ``x_floor`` below 1 means the floor was
@@ -38,7 +38,7 @@ pytorch-dnc 0.43 s (N = 64), 1.48 s (N = 256), 73 s (N = 1024).
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import jax
 import numpy as np
@@ -66,11 +66,15 @@ class Case:
     goal_s: float | None = None
     eval_only: bool = False
     repeats: int = 20
+    gpu_goal_s: float | None = None  # the goal on an accelerator, where it differs from the CPU goal
+    goal_x_floor: float | None = None  # a goal stated as a multiple of the floor (measured / floor)
+    accelerator_only: bool = False  # too large for the CPU suite; run where jax's platform is not "cpu"
+    throughput_sweep: bool = False  # also time larger batches (x4 each) until one does not fit (accelerators only)
 
 
 CASES = (
     Case("panm", "PANM D=256, Copy n=10, B=128", "panm", {"hidden": 256}, 10, 128, peer_s=0.68,
-         peer="PANM authors' code", goal_s=0.200),
+         peer="PANM authors' code", goal_s=0.200, gpu_goal_s=0.010, throughput_sweep=True),
     Case("panm", "PANM D=128, Copy n=10, B=128", "panm", {"hidden": 128}, 10, 128, peer_s=0.30,
          peer="PANM authors' code", goal_s=0.070),
     Case("panm", "PANM D=128, eval forward n=81, B=128", "panm", {"hidden": 128}, 81, 128, peer_s=2.7,
@@ -89,7 +93,13 @@ CASES = (
          "word_size": 32, "num_reads": 4}, 24, 32, "adam", peer_s=73.0, peer="pytorch-dnc",
          goal_s=10.0, repeats=20),
     Case("stack", "Stack-LSTM ctrl 256, T=64, B=32", "stack_lstm", {"hidden": 256}, 31, 32),
+    # The accelerator goal: within 3x of its memory-bandwidth floor. The link VJP keeps one
+    # [B, N, N] float32 array per step: 256 * 1024^2 * 4 B * 50 steps = 54 GB.
+    Case("dnc", "DNC N=1024, W=32, R=4, T=50, B=256", "dnc", {"hidden": 256, "num_slots": 1024,
+         "word_size": 32, "num_reads": 4}, 24, 256, "adam", goal_x_floor=3.0, accelerator_only=True, repeats=10),
 )
+
+SWEEP_MAX_BATCH = 131072
 
 
 def find_case(pattern: str) -> Case:
@@ -124,7 +134,13 @@ def build_case(case: Case):
     return fn, state, batch, params
 
 
+def goal_of(case: Case, accelerator: bool) -> float | None:
+    """The goal in seconds for this platform (None: no goal in seconds)."""
+    return (case.gpu_goal_s if case.gpu_goal_s is not None else case.goal_s) if accelerator else case.goal_s
+
+
 def run_case(case: Case, quick: bool, bw: float) -> dict:
+    accelerator = jax.devices()[0].platform != "cpu"
     fn, state, batch, params = build_case(case)
     repeats = 3 if quick else case.repeats
     t = common.time_compiled(fn, state, batch, warmup=1 if case.repeats < 20 else 2, repeats=repeats)
@@ -140,11 +156,46 @@ def run_case(case: Case, quick: bool, bw: float) -> dict:
         "matmul_GFLOPs": rate, "floor_s": floor, "x_floor": t["median_s"] / floor,
         "peer": case.peer, "peer_s": case.peer_s if case.peer_s else "",
         "speedup_vs_peer": (case.peer_s / t["median_s"]) if case.peer_s else "",
-        "goal_s": case.goal_s if case.goal_s else "",
-        "meets_goal": (t["median_s"] <= case.goal_s) if case.goal_s else "",
+        "sequences_per_s": case.batch / t["median_s"],
+        "goal_s": "", "meets_goal": "",
     }
+    goal = goal_of(case, accelerator)
+    if goal is not None:
+        row["goal_s"], row["meets_goal"] = goal, t["median_s"] <= goal
+    elif case.goal_x_floor is not None:
+        row["goal_s"] = f"<= {case.goal_x_floor:g} x floor ({case.goal_x_floor * floor:.4g})"
+        row["meets_goal"] = row["x_floor"] <= case.goal_x_floor
     print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
     return row
+
+
+def _out_of_memory(err: Exception) -> bool:
+    text = str(err)
+    return "RESOURCE_EXHAUSTED" in text or "out of memory" in text.lower()
+
+
+def throughput_sweep(case: Case, bw: float) -> list[dict]:
+    """Rows for ``case`` at batch x4, x16, ... until a batch does not fit (or SWEEP_MAX_BATCH).
+
+    The largest batch that fits is the last row; a batch that ran out of device
+    memory is recorded as such (``median_s`` empty), so the table says where
+    the sweep stopped and why.
+    """
+    rows = []
+    b = case.batch * 4
+    while b <= SWEEP_MAX_BATCH:
+        big = replace(case, label=case.label.replace(f"B={case.batch}", f"B={b}"), batch=b, repeats=10,
+                      peer_s=None, peer="", goal_s=None, gpu_goal_s=None, throughput_sweep=False)
+        try:
+            rows.append(run_case(big, False, bw))
+        except Exception as err:  # noqa: BLE001 - only out-of-memory ends the sweep quietly
+            if not _out_of_memory(err):
+                raise
+            print(f"{big.label}: out of device memory; the sweep stops", flush=True)
+            rows.append({"case": big.label, "model": big.model, "B": b, "median_s": "out of memory"})
+            break
+        b *= 4
+    return rows
 
 
 def main(argv=None) -> int:
@@ -153,21 +204,38 @@ def main(argv=None) -> int:
     p.add_argument("--only", default="", help="comma-separated families: panm, ntm, dnc, stack")
     args = p.parse_args(argv)
     families = {f for f in args.only.split(",") if f}
-    cases = [c for c in CASES if not families or c.family in families]
+    accelerator = jax.devices()[0].platform != "cpu"
+    cases = [c for c in CASES if (not families or c.family in families) and (accelerator or not c.accelerator_only)]
     if args.quick:
         cases = [c for c in cases if c.label.startswith(("PANM D=128, Copy", "NTM ctrl 100, 128x20, Copy n=20, B=1"))]
     env = common.environment()
     bw = common.memory_bandwidth(3 if args.quick else 20)
-    print(f"memory bandwidth (256 MiB copy): {bw:.1f} GB/s", flush=True)
+    print(f"memory bandwidth ({common.bandwidth_mib()} MiB copy): {bw:.1f} GB/s", flush=True)
     cols = ["case", "params", "compile_s", "median_s", "min_s", "max_s", "steps_per_s", "GFLOP", "MB_state",
-            "matmul_GFLOPs", "floor_s", "x_floor", "peer", "peer_s", "speedup_vs_peer", "goal_s", "meets_goal"]
-    notes = (f"Memory bandwidth measured in this run: {bw:.1f} GB/s (256 MiB copy). GFLOP and MB_state counted "
+            "matmul_GFLOPs", "floor_s", "x_floor", "sequences_per_s", "peer", "peer_s", "speedup_vs_peer", "goal_s",
+            "meets_goal"]
+    notes = (f"Memory bandwidth measured in this run: {bw:.1f} GB/s ({common.bandwidth_mib()} MiB copy). GFLOP and MB_state counted "
              "from each step's jaxpr with loops multiplied out (benchmarks/cost.py); matmul_GFLOPs measured at "
              "the step's controller shape; floor = max(GFLOP / matmul rate, bytes / bandwidth).")
+    if accelerator:
+        notes += (" The peers' figures were measured on a 2-core CPU (issue 10), so speedup_vs_peer compares this "
+                  "accelerator with that CPU. The rows at B > 128 are the throughput sweep: each batch x4 until one "
+                  "does not fit in device memory; sequences_per_s = B / median_s.")
     command = "python -m benchmarks.speed" + (f" --only {args.only}" if args.only else "")
     rows = []
     for i, case in enumerate(cases):
-        rows.append(run_case(case, args.quick, bw))
+        try:
+            rows.append(run_case(case, args.quick, bw))
+        except Exception as err:  # noqa: BLE001 - out of memory: record it, retry with remat where it would help
+            if not _out_of_memory(err):
+                raise
+            print(f"{case.label}: out of device memory", flush=True)
+            rows.append({"case": case.label, "model": case.model, "B": case.batch, "median_s": "out of memory"})
+            if not case.model_options.get("remat", False):
+                rows.append(run_case(replace(case, label=case.label + " (remat)",
+                                             model_options={**case.model_options, "remat": True}), args.quick, bw))
+        if case.throughput_sweep and accelerator and not args.quick:
+            rows.extend(throughput_sweep(case, bw))
         if not args.quick:  # after every case: a crash later keeps what was measured
             done = i + 1 == len(cases)
             title = "Training steps at the peers' configurations" + ("" if done else

@@ -26,3 +26,16 @@ def test_scan_bodies_are_multiplied_by_their_length():
 def test_dot_general_counts_contracted_size_and_batch():
     got = count(lambda a, b: jnp.einsum("bij,bjk->bik", a, b), jnp.ones((2, 3, 5)), jnp.ones((2, 5, 7)))
     assert got["flops"] == 2 * (2 * 3 * 7) * 5
+
+
+def test_scan_carry_xs_and_ys_are_told_apart_by_shape():
+    # A const (w), two carries ([4, 3] float32: 48 B; a scalar int32: 4 B), xs [5, 4, 3] and
+    # ys [5, 4, 3] (240 B each). Bytes: 2 * 52 * 5 (carries read and written each step) + 240 + 240.
+    def f(w, xs):
+        def body(c, x):
+            h, k = c
+            return (h @ w + x, k + 1), h * 2.0
+
+        return jax.lax.scan(body, (jnp.zeros((4, 3)), jnp.int32(0)), xs)
+
+    assert count(f, jnp.ones((3, 3)), jnp.ones((5, 4, 3)))["bytes"] == 2 * 52 * 5 + 240 + 240

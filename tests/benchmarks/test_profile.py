@@ -58,7 +58,8 @@ def test_profile_counts_the_page_faults_of_a_fresh_large_buffer(tmp_path):
 
 def test_find_case_takes_an_exact_label_or_a_unique_fragment():
     assert find_case(CASES[0].label) is CASES[0]
-    assert find_case("dnc n=1024").model == "dnc"  # case-insensitive fragment
+    assert find_case("dnc n=64").batch == 32  # case-insensitive fragment
+    assert find_case("dnc n=1024, w=32, r=4, t=50, b=256").batch == 256
     b1 = [c for c in CASES if c.label.endswith("B=1")][0]
     assert find_case(b1.label) is b1  # also a prefix of the B=128 label: the exact match wins
     with pytest.raises(ValueError, match="matches 0"):

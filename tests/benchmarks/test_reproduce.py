@@ -39,6 +39,10 @@ def test_protocols():
         100_000, "rmsprop", 1e-4, 128)
     quick = make_config("copy", "panm", 1, quick=True, minutes=20)
     assert quick.max_minutes == 20 and quick.optimizer.name == "adam" and quick.select_mode == "L+1"
+    # The paper protocol runs its 50,000 steps uncapped unless minutes are given; then they cap it.
+    assert make_config("copy", "panm", 0, quick=False, minutes=None).max_minutes is None
+    capped = make_config("copy", "panm", 0, quick=False, minutes=17)
+    assert (capped.max_minutes, capped.num_steps, capped.optimizer.name) == (17, 50_000, "rmsprop")
 
 
 def test_select_mode_reaches_the_config_and_the_table():
