@@ -55,6 +55,44 @@ def device_slug() -> str:
     return re.sub(r"[^a-z0-9]+", "-", dev.device_kind.lower()).strip("-")
 
 
+HUGEPAGES_TUNABLE = "glibc.malloc.hugetlb=1"
+
+
+def transparent_hugepages() -> str:
+    """The kernel's transparent-huge-page mode (``always``, ``madvise``, ``never``), or ``""`` off Linux."""
+    try:
+        text = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+    except OSError:
+        return ""
+    found = re.search(r"\[(\w+)\]", text)
+    return found.group(1) if found else ""
+
+
+def hugepages_hint() -> str:
+    """A line for the log when glibc's malloc could use huge pages here and has not been told to.
+
+    XLA on a CPU allocates its buffers with malloc; glibc serves those over 32 MiB
+    with a fresh ``mmap`` each call, which the kernel then maps and zeroes 4 KiB at
+    a time (a training step's stacked residuals fault in tens of thousands of
+    pages, ``benchmarks/profile.py`` counts them). With
+    ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` (glibc 2.35 and later) malloc marks
+    those mappings for transparent huge pages, 2 MiB at a time. glibc reads the
+    variable when a process starts, so it has to be set before Python runs.
+    """
+    if transparent_hugepages() not in ("madvise", "always"):
+        return ""
+    if HUGEPAGES_TUNABLE in os.environ.get("GLIBC_TUNABLES", ""):
+        return ""
+    return (f"note: GLIBC_TUNABLES={HUGEPAGES_TUNABLE} is not set; on this machine it lets malloc use transparent "
+            "huge pages for XLA's large buffers (see README, 'Measured')")
+
+
+def env_prefix() -> str:
+    """``GLIBC_TUNABLES=... `` when set, for a recorded command line that reruns as it ran."""
+    tunables = os.environ.get("GLIBC_TUNABLES", "")
+    return f"GLIBC_TUNABLES={tunables} " if tunables else ""
+
+
 def environment() -> dict[str, Any]:
     """What the numbers were measured on."""
     import flax
@@ -70,6 +108,8 @@ def environment() -> dict[str, Any]:
         "jax": jax.__version__,
         "flax": flax.__version__,
         "commit": _commit(),
+        "GLIBC_TUNABLES": os.environ.get("GLIBC_TUNABLES", ""),
+        "transparent_hugepages": transparent_hugepages(),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
 
@@ -145,12 +185,27 @@ def bandwidth_mib() -> int:
 
 
 def memory_bandwidth(repeats: int = 20) -> float:
-    """DRAM bandwidth in GB/s: a float32 array of ``bandwidth_mib()`` MiB read and written once."""
+    """Memory bandwidth in GB/s: a float32 array of ``bandwidth_mib()`` MiB read and written once, in place.
+
+    The argument is donated, so each call writes over the buffer it reads and no
+    call allocates. An earlier version wrote a fresh output each call: on a CPU
+    glibc maps such a buffer anew (over 32 MiB) and the kernel faults it in 4 KiB
+    at a time, so it measured mostly page faults (8.5 GB/s on the development
+    machine where the in-place copy moves 62 GB/s; 34 GB/s with huge pages).
+    """
     import jax.numpy as jnp
 
+    f = jax.jit(lambda x: x * 1.0001, donate_argnums=0)
     x = jnp.ones((bandwidth_mib() * 256 * 1024,), jnp.float32)
-    t = time_compiled(lambda x: x * 1.0001, x, repeats=max(3, repeats // 4))
-    return 2 * x.size * 4 / t["median_s"] / 1e9
+    nbytes = 2 * x.size * 4
+    for _ in range(2):
+        x = block(f(x))
+    times = []
+    for _ in range(max(5, repeats // 2)):
+        t0 = time.perf_counter()
+        x = block(f(x))
+        times.append(time.perf_counter() - t0)
+    return nbytes / statistics.median(times) / 1e9
 
 
 def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:

@@ -267,7 +267,7 @@ def main(argv=None) -> int:
                  f"instructions' times sum to {res['ops_ms']:.1f} ms per step over all threads. share_pct is of "
                  f"that sum; {fault_note}. Rows: the top instructions, then source lines (the innermost frame in "
                  "panm_jax/), then JAX primitives.")
-        command = f"python -m benchmarks.profile --case {case.label!r} --steps {args.steps} --top {args.top}"
+        command = common.env_prefix() + f"python -m benchmarks.profile --case {case.label!r} --steps {args.steps} --top {args.top}"
         paths = common.write_results(f"profile_{args.record}", f"Profile: {case.label}", rows,
                                      ["table", "name", "detail", "ms_per_step", "share_pct"],
                                      common.environment(), notes, command=command + f" --record {args.record}")

@@ -22,7 +22,7 @@ over ``repeats`` steps after warm-up, ``block_until_ready``), steps/s, the peer'
 figure and our speed-up over it, and the floor: FLOPs and recurrent-state bytes
 counted from the step's jaxpr (``benchmarks/cost.py``, loops multiplied out),
 against the dense-matmul rate at the step's controller shape and the memory
-bandwidth (a 256 MiB copy; 2 GiB on an accelerator), both measured in the same run; floor = max(FLOPs /
+bandwidth (a 256 MiB array scaled in place; 2 GiB on an accelerator), both measured in the same run; floor = max(FLOPs /
 rate, bytes / bandwidth), and ``x_floor`` = measured / floor. The bandwidth is
 DRAM's; a working set that stays in the caches (this CPU has 2 MiB of L2 and 32
 MiB of L3) can beat the bytes term, so ``x_floor`` below 1 means the floor was
@@ -202,7 +202,10 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="3 repeats, PANM n=10 and NTM B=1 only; records nothing")
     p.add_argument("--only", default="", help="comma-separated families: panm, ntm, dnc, stack")
+    p.add_argument("--name", default="speed", help="the results' file name, <name>.{json,md} (default: speed)")
     args = p.parse_args(argv)
+    if hint := common.hugepages_hint():
+        print(hint, flush=True)
     families = {f for f in args.only.split(",") if f}
     accelerator = jax.devices()[0].platform != "cpu"
     cases = [c for c in CASES if (not families or c.family in families) and (accelerator or not c.accelerator_only)]
@@ -210,18 +213,19 @@ def main(argv=None) -> int:
         cases = [c for c in cases if c.label.startswith(("PANM D=128, Copy", "NTM ctrl 100, 128x20, Copy n=20, B=1"))]
     env = common.environment()
     bw = common.memory_bandwidth(3 if args.quick else 20)
-    print(f"memory bandwidth ({common.bandwidth_mib()} MiB copy): {bw:.1f} GB/s", flush=True)
+    print(f"memory bandwidth ({common.bandwidth_mib()} MiB, in place): {bw:.1f} GB/s", flush=True)
     cols = ["case", "params", "compile_s", "median_s", "min_s", "max_s", "steps_per_s", "GFLOP", "MB_state",
             "matmul_GFLOPs", "floor_s", "x_floor", "sequences_per_s", "peer", "peer_s", "speedup_vs_peer", "goal_s",
             "meets_goal"]
-    notes = (f"Memory bandwidth measured in this run: {bw:.1f} GB/s ({common.bandwidth_mib()} MiB copy). GFLOP and MB_state counted "
+    notes = (f"Memory bandwidth measured in this run: {bw:.1f} GB/s ({common.bandwidth_mib()} MiB scaled in place). GFLOP and MB_state counted "
              "from each step's jaxpr with loops multiplied out (benchmarks/cost.py); matmul_GFLOPs measured at "
              "the step's controller shape; floor = max(GFLOP / matmul rate, bytes / bandwidth).")
     if accelerator:
         notes += (" The peers' figures were measured on a 2-core CPU (issue 10), so speedup_vs_peer compares this "
                   "accelerator with that CPU. The rows at B > 128 are the throughput sweep: each batch x4 until one "
                   "does not fit in device memory; sequences_per_s = B / median_s.")
-    command = "python -m benchmarks.speed" + (f" --only {args.only}" if args.only else "")
+    command = common.env_prefix() + "python -m benchmarks.speed" + (
+        f" --only {args.only}" if args.only else "") + (f" --name {args.name}" if args.name != "speed" else "")
     rows = []
     for i, case in enumerate(cases):
         try:
@@ -240,7 +244,7 @@ def main(argv=None) -> int:
             done = i + 1 == len(cases)
             title = "Training steps at the peers' configurations" + ("" if done else
                                                                      f" (partial: {i + 1} of {len(cases)} cases)")
-            paths = common.write_results("speed", title, rows, cols, env, notes, command=command)
+            paths = common.write_results(args.name, title, rows, cols, env, notes, command=command)
     print(common.markdown_table(rows, cols))
     if not args.quick:
         print("wrote", *paths)
