@@ -175,13 +175,18 @@ def matmul_rate(batch: int, k: int, n: int, repeats: int = 20) -> float:
     return loops * 2 * 2 * batch * k * n / t["median_s"] / 1e9
 
 
+def on_accelerator() -> bool:
+    """Whether JAX's default device is an accelerator (its platform is not ``cpu``)."""
+    return jax.devices()[0].platform != "cpu"
+
+
 def bandwidth_mib() -> int:
     """The array size that ``memory_bandwidth`` copies: 256 MiB on a CPU, 2 GiB on an accelerator.
 
     An accelerator moves 256 MiB in well under a millisecond, where the launch
     would weigh in the timing.
     """
-    return 256 if jax.devices()[0].platform == "cpu" else 2048
+    return 2048 if on_accelerator() else 256
 
 
 def memory_bandwidth(repeats: int = 20) -> float:

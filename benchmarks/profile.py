@@ -209,7 +209,7 @@ def profile(fn, args: tuple, steps: int, logdir: Path) -> dict:
 
 def _minor_faults() -> int | None:
     # The process's minor page faults so far (Unix): a step that touches freshly mapped
-    # pages (e.g. a large temporary the allocator got from the OS) pays one per 4 KiB page.
+    # pages (e.g. a large temporary the allocator got from the OS) pays one per page.
     try:
         import resource
     except ImportError:
@@ -244,8 +244,8 @@ def main(argv=None) -> int:
     res = profile(fn, (state, batch), args.steps, logdir)
     meta = res["meta"]
     faults = res["page_faults_per_step"]
-    fault_note = (f"{faults:.0f} minor page faults per step ({faults * 4096 / 1e6:.0f} MB of 4 KiB pages the OS "
-                  "mapped afresh)" if faults is not None else "page faults not measured (no resource module)")
+    fault_note = (f"{faults:.0f} minor page faults per step (pages the OS mapped afresh: 4 KiB each, 2 MiB where "
+                  "malloc uses huge pages)" if faults is not None else "page faults not measured (no resource module)")
     print(f"{case.label}: wall {res['wall_ms']:.1f} ms per step (median of {args.steps}); "
           f"instructions sum to {res['ops_ms']:.1f} ms per step over all threads; {fault_note}; trace in {logdir}")
     total = max(res["ops_ms"], 1e-9)

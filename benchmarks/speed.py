@@ -140,7 +140,6 @@ def goal_of(case: Case, accelerator: bool) -> float | None:
 
 
 def run_case(case: Case, quick: bool, bw: float) -> dict:
-    accelerator = jax.devices()[0].platform != "cpu"
     fn, state, batch, params = build_case(case)
     repeats = 3 if quick else case.repeats
     t = common.time_compiled(fn, state, batch, warmup=1 if case.repeats < 20 else 2, repeats=repeats)
@@ -159,7 +158,7 @@ def run_case(case: Case, quick: bool, bw: float) -> dict:
         "sequences_per_s": case.batch / t["median_s"],
         "goal_s": "", "meets_goal": "",
     }
-    goal = goal_of(case, accelerator)
+    goal = goal_of(case, common.on_accelerator())
     if goal is not None:
         row["goal_s"], row["meets_goal"] = goal, t["median_s"] <= goal
     elif case.goal_x_floor is not None:
@@ -174,25 +173,35 @@ def _out_of_memory(err: Exception) -> bool:
     return "RESOURCE_EXHAUSTED" in text or "out of memory" in text.lower()
 
 
+def run_or_out_of_memory(case: Case, quick: bool, bw: float) -> tuple[dict, bool]:
+    """``(row, fitted)``: ``run_case``'s row, or a row saying the case ran out of device memory.
+
+    Any other error is raised.
+    """
+    try:
+        return run_case(case, quick, bw), True
+    except Exception as err:  # noqa: BLE001 - only out-of-memory becomes a row
+        if not _out_of_memory(err):
+            raise
+        print(f"{case.label}: out of device memory", flush=True)
+        return {"case": case.label, "model": case.model, "B": case.batch, "median_s": "out of memory"}, False
+
+
 def throughput_sweep(case: Case, bw: float) -> list[dict]:
     """Rows for ``case`` at batch x4, x16, ... until a batch does not fit (or SWEEP_MAX_BATCH).
 
-    The largest batch that fits is the last row; a batch that ran out of device
-    memory is recorded as such (``median_s`` empty), so the table says where
-    the sweep stopped and why.
+    The largest batch that fits is the last timed row; the batch that ran out of
+    device memory follows it (``median_s`` reads "out of memory"), so the table
+    says where the sweep stopped and why.
     """
     rows = []
     b = case.batch * 4
     while b <= SWEEP_MAX_BATCH:
         big = replace(case, label=case.label.replace(f"B={case.batch}", f"B={b}"), batch=b, repeats=10,
                       peer_s=None, peer="", goal_s=None, gpu_goal_s=None, throughput_sweep=False)
-        try:
-            rows.append(run_case(big, False, bw))
-        except Exception as err:  # noqa: BLE001 - only out-of-memory ends the sweep quietly
-            if not _out_of_memory(err):
-                raise
-            print(f"{big.label}: out of device memory; the sweep stops", flush=True)
-            rows.append({"case": big.label, "model": big.model, "B": b, "median_s": "out of memory"})
+        row, fitted = run_or_out_of_memory(big, False, bw)
+        rows.append(row)
+        if not fitted:
             break
         b *= 4
     return rows
@@ -207,7 +216,7 @@ def main(argv=None) -> int:
     if hint := common.hugepages_hint():
         print(hint, flush=True)
     families = {f for f in args.only.split(",") if f}
-    accelerator = jax.devices()[0].platform != "cpu"
+    accelerator = common.on_accelerator()
     cases = [c for c in CASES if (not families or c.family in families) and (accelerator or not c.accelerator_only)]
     if args.quick:
         cases = [c for c in cases if c.label.startswith(("PANM D=128, Copy", "NTM ctrl 100, 128x20, Copy n=20, B=1"))]
@@ -217,9 +226,9 @@ def main(argv=None) -> int:
     cols = ["case", "params", "compile_s", "median_s", "min_s", "max_s", "steps_per_s", "GFLOP", "MB_state",
             "matmul_GFLOPs", "floor_s", "x_floor", "sequences_per_s", "peer", "peer_s", "speedup_vs_peer", "goal_s",
             "meets_goal"]
-    notes = (f"Memory bandwidth measured in this run: {bw:.1f} GB/s ({common.bandwidth_mib()} MiB scaled in place). GFLOP and MB_state counted "
-             "from each step's jaxpr with loops multiplied out (benchmarks/cost.py); matmul_GFLOPs measured at "
-             "the step's controller shape; floor = max(GFLOP / matmul rate, bytes / bandwidth).")
+    notes = (f"Memory bandwidth measured in this run: {bw:.1f} GB/s ({common.bandwidth_mib()} MiB scaled in "
+             "place). GFLOP and MB_state counted from each step's jaxpr with loops multiplied out "
+             "(benchmarks/cost.py); matmul_GFLOPs measured at the step's controller shape; floor = max(GFLOP / matmul rate, bytes / bandwidth).")
     if accelerator:
         notes += (" The peers' figures were measured on a 2-core CPU (issue 10), so speedup_vs_peer compares this "
                   "accelerator with that CPU. The rows at B > 128 are the throughput sweep: each batch x4 until one "
@@ -228,16 +237,11 @@ def main(argv=None) -> int:
         f" --only {args.only}" if args.only else "") + (f" --name {args.name}" if args.name != "speed" else "")
     rows = []
     for i, case in enumerate(cases):
-        try:
-            rows.append(run_case(case, args.quick, bw))
-        except Exception as err:  # noqa: BLE001 - out of memory: record it, retry with remat where it would help
-            if not _out_of_memory(err):
-                raise
-            print(f"{case.label}: out of device memory", flush=True)
-            rows.append({"case": case.label, "model": case.model, "B": case.batch, "median_s": "out of memory"})
-            if not case.model_options.get("remat", False):
-                rows.append(run_case(replace(case, label=case.label + " (remat)",
-                                             model_options={**case.model_options, "remat": True}), args.quick, bw))
+        row, fitted = run_or_out_of_memory(case, args.quick, bw)
+        rows.append(row)
+        if not fitted and not case.model_options.get("remat", False):  # retry, recomputing each step
+            rows.append(run_case(replace(case, label=case.label + " (remat)",
+                                         model_options={**case.model_options, "remat": True}), args.quick, bw))
         if case.throughput_sweep and accelerator and not args.quick:
             rows.extend(throughput_sweep(case, bw))
         if not args.quick:  # after every case: a crash later keeps what was measured
