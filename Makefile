@@ -8,11 +8,6 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-# glibc's malloc may back XLA's large CPU buffers with transparent huge pages:
-# 8-45 % faster training steps on the development machine (README, "Measured").
-# glibc reads it at process start; ignored where glibc is older or absent.
-export GLIBC_TUNABLES ?= glibc.malloc.hugetlb=1
-
 .PHONY: demo ntm-demo test bench-kernels clean
 
 $(STAMP): pyproject.toml

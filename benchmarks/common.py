@@ -55,36 +55,19 @@ def device_slug() -> str:
     return re.sub(r"[^a-z0-9]+", "-", dev.device_kind.lower()).strip("-")
 
 
-HUGEPAGES_TUNABLE = "glibc.malloc.hugetlb=1"
-
-
 def transparent_hugepages() -> str:
-    """The kernel's transparent-huge-page mode (``always``, ``madvise``, ``never``), or ``""`` off Linux."""
+    """The kernel's transparent-huge-page mode (``always``, ``madvise``, ``never``), or ``""`` off Linux.
+
+    Recorded with every result: with ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` glibc's
+    malloc asks for huge pages for XLA's large CPU buffers where the mode allows it,
+    which changes a step's page faults and its time (README, "Measured").
+    """
     try:
         text = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
     except OSError:
         return ""
     found = re.search(r"\[(\w+)\]", text)
     return found.group(1) if found else ""
-
-
-def hugepages_hint() -> str:
-    """A line for the log when glibc's malloc could use huge pages here and has not been told to.
-
-    XLA on a CPU allocates its buffers with malloc; glibc serves those over 32 MiB
-    with a fresh ``mmap`` each call, which the kernel then maps and zeroes 4 KiB at
-    a time (a training step's stacked residuals fault in tens of thousands of
-    pages, ``benchmarks/profile.py`` counts them). With
-    ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` (glibc 2.35 and later) malloc marks
-    those mappings for transparent huge pages, 2 MiB at a time. glibc reads the
-    variable when a process starts, so it has to be set before Python runs.
-    """
-    if transparent_hugepages() not in ("madvise", "always"):
-        return ""
-    if HUGEPAGES_TUNABLE in os.environ.get("GLIBC_TUNABLES", ""):
-        return ""
-    return (f"note: GLIBC_TUNABLES={HUGEPAGES_TUNABLE} is not set; on this machine it lets malloc use transparent "
-            "huge pages for XLA's large buffers (see README, 'Measured')")
 
 
 def env_prefix() -> str:

@@ -213,8 +213,6 @@ def main(argv=None) -> int:
     p.add_argument("--only", default="", help="comma-separated families: panm, ntm, dnc, stack")
     p.add_argument("--name", default="speed", help="the results' file name, <name>.{json,md} (default: speed)")
     args = p.parse_args(argv)
-    if hint := common.hugepages_hint():
-        print(hint, flush=True)
     families = {f for f in args.only.split(",") if f}
     accelerator = common.on_accelerator()
     cases = [c for c in CASES if (not families or c.family in families) and (accelerator or not c.accelerator_only)]

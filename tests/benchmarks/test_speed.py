@@ -41,15 +41,3 @@ def test_throughput_sweep_raises_errors_other_than_out_of_memory(monkeypatch):
     with pytest.raises(RuntimeError, match="something else"):
         speed.throughput_sweep(speed.find_case("PANM D=256, Copy n=10, B=128"), bw=1.0)
 
-
-def test_hugepages_hint_only_where_the_kernel_would_use_them_and_the_tunable_is_unset(monkeypatch):
-    from benchmarks import common
-
-    monkeypatch.setattr(common, "transparent_hugepages", lambda: "madvise")
-    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
-    assert "glibc.malloc.hugetlb=1" in common.hugepages_hint()
-    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1")
-    assert common.hugepages_hint() == ""
-    monkeypatch.delenv("GLIBC_TUNABLES")
-    monkeypatch.setattr(common, "transparent_hugepages", lambda: "never")
-    assert common.hugepages_hint() == ""
