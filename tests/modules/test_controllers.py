@@ -6,10 +6,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
+from jax.test_util import check_grads
 
-from panm_jax.modules.controllers import GRUCell, LSTMCell
+from panm_jax.modules.controllers import GRUCell, LSTMCell, gru_pointwise, lstm_pointwise
 from panm_jax.modules.encoders import BiGRUEncoder, LSTMEncoder
 from panm_jax.modules.panm import PointerUnits
+from tests.conftest import x64
 
 I, D, B = 5, 7, 3
 
@@ -51,6 +53,43 @@ def test_lstm_cell_matches_numpy_equations():
     c_want = f * c + i * gg
     np.testing.assert_allclose(np.asarray(c1), c_want, atol=1e-5)
     np.testing.assert_allclose(np.asarray(h1), o * np.tanh(c_want), atol=1e-5)
+
+
+def _plain_gru(gx, gh, h):
+    # The GRU equations through autodiff (no custom VJP).
+    r = jax.nn.sigmoid(gx[..., :D] + gh[..., :D])
+    z = jax.nn.sigmoid(gx[..., D:2 * D] + gh[..., D:2 * D])
+    n = jnp.tanh(gx[..., 2 * D:] + r * gh[..., 2 * D:])
+    return (1 - z) * n + z * h
+
+
+def _plain_lstm(gates, c):
+    i, f = jax.nn.sigmoid(gates[..., :D]), jax.nn.sigmoid(gates[..., D:2 * D])
+    g, o = jnp.tanh(gates[..., 2 * D:3 * D]), jax.nn.sigmoid(gates[..., 3 * D:])
+    c = f * c + i * g
+    return o * jnp.tanh(c), c
+
+
+def test_pointwise_vjps_equal_autodiff_in_float64():
+    # The written-out VJPs of the cells' gates against autodiff of the same equations, with random
+    # cotangents on every output (the LSTM's h' and c'), and against finite differences.
+    rng = np.random.default_rng(11)
+    with x64():
+        args = {"gru": (jnp.asarray(rng.normal(size=(B, 3 * D))), jnp.asarray(rng.normal(size=(B, 3 * D))),
+                        jnp.asarray(rng.normal(size=(B, D)))),
+                "lstm": (jnp.asarray(2 * rng.normal(size=(B, 4 * D))), jnp.asarray(rng.normal(size=(B, D))))}
+        for name, ours, plain in (("gru", gru_pointwise, _plain_gru), ("lstm", lstm_pointwise, _plain_lstm)):
+            out, vjp = jax.vjp(ours, *args[name])
+            out_ref, vjp_ref = jax.vjp(plain, *args[name])
+            leaves = jax.tree_util.tree_leaves
+            for a, b in zip(leaves(out), leaves(out_ref)):
+                np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-13, atol=1e-13)
+            cot = jax.tree_util.tree_map(lambda o: jnp.asarray(rng.normal(size=o.shape)), out)
+            got, want = vjp(cot), vjp_ref(cot)
+            assert len(got) == len(args[name])
+            for a, b in zip(got, want):
+                np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-11, atol=1e-12, err_msg=name)
+            check_grads(ours, args[name], order=1, modes=("rev",), atol=1e-6, rtol=1e-6)
 
 
 def test_pointer_units_equal_independent_gru_cells():
