@@ -1,4 +1,8 @@
-"""Tests of panm_jax/kernels/ntm.py against tests/reference/ntm_ref.py (float64 loops)."""
+"""Tests of panm_jax/kernels/ntm.py against tests/reference/ntm_ref.py (float64 loops).
+
+The kernel stores the memory ``[W, N]`` (the transpose of the seeds' ``M``); the
+reference keeps the seeds' ``[N, W]``, so every comparison transposes.
+"""
 
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ def _random_state(rng, dtype=np.float32) -> ntm.NTMState:
         return x / x.sum(-1, keepdims=True)
 
     return ntm.NTMState(
-        memory=jnp.asarray(rng.normal(size=(N, W)), dtype),
+        memory=jnp.asarray(rng.normal(size=(N, W)).T, dtype),  # [W, N]
         read_weights=jnp.asarray(dist(R, N), dtype),
         write_weights=jnp.asarray(dist(H, N), dtype),
         reads=jnp.zeros((R, W), dtype),
@@ -69,7 +73,7 @@ def test_interface_size_and_split_match_reference():
 
 def _max_errors(got: ntm.NTMState, reads, memory, read_w, write_w, want_reads):
     return {
-        "memory": float(np.max(np.abs(np.asarray(got.memory) - memory))),
+        "memory": float(np.max(np.abs(np.asarray(got.memory).T - memory))),
         "read_weights": float(np.max(np.abs(np.asarray(got.read_weights) - read_w))),
         "write_weights": float(np.max(np.abs(np.asarray(got.write_weights) - write_w))),
         "reads": float(np.max(np.abs(np.asarray(reads) - want_reads))),
@@ -81,7 +85,7 @@ def test_one_step_matches_reference():
     state = _random_state(rng)
     raw = rng.normal(size=P)
     got, reads = _jit_step_raw(state, jnp.asarray(raw, jnp.float32))
-    m, rw, ww, rr = ref.step(np.asarray(state.memory, np.float64), np.asarray(state.read_weights, np.float64),
+    m, rw, ww, rr = ref.step(np.asarray(state.memory, np.float64).T, np.asarray(state.read_weights, np.float64),
                              np.asarray(state.write_weights, np.float64), raw, W, S)
     errors = _max_errors(got, reads, m, rw, ww, rr)
     print("NTM one step, max abs error vs float64 reference:", errors)
@@ -93,7 +97,7 @@ def test_twenty_step_rollout_matches_reference():
     state = _random_state(rng)
     raws = rng.normal(size=(20, P))
     got, reads = _rollout(state, jnp.asarray(raws, jnp.float32))
-    m, rw, ww, rr = ref.rollout(np.asarray(state.memory, np.float64), np.asarray(state.read_weights, np.float64),
+    m, rw, ww, rr = ref.rollout(np.asarray(state.memory, np.float64).T, np.asarray(state.read_weights, np.float64),
                                 np.asarray(state.write_weights, np.float64), raws, W, S)
     errors = _max_errors(got, reads, m, rw, ww, rr)
     print("NTM 20-step rollout, max abs error vs float64 reference:", errors)
@@ -107,13 +111,17 @@ def test_functions_match_reference_pieces():
     weights /= weights.sum(-1, keepdims=True)
     erase = rng.uniform(size=(H, W))
     add = rng.normal(size=(H, W))
-    got = ntm.write(jnp.asarray(memory, jnp.float32), jnp.asarray(weights, jnp.float32),
+    got = ntm.write(jnp.asarray(memory.T, jnp.float32), jnp.asarray(weights, jnp.float32),
                     jnp.asarray(erase, jnp.float32), jnp.asarray(add, jnp.float32))
-    np.testing.assert_allclose(np.asarray(got), ref.write(memory, weights, erase, add), atol=TOL)
+    np.testing.assert_allclose(np.asarray(got).T, ref.write(memory, weights, erase, add), atol=TOL)
     rw = rng.uniform(size=(R, N))
-    got_r = ntm.read(jnp.asarray(memory, jnp.float32), jnp.asarray(rw, jnp.float32))
+    got_r = ntm.read(jnp.asarray(memory.T, jnp.float32), jnp.asarray(rw, jnp.float32))
     for r in range(R):
         np.testing.assert_allclose(np.asarray(got_r[r]), ref.read(memory, rw[r]), atol=TOL)
+    keys = rng.normal(size=(R, W))
+    got_s = ntm.similarity(jnp.asarray(keys, jnp.float32), jnp.asarray(memory.T, jnp.float32))
+    want_s = [[ref.cosine(keys[r], memory[i]) for i in range(N)] for r in range(R)]
+    np.testing.assert_allclose(np.asarray(got_s), want_s, atol=TOL)
 
 
 # ---- 2. invariants ---------------------------------------------------------------------
@@ -125,8 +133,8 @@ def test_weights_are_distributions_and_reads_are_convex_combinations():
     for weights in (final.read_weights, final.write_weights):
         assert bool(jnp.all((weights >= 0) & (weights <= 1)))
         np.testing.assert_allclose(np.asarray(weights.sum(-1)), 1.0, atol=1e-5)
-    # r = w M with w a distribution: each coordinate lies between that column's min and max.
-    lo, hi = final.memory.min(0), final.memory.max(0)
+    # r = w M with w a distribution: each coordinate lies between the min and max over the slots.
+    lo, hi = final.memory.min(-1), final.memory.max(-1)
     assert bool(jnp.all((final.reads >= lo - 1e-5) & (final.reads <= hi + 1e-5)))
     assert bool(jnp.all(jnp.isfinite(reads)))
 
@@ -154,14 +162,14 @@ def test_one_hot_head_shifted_by_plus_one_moves_one_slot():
 def test_erase_one_then_add_v_leaves_v():
     # A one-hot write at slot 0 with e = 1 wipes the row (M(0) * (1 - 1*1) = 0), then adds v.
     # The read head, at slot 0 too, reads v back in the same step (reads see M_t).
-    state = ntm.init_state(N, W, 1, 1)._replace(memory=jnp.asarray(np.random.default_rng(5).normal(size=(N, W)),
+    state = ntm.init_state(N, W, 1, 1)._replace(memory=jnp.asarray(np.random.default_rng(5).normal(size=(W, N)),
                                                                        jnp.float32))
     v = jnp.arange(1.0, W + 1.0)
     controls = ntm.NTMControls(read=_location_head(1, 0), write=_location_head(1, 0),
                                erase=jnp.ones((1, W)), add=v[None])
     new, reads = ntm.step(state, controls)
-    np.testing.assert_allclose(np.asarray(new.memory[0]), np.asarray(v), atol=1e-6)
-    np.testing.assert_allclose(np.asarray(new.memory[1:]), np.asarray(state.memory[1:]), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(new.memory[:, 0]), np.asarray(v), atol=1e-6)  # slot 0 is column 0
+    np.testing.assert_allclose(np.asarray(new.memory[:, 1:]), np.asarray(state.memory[:, 1:]), atol=1e-6)
     np.testing.assert_allclose(np.asarray(reads[0]), np.asarray(v), atol=1e-6)
 
 
@@ -171,17 +179,17 @@ def test_content_addressing_finds_the_matching_row():
     memory = jnp.asarray(np.random.default_rng(6).normal(size=(N, W)), jnp.float32)
     head = ntm.HeadControls(key=memory[4][None], strength=jnp.array([300.0]), gate=jnp.ones((1,)),
                             shift=jnp.array([[0.0, 1.0, 0.0]]), sharpen=jnp.ones((1,)))
-    w = ntm.address(memory, jnp.eye(N)[:1], head)
+    w = ntm.address(memory.T, jnp.eye(N)[:1], head)
     assert int(jnp.argmax(w[0])) == 4 and float(w[0, 4]) > 0.99
 
 
 def test_two_write_heads_erase_multiplicatively_and_add_additively():
     # Both heads on slot 2 with e = 0.5: the row keeps (1 - 0.5)^2 = 0.25 of itself, then gets a1 + a2.
-    memory = jnp.ones((N, W))
+    memory = jnp.ones((W, N))
     weights = jnp.zeros((2, N)).at[:, 2].set(1.0)
     out = ntm.write(memory, weights, jnp.full((2, W), 0.5), jnp.stack([jnp.ones(W), 2 * jnp.ones(W)]))
-    np.testing.assert_allclose(np.asarray(out[2]), 0.25 + 3.0, atol=1e-6)
-    np.testing.assert_allclose(np.asarray(out[3]), 1.0, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(out[:, 2]), 0.25 + 3.0, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(out[:, 3]), 1.0, atol=1e-6)
 
 
 # ---- 4. gradients ---------------------------------------------------------------------------
@@ -220,7 +228,7 @@ def test_memory_step_vjp_equals_autodiff(reads, writes, keep):
 
         controls = ntm.controls_from_interface(jnp.asarray(rng.normal(size=ntm.interface_size(W, reads, writes, S))),
                                                W, reads, writes, S)
-        args = (jnp.asarray(rng.normal(size=(N, W))), dist(writes, N), dist(reads, N), controls.write,
+        args = (jnp.asarray(rng.normal(size=(W, N))), dist(writes, N), dist(reads, N), controls.write,
                 controls.read, controls.erase, controls.add, jnp.asarray(keep))
         out, vjp = jax.vjp(ntm.memory_step, *args)
         out_ref, vjp_ref = jax.vjp(_plain_memory_step, *args)
@@ -246,7 +254,7 @@ def test_memory_step_vjp_equals_autodiff_at_exact_zero_weights():
                                     sharpen=jnp.full((k,), 1.5))
 
         one_hot = jnp.zeros((N,)).at[0].set(1.0)
-        args = (jnp.asarray(rng.normal(size=(N, W))), jnp.tile(one_hot, (H, 1)), jnp.tile(one_hot, (R, 1)),
+        args = (jnp.asarray(rng.normal(size=(W, N))), jnp.tile(one_hot, (H, 1)), jnp.tile(one_hot, (R, 1)),
                 head(H), head(R), jnp.asarray(rng.uniform(size=(H, W))), jnp.asarray(rng.normal(size=(H, W))),
                 jnp.asarray(1.0))
         out, vjp = jax.vjp(ntm.memory_step, *args)
@@ -330,7 +338,7 @@ def test_step_names_the_bad_argument():
         ntm.step(state, even)
     with pytest.raises(ValueError, match=r"state.reads: expected shape \[R, W\] = \(3, 5\), got \(3, 4\)"):
         ntm.step(state._replace(reads=jnp.zeros((R, 4))), good)
-    with pytest.raises(ValueError, match=r"state.memory: expected shape \[N, W\], got \(7,\)"):
+    with pytest.raises(ValueError, match=r"state.memory: expected shape \[W, N\], got \(7,\)"):
         ntm.step(state._replace(memory=jnp.zeros((N,))), good)
     with pytest.raises(ValueError, match=r"mask: expected shape \[\] = \(\), got \(2,\)"):
         ntm.step(state, good, jnp.ones((2,)))

@@ -65,7 +65,7 @@ def test_ntm_controls_are_in_the_kernels_ranges():
 def test_ntm_batched_step_equals_the_kernel_per_example_and_masks():
     memory = NTMMemory(D, N, W, num_reads=R, num_writes=H, rngs=nnx.Rngs(1))
     state = memory.init_state((B,))
-    assert state.memory.shape == (B, N, W) and state.read_weights.shape == (B, R, N)
+    assert state.memory.shape == (B, W, N) and state.read_weights.shape == (B, R, N)
     controls_fn, step_fn = jax.jit(memory.controls), jax.jit(memory.step)
     mask = jnp.asarray([True, False, True])
     state, _ = step_fn(state, controls_fn(_hidden(1, 1.0)), jnp.ones((B,), bool))  # memory no longer uniform
