@@ -21,6 +21,7 @@ from typing import Any
 
 import jax
 
+from panm_jax.train import allocator
 from panm_jax.train.io import atomic_write_text
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -71,9 +72,9 @@ def transparent_hugepages() -> str:
 
 
 def env_prefix() -> str:
-    """``GLIBC_TUNABLES=... `` when set, for a recorded command line that reruns as it ran."""
-    tunables = os.environ.get("GLIBC_TUNABLES", "")
-    return f"GLIBC_TUNABLES={tunables} " if tunables else ""
+    """``GLIBC_TUNABLES=... `` and ``PANM_JAX_MALLOC=...`` when set, for a recorded command line that reruns as it ran."""
+    return "".join(f"{name}={os.environ[name]} " for name in ("GLIBC_TUNABLES", allocator.ENV_VAR)
+                   if os.environ.get(name))
 
 
 def environment() -> dict[str, Any]:
@@ -92,6 +93,7 @@ def environment() -> dict[str, Any]:
         "flax": flax.__version__,
         "commit": _commit(),
         "GLIBC_TUNABLES": os.environ.get("GLIBC_TUNABLES", ""),
+        "malloc": allocator.malloc_settings() or "system defaults",  # panm_jax/train/allocator.py
         "transparent_hugepages": transparent_hugepages(),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }

@@ -48,17 +48,6 @@ def test_profile_sums_thunk_time_per_instruction_line_and_primitive(tmp_path):
     assert res["page_faults_per_step"] is None or res["page_faults_per_step"] >= 0
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc maps allocations > 32 MB afresh")
-def test_profile_counts_the_page_faults_of_a_fresh_large_buffer(tmp_path):
-    # A 64 MiB output is a new mapping every call under glibc (above its 32 MiB mmap
-    # threshold), faulted in page by page: 16,384 pages of 4 KiB (counting a quarter of them
-    # shows the counter sees the step's faults), or 32 of 2 MiB where this process's malloc
-    # was told to use transparent huge pages (GLIBC_TUNABLES=glibc.malloc.hugetlb=1).
-    huge = "glibc.malloc.hugetlb=1" in os.environ.get("GLIBC_TUNABLES", "")
-    res = profile.profile(lambda x: x * 2.0, (jnp.ones((16, 1024, 1024)),), steps=2, logdir=tmp_path)
-    assert res["page_faults_per_step"] >= (32 if huge else 4096), res["page_faults_per_step"]
-
-
 def test_find_case_takes_an_exact_label_or_a_unique_fragment():
     assert find_case(CASES[0].label) is CASES[0]
     assert find_case("dnc n=64").batch == 32  # case-insensitive fragment

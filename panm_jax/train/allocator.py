@@ -1,0 +1,82 @@
+"""Keep freed host memory for reuse: glibc's malloc settings for XLA's CPU runtime.
+
+XLA's CPU runtime allocates a call's temporary buffer afresh on every call, with
+``malloc``, from one of its worker threads. For a training step that buffer is
+large (the NTM step at B = 128 keeps a ``[42, 128, 20, 128]`` stack of memories
+for its backward pass: 120 MB in all), and glibc serves any block that large from
+a worker thread's arena with a fresh ``mmap`` and returns it with ``munmap`` when
+it is freed, whatever ``M_MMAP_THRESHOLD`` says. The kernel then maps and zeroes
+every page of it again on the next call: 26,000 page faults per NTM step, about
+a fifth of its time on a 2-core CPU (``benchmarks/results/cpu-2cores``).
+
+``keep_freed_memory()`` tells glibc, through ``mallopt``, to serve every thread
+from the main arena (``M_ARENA_MAX = 1``), never to ``mmap`` a block
+(``M_MMAP_MAX = 0``) and never to give freed memory back (``M_TRIM_THRESHOLD``
+at its maximum), so the second call finds the first call's pages already mapped.
+The cost: the process keeps its peak heap until it exits (what a training run
+does anyway), and threads share one arena (XLA's CPU runtime allocates a few
+buffers per call, so they do not contend).
+
+The command line and the benchmarks call it at start-up; a library user opts in
+by calling it. ``PANM_JAX_MALLOC=system`` turns it off. It does nothing off glibc
+(macOS, musl), where it returns ``{}``. Call it before the first computation:
+glibc fixes a thread's arena, and how many arenas it may create, when a thread
+first needs one (after ``import jax`` is fine: XLA's threads start with the
+backend).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+
+__all__ = ["ENV_VAR", "keep_freed_memory", "malloc_settings"]
+
+# The environment variable that turns keep_freed_memory off ("system": leave malloc alone).
+ENV_VAR = "PANM_JAX_MALLOC"
+
+# mallopt parameter numbers (glibc <malloc.h>).
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_MAX = -4
+_M_ARENA_MAX = -8
+_SETTINGS = {"M_ARENA_MAX": (_M_ARENA_MAX, 1), "M_MMAP_MAX": (_M_MMAP_MAX, 0),
+             "M_TRIM_THRESHOLD": (_M_TRIM_THRESHOLD, 2**31 - 1)}
+
+_applied: dict[str, int] = {}
+
+
+def _glibc():
+    name = ctypes.util.find_library("c")
+    if not name:
+        return None
+    try:
+        libc = ctypes.CDLL(name)
+        libc.gnu_get_libc_version  # noqa: B018 (only glibc has it)
+        return libc
+    except (OSError, AttributeError):
+        return None
+
+
+def keep_freed_memory() -> dict[str, int]:
+    """Apply the settings above; returns those applied (``{}`` off glibc or when turned off).
+
+    Idempotent. Raises ``RuntimeError`` if glibc refuses a setting.
+    """
+    if os.environ.get(ENV_VAR, "").strip().lower() == "system":
+        return {}
+    if _applied:
+        return dict(_applied)
+    libc = _glibc()
+    if libc is None:
+        return {}
+    for name, (param, value) in _SETTINGS.items():
+        if libc.mallopt(ctypes.c_int(param), ctypes.c_int(value)) != 1:
+            raise RuntimeError(f"mallopt({name}, {value}) failed: glibc refused the setting")
+        _applied[name] = value
+    return dict(_applied)
+
+
+def malloc_settings() -> str:
+    """What ``keep_freed_memory`` applied in this process, for result records (``""`` if nothing)."""
+    return ",".join(f"{k}={v}" for k, v in _applied.items())
