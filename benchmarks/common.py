@@ -93,7 +93,7 @@ def environment() -> dict[str, Any]:
         "flax": flax.__version__,
         "commit": _commit(),
         "GLIBC_TUNABLES": os.environ.get("GLIBC_TUNABLES", ""),
-        "malloc": allocator.malloc_settings() or "system defaults",  # panm_jax/train/allocator.py
+        "malloc": allocator.malloc_settings() or "glibc defaults",  # panm_jax/train/allocator.py
         "transparent_hugepages": transparent_hugepages(),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }

@@ -226,7 +226,7 @@ def _print_top(title: str, rows: dict[str, float], total: float, top: int, descr
 
 
 def main(argv=None) -> int:
-    allocator.keep_freed_memory()  # as panm-jax does: panm_jax/train/allocator.py
+    allocator.configure_from_environment()  # PANM_JAX_MALLOC=keep, as panm-jax: panm_jax/train/allocator.py
     from benchmarks.speed import build_case, find_case
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

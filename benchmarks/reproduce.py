@@ -202,7 +202,7 @@ def plot(task: str, rows: list[dict[str, Any]], out: Path) -> None:
 
 
 def main(argv=None) -> int:
-    allocator.keep_freed_memory()  # as panm-jax does: panm_jax/train/allocator.py
+    allocator.configure_from_environment()  # PANM_JAX_MALLOC=keep, as panm-jax: panm_jax/train/allocator.py
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--task", default="copy", choices=sorted(PUBLISHED))
     p.add_argument("--models", default="panm,lstm,ntm,dnc,stack_lstm")

@@ -28,11 +28,11 @@ DRAM's; a working set that stays in the caches (this CPU has 2 MiB of L2 and 32
 MiB of L3) can beat the bytes term, so ``x_floor`` below 1 means the floor was
 set by a bytes estimate that the caches beat, not an error in the timing.
 
-The suite runs as the ``panm-jax`` command line does: glibc's malloc is told to
-keep freed memory mapped (``panm_jax/train/allocator.py``; every result records
-it under ``malloc``), so XLA's per-call temporary buffer is not mapped and zeroed
-afresh by the kernel on every step. ``PANM_JAX_MALLOC=system`` measures with
-glibc's defaults instead.
+``PANM_JAX_MALLOC=keep`` runs the suite with glibc's malloc told to keep freed
+memory mapped (``panm_jax/train/allocator.py``; every result records the
+setting under ``malloc``): XLA's per-call temporary buffer is then not mapped
+and zeroed afresh by the kernel on every step. It helps the NTM step and slows
+the DNC's, so it is not the default.
 
 Peer figures (issue 10; the peers' own model classes under PyTorch 2.13 on this
 2-core CPU class, median step): the PANM authors' code 0.68 s (width 256) and
@@ -215,7 +215,7 @@ def throughput_sweep(case: Case, bw: float) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    allocator.keep_freed_memory()  # as panm-jax does: panm_jax/train/allocator.py
+    allocator.configure_from_environment()  # PANM_JAX_MALLOC=keep, as panm-jax: panm_jax/train/allocator.py
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="3 repeats, PANM n=10 and NTM B=1 only; records nothing")
     p.add_argument("--only", default="", help="comma-separated families: panm, ntm, dnc, stack")

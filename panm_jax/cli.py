@@ -12,7 +12,7 @@ import importlib
 import sys
 
 from panm_jax import __version__
-from panm_jax.train.allocator import keep_freed_memory
+from panm_jax.train.allocator import configure_from_environment
 
 # Modules that contribute sub-commands, in the order --help lists them.
 COMMAND_MODULES = (
@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    keep_freed_memory()  # before any computation (panm_jax/train/allocator.py)
+    configure_from_environment()  # PANM_JAX_MALLOC=keep, before any computation (panm_jax/train/allocator.py)
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:

@@ -13,16 +13,19 @@ a fifth of its time on a 2-core CPU (``benchmarks/results/cpu-2cores``).
 from the main arena (``M_ARENA_MAX = 1``), never to ``mmap`` a block
 (``M_MMAP_MAX = 0``) and never to give freed memory back (``M_TRIM_THRESHOLD``
 at its maximum), so the second call finds the first call's pages already mapped.
-The cost: the process keeps its peak heap until it exits (what a training run
-does anyway), and threads share one arena (XLA's CPU runtime allocates a few
-buffers per call, so they do not contend).
+The cost: the process keeps its peak heap until it exits, and threads share one
+arena.
 
-The command line and the benchmarks call it at start-up; a library user opts in
-by calling it. ``PANM_JAX_MALLOC=system`` turns it off. It does nothing off glibc
-(macOS, musl), where it returns ``{}``. Call it before the first computation:
-glibc fixes a thread's arena, and how many arenas it may create, when a thread
-first needs one (after ``import jax`` is fine: XLA's threads start with the
-backend).
+It is opt-in, because it is not a win for every model: in paired runs on the
+2-core CPU (one process each way, alternating) it cut the NTM step's CPU time by
+10-20 % and left its wall time equal or lower, but made the DNC step at N = 64
+30-80 % slower (108-116 ms against 140-194 ms). The ``panm-jax`` command line
+and the benchmarks apply it when ``PANM_JAX_MALLOC=keep`` is set
+(``configure_from_environment``); a library user may call it directly. It does
+nothing off glibc (macOS, musl), where it returns ``{}``. Call it before the
+first computation: glibc fixes a thread's arena, and how many arenas it may
+create, when a thread first needs one (after ``import jax`` is fine: XLA's
+threads start with the backend).
 """
 
 from __future__ import annotations
@@ -31,9 +34,9 @@ import ctypes
 import ctypes.util
 import os
 
-__all__ = ["ENV_VAR", "keep_freed_memory", "malloc_settings"]
+__all__ = ["ENV_VAR", "configure_from_environment", "keep_freed_memory", "malloc_settings"]
 
-# The environment variable that turns keep_freed_memory off ("system": leave malloc alone).
+# The environment variable that chooses: "keep" applies keep_freed_memory, "system" (or unset) leaves malloc alone.
 ENV_VAR = "PANM_JAX_MALLOC"
 
 # mallopt parameter numbers (glibc <malloc.h>).
@@ -58,13 +61,24 @@ def _glibc():
         return None
 
 
+def configure_from_environment() -> dict[str, int]:
+    """``keep_freed_memory()`` if ``PANM_JAX_MALLOC=keep``; nothing if it is unset or ``system``.
+
+    Raises ``ValueError`` naming the variable for any other value.
+    """
+    value = os.environ.get(ENV_VAR, "").strip().lower()
+    if value == "keep":
+        return keep_freed_memory()
+    if value in ("", "system"):
+        return {}
+    raise ValueError(f"{ENV_VAR}: expected 'keep' or 'system' (or unset), got {os.environ[ENV_VAR]!r}")
+
+
 def keep_freed_memory() -> dict[str, int]:
-    """Apply the settings above; returns those applied (``{}`` off glibc or when turned off).
+    """Apply the settings above; returns those applied (``{}`` off glibc).
 
     Idempotent. Raises ``RuntimeError`` if glibc refuses a setting.
     """
-    if os.environ.get(ENV_VAR, "").strip().lower() == "system":
-        return {}
     if _applied:
         return dict(_applied)
     libc = _glibc()
