@@ -16,10 +16,14 @@ at its maximum), so the second call finds the first call's pages already mapped.
 The cost: the process keeps its peak heap until it exits, and threads share one
 arena.
 
-It is opt-in, because it is not a win for every model: in paired runs on the
-2-core CPU (one process each way, alternating) it cut the NTM step's CPU time by
-10-20 % and left its wall time equal or lower, but made the DNC step at N = 64
-30-80 % slower (108-116 ms against 140-194 ms). The ``panm-jax`` command line
+It is opt-in, because it is not a win for every model, and it can run a machine
+out of memory: in paired runs on the 2-core CPU (one process each way,
+alternating) it cut the NTM step's CPU time by 10-20 % and left its wall time
+equal or lower, but made the DNC step at N = 64 30-80 % slower (108-116 ms
+against 140-194 ms); in a whole speed suite run (``speed_keep_malloc.md``) no
+step was faster than in the run just before it without, and the DNC at
+N = 1,024 was killed for memory on a 24 GiB machine (freed blocks are never
+returned, and one arena fragments). The ``panm-jax`` command line
 and the benchmarks apply it when ``PANM_JAX_MALLOC=keep`` is set
 (``configure_from_environment``); a library user may call it directly. It does
 nothing off glibc (macOS, musl), where it returns ``{}``. Call it before the
