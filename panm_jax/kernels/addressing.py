@@ -52,9 +52,9 @@ def oneplus(x: jax.Array) -> jax.Array:
     return 1.0 + jax.nn.softplus(x)
 
 
-def _safe_norm(x: jax.Array) -> jax.Array:
-    # sqrt(|x|^2 + NORM_EPS): finite value and gradient at x = 0 (see NORM_EPS).
-    return jnp.sqrt(jnp.sum(x * x, axis=-1) + NORM_EPS)
+def _safe_norm(x: jax.Array, axis: int = -1) -> jax.Array:
+    # sqrt(|x|^2 + NORM_EPS) over `axis`: finite value and gradient at x = 0 (see NORM_EPS).
+    return jnp.sqrt(jnp.sum(x * x, axis=axis) + NORM_EPS)
 
 
 def cosine_similarity(keys: jax.Array, memory: jax.Array) -> jax.Array:

@@ -168,12 +168,8 @@ def similarity(keys: jax.Array, memory: jax.Array) -> jax.Array:
     Returns:
       ``[K, N]``.
     """
-    return (keys @ memory) / (addressing._safe_norm(keys)[:, None] * _slot_norms(memory)[None, :])
-
-
-def _slot_norms(memory: jax.Array) -> jax.Array:
-    # [W, N] -> [N]: sqrt(|M(i)|^2 + NORM_EPS) of each slot's word, as addressing._safe_norm.
-    return jnp.sqrt(jnp.sum(memory * memory, axis=0) + addressing.NORM_EPS)
+    norms = addressing._safe_norm(keys)[:, None] * addressing._safe_norm(memory, axis=0)[None, :]  # [K, N]
+    return (keys @ memory) / norms
 
 
 def read(memory: jax.Array, weights: jax.Array) -> jax.Array:
@@ -441,7 +437,7 @@ def _memory_step_bwd(residuals, cotangents):
     g_rw = g_read_weights + g_reads @ new_memory  # [R, N]
     d_sim_r, d_prev_read, *d_read_rest = _chain_bwd(read_saved, read_head, g_rw)
     norm_kr = addressing._safe_norm(read_head.key)  # [R]
-    norm_new = _slot_norms(new_memory)  # [N]
+    norm_new = addressing._safe_norm(new_memory, axis=0)  # [N]
     coef_r = d_sim_r / (norm_kr[:, None] * norm_new[None, :])  # [R, N]
     total = (g_memory + _outer_sum(read_weights, g_reads) + _outer_sum(coef_r, read_head.key)
              - (jnp.sum(d_sim_r * sim_r, axis=0) / norm_new**2)[None, :] * new_memory)  # G, [W, N]
@@ -460,7 +456,7 @@ def _memory_step_bwd(residuals, cotangents):
     d_keep = jnp.sum(d_w * write_weights).astype(keep.dtype)
     d_sim_w, d_prev_write, *d_write_rest = _chain_bwd(write_saved, write_head, g_write_weights + keep * d_w)
     norm_kw = addressing._safe_norm(write_head.key)  # [H]
-    norm_m = _slot_norms(memory)  # [N]
+    norm_m = addressing._safe_norm(memory, axis=0)  # [N]
     coef_w = d_sim_w / (norm_kw[:, None] * norm_m[None, :])  # [H, N]
     d_memory = (total * kept + _outer_sum(coef_w, write_head.key)
                 - (jnp.sum(d_sim_w * sim_w, axis=0) / norm_m**2)[None, :] * memory)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import os
-import sys
 
 import jax
 import jax.numpy as jnp

@@ -44,7 +44,8 @@ def _run(mode: str) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-@pytest.mark.skipif(allocator._glibc() is None, reason="the settings are glibc's (Linux); elsewhere they are not applied")
+@pytest.mark.skipif(allocator._glibc() is None,
+                    reason="the settings are glibc's (Linux); elsewhere they are not applied")
 def test_keep_freed_memory_stops_a_large_buffer_faulting_in_every_call():
     # Under glibc's defaults a 64 MiB block is mmapped afresh at every call and faulted in page by
     # page (16,384 pages of 4 KiB; a quarter shows they are counted). With PANM_JAX_MALLOC=keep
