@@ -16,8 +16,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 # Counts the minor page faults of a jitted call whose 64 MiB output is freed before the next
 # call, in a fresh process (the settings are process-wide and come before the first
-# computation): the median of calls 17 to 24. glibc's heap grows for the first calls (one to
-# nine of them in our runs), while freed blocks are still on their way back, then reuses them.
+# computation): how many of calls 9 to 24 faulted in a whole buffer (over 4,096 pages). Under
+# keep, glibc's heap grows for the first calls (one to twelve of them in eight runs), and now
+# and then for two more later, while freed blocks are still on their way back; otherwise it
+# reuses them.
 _SCRIPT = """
 import json, resource
 from panm_jax.train.allocator import configure_from_environment, malloc_settings
@@ -32,7 +34,7 @@ for _ in range(24):
     y.block_until_ready()
     del y
     faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
-print(json.dumps({"applied": applied, "record": malloc_settings(), "faults": sorted(faults[16:])[4]}))
+print(json.dumps({"applied": applied, "record": malloc_settings(), "faulting": sum(f > 4096 for f in faults[8:])}))
 """
 
 
@@ -49,14 +51,14 @@ def _run(mode: str) -> dict:
 def test_keep_freed_memory_stops_a_large_buffer_faulting_in_every_call():
     # Under glibc's defaults a 64 MiB block is mmapped afresh at every call and faulted in page by
     # page (16,384 pages of 4 KiB; a quarter shows they are counted). With PANM_JAX_MALLOC=keep
-    # the freed block is reused, already mapped: a few faults at most.
+    # the freed block is reused, already mapped, by most calls.
     system = _run("system")
     assert system["applied"] == {} and system["record"] == ""
-    assert system["faults"] >= 4096, system
+    assert system["faulting"] == 16, system  # every call maps its buffer afresh
     kept = _run("keep")
     assert kept["applied"] == {"M_ARENA_MAX": 1, "M_MMAP_MAX": 0, "M_TRIM_THRESHOLD": 2**31 - 1}, kept
     assert kept["record"] == "M_ARENA_MAX=1,M_MMAP_MAX=0,M_TRIM_THRESHOLD=2147483647"
-    assert kept["faults"] < 512, kept
+    assert kept["faulting"] < 8, kept  # most calls reuse mapped pages (at most 6 of 16 seen in our runs)
 
 
 def test_the_environment_variable_is_checked(monkeypatch):
