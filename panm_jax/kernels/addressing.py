@@ -18,26 +18,35 @@ import jax.numpy as jnp
 import numpy as np
 
 __all__ = [
-    "NORM_EPS",
     "ROLL_SHIFT_MAX",
     "SHARPEN_EPS",
     "circular_shift",
+    "compute_dtype",
     "content_weights",
     "cosine_similarity",
     "interpolate",
+    "normalize",
     "oneplus",
+    "scaled_softmax",
     "sharpen",
 ]
 
-# Added to a squared norm before the square root: sqrt is not differentiable at 0,
-# so without it a zero key or an all-zero memory row gives an infinite gradient
-# (and 0/0 in the cosine). 1e-8 is below float32 resolution for unit-scale vectors.
-NORM_EPS = 1e-8
-
 # Added to weights before the power in `sharpen`: d(w^gamma)/d(gamma) = w^gamma log w
 # is 0 * -inf = NaN at w = 0. 1e-12 is far below float32 resolution of weights
-# that sum to one over any practical N.
+# that sum to one over any practical N. (It would round to 0 in float16, so 16-bit
+# weights are sharpened in float32: `compute_dtype`.)
 SHARPEN_EPS = 1e-12
+
+
+def compute_dtype(dtype) -> jnp.dtype:
+    """The dtype the addressing arithmetic runs in for arrays of ``dtype``.
+
+    ``dtype`` itself for float32 and float64; float32 for the 16-bit floats
+    (float16, bfloat16), whose range (float16) or resolution (both) is too small
+    for a sum of squares or a sharpening exponent. Kernels keep their state in the
+    caller's dtype and cast results back.
+    """
+    return jnp.promote_types(dtype, jnp.float32)
 
 
 def oneplus(x: jax.Array) -> jax.Array:
@@ -52,29 +61,105 @@ def oneplus(x: jax.Array) -> jax.Array:
     return 1.0 + jax.nn.softplus(x)
 
 
-def _safe_norm(x: jax.Array, axis: int = -1) -> jax.Array:
-    # sqrt(|x|^2 + NORM_EPS) over `axis`: finite value and gradient at x = 0 (see NORM_EPS).
-    return jnp.sqrt(jnp.sum(x * x, axis=axis) + NORM_EPS)
+def normalize(x: jax.Array, axis: int = -1) -> tuple[jax.Array, jax.Array]:
+    """Unit vectors and inverse norms along ``axis``, exact at every scale.
+
+    Returns ``(x / |x|, 1 / |x|)`` (the inverse norm with ``axis`` removed), where
+    ``|x|`` is the Euclidean norm. A plain ``sqrt(sum(x^2))`` underflows to 0 for
+    vectors shorter than about ``1e-19`` in float32 (their squares are below the
+    smallest float) and overflows above about ``1e19``; here each vector is first
+    multiplied by the power of two ``2^-e`` that brings its largest magnitude into
+    ``[1/2, 1)`` (``e`` from ``frexp``; a multiplication by a power of two is exact;
+    within a factor 4 of that for the largest floats), so the sum of squares lies in
+    ``[1/4, 16 n]`` and the result equals ``x / |x|`` to
+    rounding for every non-zero vector whose entries are normal numbers of the
+    dtype. The 16-bit floats are computed in float32 (``compute_dtype``) and
+    returned in float32.
+
+    An exactly zero vector has no direction: it gives the unit vector 0 and the
+    inverse norm 1 (documented choice; value and gradient finite). The gradient
+    of the unit vector is then the identity, so a zero key's gradient through a
+    cosine is the other vector's unit vector: finite, and pointing the key
+    towards it.
+
+    The scale ``2^-e`` is a constant for differentiation (it is piecewise constant
+    in ``x``), so the gradient is exactly that of ``x / |x|``.
+
+    Args:
+      x: ``[..., n, ...]`` any floating array.
+      axis: the axis of the vectors.
+
+    Returns:
+      ``(unit, inverse_norm)``: ``unit`` has the shape of ``x``; ``inverse_norm``
+      has ``axis`` removed.
+    """
+    work = compute_dtype(x.dtype)
+    x = x.astype(work)
+    peak = jax.lax.stop_gradient(jnp.max(jnp.abs(x), axis=axis, keepdims=True))
+    _, exponent = jnp.frexp(peak)  # peak = f 2^e with f in [1/2, 1); e = 0 for peak = 0
+    # Keep 2^-e a normal number: e <= -minexp (float32: 126; the largest floats then scale
+    # to at most 4) and e >= minexp + 1 (subnormal peaks, flushed to zero on most backends).
+    info = jnp.finfo(work)
+    exponent = jnp.clip(exponent, info.minexp + 1, -info.minexp)
+    scale = jnp.ldexp(jnp.ones_like(peak), -exponent)  # 2^-e, exact
+    scaled = x * scale  # largest magnitude in [1/2, 1), or all zero
+    squares = jnp.sum(scaled * scaled, axis=axis, keepdims=True)  # in [1/4, n], or 0
+    norm = jnp.sqrt(jnp.where(squares > 0, squares, 1.0))  # |x| 2^-e; 1 for a zero vector
+    return scaled / norm, jnp.squeeze(scale / norm, axis=axis)
 
 
 def cosine_similarity(keys: jax.Array, memory: jax.Array) -> jax.Array:
     """Cosine similarity of each key with each memory row.
 
-    Implements ``D(u, v) = u . v / (|u| |v|)`` of seed ``002`` (NTM and DNC
-    Definitions); ``R[k, M[i]]`` of seed ``000`` Eq. 13.
+    Implements ``D(u, v) = u . v / (|u| |v|)`` of Graves et al. 2016 (Methods,
+    "Definitions") and the NTM's ``K[u, v]`` (Graves et al. 2014, Eq. 6).
 
-    The norms are ``sqrt(|x|^2 + NORM_EPS)``, so a zero key or a zero memory row
-    gives similarity 0 with a finite gradient instead of 0/0.
+    Computed as the dot product of the unit vectors from ``normalize``, so it
+    equals ``u . v / (|u| |v|)`` to rounding for non-zero vectors of any scale
+    the dtype represents (``1e-30`` and ``1e30`` in float32 alike: it is
+    scale-invariant, as the equation is). An exactly zero key or memory row
+    has similarity 0 with every vector, with a finite gradient (``normalize``).
+    16-bit inputs are computed in float32 and the result is cast back.
 
     Args:
       keys: ``[..., W]`` one key per head (any leading axes).
       memory: ``[N, W]``.
 
     Returns:
-      ``[..., N]`` similarities in ``[-1, 1]``.
+      ``[..., N]`` similarities in ``[-1, 1]`` (to rounding).
     """
-    dots = jnp.einsum("...w,nw->...n", keys, memory)
-    return dots / (_safe_norm(keys)[..., None] * _safe_norm(memory))
+    unit_keys, _ = normalize(keys)
+    unit_rows, _ = normalize(memory)
+    out = jnp.result_type(keys.dtype, memory.dtype)
+    return jnp.einsum("...w,nw->...n", unit_keys, unit_rows).astype(out)
+
+
+def scaled_softmax(scores: jax.Array, scale: jax.Array) -> jax.Array:
+    """``softmax(scale * scores)`` over the last axis, for a non-negative ``scale``.
+
+    Computed as ``exp(scale (s - max s)) / sum exp(scale (s - max s))``: the largest
+    score's logit is exactly ``scale * 0 = 0`` whatever the scale, so at least one
+    term of the sum is 1. The usual ``exp(scale s - max(scale s))`` is not safe for a
+    large scale: a compiler may contract the product and the subtraction into one
+    fused multiply-add, which subtracts the *rounded* maximum from the *exact*
+    product, leaving the largest logit at minus the product's rounding error
+    (about ``-170`` for ``1e10 * 0.9999999`` in float32); every term then underflows
+    and the softmax is 0/0. Here no product precedes a subtraction.
+
+    The maximum is a constant for differentiation (the softmax does not depend
+    on it), so the gradient is exactly that of ``softmax(scale * scores)``.
+
+    Args:
+      scores: ``[..., N]``.
+      scale: ``[...]`` (or a scalar), ``>= 0``: the strength ``beta`` or the
+        sharpening exponent ``gamma``.
+
+    Returns:
+      ``[..., N]``, each row a distribution.
+    """
+    top = jax.lax.stop_gradient(jnp.max(scores, axis=-1, keepdims=True))
+    logits = jnp.asarray(scale)[..., None] * (scores - top)  # <= 0; 0 at the maximum
+    return jax.nn.softmax(logits, axis=-1)
 
 
 def content_weights(memory: jax.Array, keys: jax.Array, strengths: jax.Array) -> jax.Array:
@@ -92,8 +177,9 @@ def content_weights(memory: jax.Array, keys: jax.Array, strengths: jax.Array) ->
     Returns:
       ``[..., N]`` weights, each row a probability distribution over slots.
     """
-    scores = strengths[..., None] * cosine_similarity(keys, memory)
-    return jax.nn.softmax(scores, axis=-1)
+    work = compute_dtype(memory.dtype)
+    similarity = cosine_similarity(keys, memory).astype(work)
+    return scaled_softmax(similarity, jnp.asarray(strengths).astype(work)).astype(memory.dtype)
 
 
 def interpolate(content: jax.Array, previous: jax.Array, gate: jax.Array) -> jax.Array:
@@ -169,9 +255,11 @@ def sharpen(weights: jax.Array, gamma: jax.Array) -> jax.Array:
     Implements seed ``000`` Eq. 13 (last line) and seed ``002`` NTM "Addressing"
     ``w_t``, with ``gamma >= 1``.
 
-    Computed as ``softmax(gamma * log(w~ + SHARPEN_EPS))``, which equals
+    Computed as ``softmax(gamma * log(w~ + SHARPEN_EPS))`` (by ``scaled_softmax``,
+    safe for any ``gamma``), which equals
     ``(w~ + eps)^gamma / sum (w~ + eps)^gamma`` exactly but cannot underflow to
     0/0 for a large ``gamma``, and is finite (uniform) when every weight is 0.
+    16-bit weights are sharpened in float32 (``compute_dtype``) and cast back.
 
     Args:
       weights: ``[..., N]`` ``w~`` (non-negative).
@@ -180,6 +268,7 @@ def sharpen(weights: jax.Array, gamma: jax.Array) -> jax.Array:
     Returns:
       ``[..., N]`` a distribution over slots.
     """
+    work = compute_dtype(weights.dtype)
     # max(., 0): float round-off in the shift can leave -1e-9; log needs >= 0.
-    logits = gamma[..., None] * jnp.log(jnp.maximum(weights, 0.0) + SHARPEN_EPS)
-    return jax.nn.softmax(logits, axis=-1)
+    logs = jnp.log(jnp.maximum(weights.astype(work), 0.0) + SHARPEN_EPS)
+    return scaled_softmax(logs, jnp.asarray(gamma).astype(work)).astype(weights.dtype)

@@ -16,6 +16,17 @@ written at step ``t`` can therefore be read at step ``t``.
 Notation: ``N`` slots, ``W`` word size, ``R`` read heads, ``H`` write heads,
 ``S`` shift width (odd).
 
+Finite range (float32, measured by ``tests/kernels/test_cosine_scale.py``): the
+step's values stay finite for raw interface values of any finite magnitude (up to
+``3e38``): the cosine is exact at every scale (``addressing.normalize``) and the
+softmaxes of ``beta D`` and ``gamma log w`` cannot lose their largest term
+(``addressing.scaled_softmax``). Gradients are finite for raw values up to ``1e11``
+in magnitude; beyond that the float32 backward pass overflows in products of
+strengths and memory-sized cotangents (float64 gradients are still finite at
+``1e20``). Long before that, at ``|raw| ~ 1e8``, float32 gradients are mostly
+rounding error (a strength of ``1e8`` times a cosine's rounding): keep the
+pre-activations bounded (Collier & Beel clip them to ``[-20, 20]``) or use float64.
+
 Layout: the memory is stored word-major, ``[W, N]``, the transpose of the
 seeds' ``N x W`` matrix ``M_t`` (row ``i`` of ``M_t`` is column ``i`` here). Every
 per-slot quantity (row norms, weightings, the erase and add outer products) then
@@ -55,11 +66,15 @@ __all__ = [
     "write",
 ]
 
-# The initial memory value. A small constant rather than zeros or noise: every
-# row starts equal (so no slot is favoured by content addressing) and non-zero.
-# Collier & Beel (2018, "Implementing Neural Turing Machines") found a small
-# constant initialisation trained most reliably; zeros are also safe here
-# (the cosine similarity is guarded), so this is a default, not a requirement.
+# The initial memory value: a small constant, as Collier & Beel (2018, "Implementing
+# Neural Turing Machines", ICANN) found to train most reliably. Every slot starts
+# equal, so no slot is favoured by content addressing. The cosine is exact at every
+# scale (addressing.normalize), so an unwritten slot is not "empty" to content
+# addressing: it has the direction of the all-ones vector, and a key k scores
+# sum(k) / (sqrt(W) |k|) against it, as in Collier & Beel's implementation (its
+# cosine, u.v / (|u| |v| + 1e-8), is within 0.1 % of exact at this scale for keys of
+# unit scale). `memory_init=0.0` gives slots that score
+# 0 against every key instead (the cosine of a zero vector, addressing.normalize).
 MEMORY_INIT = 1e-6
 
 
@@ -87,7 +102,7 @@ class NTMControls(NamedTuple):
 
     read: HeadControls  # K = R read heads
     write: HeadControls  # K = H write heads
-    erase: jax.Array  # [H, W] e in [0, 1] (sigmoid)
+    erase: jax.Array  # [H, W] e in [0, 1] (sigmoid: the library's choice, see controls_from_interface)
     add: jax.Array  # [H, W] a (identity activation)
 
 
@@ -149,17 +164,19 @@ def address(memory: jax.Array, previous: jax.Array, head: HeadControls) -> jax.A
     Returns:
       ``[K, N]`` the new weights, each row a distribution over slots.
     """
-    content = jax.nn.softmax(head.strength[..., None] * similarity(head.key, memory), axis=-1)
+    content = addressing.scaled_softmax(similarity(head.key, memory), head.strength)
     gated = addressing.interpolate(content, previous, head.gate)
     shifted = addressing.circular_shift(gated, head.shift)
     return addressing.sharpen(shifted, head.sharpen)
 
 
 def similarity(keys: jax.Array, memory: jax.Array) -> jax.Array:
-    """Cosine similarity of each key with each slot: ``K[k, M_t(i)]`` (seed ``000`` Eq. 13).
+    """Cosine similarity of each key with each slot: ``K[k, M_t(i)]`` (Graves et al. 2014, Eq. 6).
 
-    ``addressing.cosine_similarity`` for the ``[W, N]`` layout, with the same
-    guarded norms ``sqrt(|x|^2 + NORM_EPS)``.
+    ``addressing.cosine_similarity`` for the ``[W, N]`` layout: the dot products of
+    the unit vectors from ``addressing.normalize``, so it equals
+    ``k . M(i) / (|k| |M(i)|)`` to rounding at every scale, and is 0 (with a
+    finite gradient) for an exactly zero key or slot.
 
     Args:
       keys: ``[K, W]``.
@@ -168,8 +185,9 @@ def similarity(keys: jax.Array, memory: jax.Array) -> jax.Array:
     Returns:
       ``[K, N]``.
     """
-    norms = addressing._safe_norm(keys)[:, None] * addressing._safe_norm(memory, axis=0)[None, :]  # [K, N]
-    return (keys @ memory) / norms
+    unit_keys, _ = addressing.normalize(keys)  # [K, W]
+    unit_slots, _ = addressing.normalize(memory, axis=0)  # [W, N]
+    return (unit_keys @ unit_slots).astype(jnp.result_type(keys.dtype, memory.dtype))
 
 
 def read(memory: jax.Array, weights: jax.Array) -> jax.Array:
@@ -277,6 +295,10 @@ def step(state: NTMState, controls: NTMControls, mask: jax.Array | None = None) 
       mask: optional scalar; where 0 (a padding step) the state is returned
         unchanged and the read is zeros.
 
+    Dtypes: the state keeps its dtype. float32 and float64 states are stepped
+    in their dtype; float16 and bfloat16 states are stepped in float32 and the
+    new state is rounded back (``addressing.compute_dtype``).
+
     Returns:
       ``(new_state, reads [R, W])``.
     """
@@ -288,10 +310,16 @@ def step(state: NTMState, controls: NTMControls, mask: jax.Array | None = None) 
     if mask is not None:
         check_shape("mask", mask, (), "")
 
-    keep = jnp.ones((), state.memory.dtype) if mask is None else jnp.asarray(mask).astype(state.memory.dtype)
-    memory, write_weights, read_weights, reads = memory_step(
-        state.memory, state.write_weights, state.read_weights, controls.write, controls.read,
-        controls.erase, controls.add, keep)
+    # 16-bit states are stepped in float32 (addressing.compute_dtype) and stored back:
+    # float16's sums of squares, sharpening logits and reciprocals leave its range.
+    dtype = state.memory.dtype
+    work = addressing.compute_dtype(dtype)
+    up = functools.partial(jax.tree.map, lambda x: jnp.asarray(x).astype(work))
+    keep = jnp.ones((), work) if mask is None else jnp.asarray(mask).astype(work)
+    memory, write_weights, read_weights, reads = jax.tree.map(
+        lambda x: x.astype(dtype),
+        memory_step(*up((state.memory, state.write_weights, state.read_weights, controls.write,
+                         controls.read, controls.erase, controls.add)), keep))
     if mask is None:
         return NTMState(memory, read_weights, write_weights, reads), reads
     # A masked step wrote with zero weights (memory_step), so the memory is already
@@ -310,7 +338,7 @@ def _chain_fwd(similarity: jax.Array, previous: jax.Array, head: HeadControls) -
     one ``[5, K, N]`` stack ``(D, w_prev, w_c, w~, w)``: one residual array per
     step for the scan to store instead of five.
     """
-    content = jax.nn.softmax(head.strength[..., None] * similarity, axis=-1)
+    content = addressing.scaled_softmax(similarity, head.strength)
     shifted = addressing.circular_shift(addressing.interpolate(content, previous, head.gate), head.shift)
     weights = addressing.sharpen(shifted, head.sharpen)
     return weights, jnp.stack([similarity, previous, content, shifted, weights])
@@ -388,18 +416,19 @@ def memory_step(memory: jax.Array, prev_write: jax.Array, prev_read: jax.Array, 
         g_wr  = gw^r + gr M_t^T                                 ([R, N])
         dD^r  = VJP of the read chain (softmax .. sharpen) at g_wr
         G     = gM_t + sum_r w^r[r] gr[r]^T
-                + sum_r (dD^r[r] / (|k_r| |M_t|)) k_r^T - (sum_r dD^r[r] D^r[r] / |M_t|^2) o M_t
-        dk_r  = sum_i dD^r[r, i] M_t[i] / (|k_r| |M_t[i]|) - (sum_i dD^r[r, i] D^r[r, i]) k_r / |k_r|^2
+                + sum_r (dD^r[r] / |M_t|) k^_r^T - (sum_r dD^r[r] D^r[r] / |M_t|) o M^_t
+        dk_r  = (sum_i dD^r[r, i] M^_t[i] - (sum_i dD^r[r, i] D^r[r, i]) k^_r) / |k_r|
 
     then, with ``F_h = 1 - w_h e_h^T``, ``K = prod_h F_h`` and ``K_-h = prod_{h' != h} F_h'``
     (``w`` = ``keep w^w_t``),
 
         dw_h[i] = sum_j G_ij (a_hj - M_ij e_hj K_-h,ij)     de_h[j] = -sum_i G_ij M_ij w_hi K_-h,ij
         da_h[j] = sum_i G_ij w_hi                           dkeep   = sum_h,i dw_h[i] w^w_t[h, i]
-        dM_{t-1} = G o K + sum_h (dD^w[h] / (|k_h| |M|)) k_h^T - (sum_h dD^w[h] D^w[h] / |M|^2) o M
+        dM_{t-1} = G o K + sum_h (dD^w[h] / |M|) k^_h^T - (sum_h dD^w[h] D^w[h] / |M|) o M^
 
-    where ``dD^w`` is the write chain's VJP at ``gw^w + keep dw``, and the norms
-    are ``sqrt(|x|^2 + NORM_EPS)`` as in ``addressing.cosine_similarity``. The
+    where ``dD^w`` is the write chain's VJP at ``gw^w + keep dw``, ``x^ = x / |x|``
+    and ``1 / |x|`` come from ``addressing.normalize`` (row by row; 0 and 1 for an
+    exactly zero vector, whose gradient is then the one ``normalize`` defines). The
     ``[K, N]`` chains from ``D`` to the weights have their own written-out VJP
     (``_chain_bwd``) from what the forward pass kept (``_chain_fwd``). The
     formulas are in the seeds' ``[N, W]`` orientation; the code computes their
@@ -436,12 +465,14 @@ def _memory_step_bwd(residuals, cotangents):
     # the docstring's [N, W] one (G here is G^T there, and so on).
     g_rw = g_read_weights + g_reads @ new_memory  # [R, N]
     d_sim_r, d_prev_read, *d_read_rest = _chain_bwd(read_saved, read_head, g_rw)
-    norm_kr = addressing._safe_norm(read_head.key)  # [R]
-    norm_new = addressing._safe_norm(new_memory, axis=0)  # [N]
-    coef_r = d_sim_r / (norm_kr[:, None] * norm_new[None, :])  # [R, N]
-    total = (g_memory + _outer_sum(read_weights, g_reads) + _outer_sum(coef_r, read_head.key)
-             - (jnp.sum(d_sim_r * sim_r, axis=0) / norm_new**2)[None, :] * new_memory)  # G, [W, N]
-    d_key_r = coef_r @ new_memory.T - (jnp.sum(d_sim_r * sim_r, axis=1) / norm_kr**2)[:, None] * read_head.key
+    # The cosine's VJP in unit vectors (addressing.normalize): for D[k, i] = k^_k . M^_i,
+    # dk_k = |k_k|^-1 (sum_i dD[k, i] M^_i - (sum_i dD D)[k] k^_k) and
+    # dM_i = |M_i|^-1 (sum_k dD[k, i] k^_k - (sum_k dD D)[i] M^_i).
+    unit_kr, inv_kr = addressing.normalize(read_head.key)  # [R, W], [R]
+    unit_new, inv_new = addressing.normalize(new_memory, axis=0)  # [W, N], [N]
+    total = (g_memory + _outer_sum(read_weights, g_reads) + _outer_sum(d_sim_r * inv_new[None, :], unit_kr)
+             - (jnp.sum(d_sim_r * sim_r, axis=0) * inv_new)[None, :] * unit_new)  # G, [W, N]
+    d_key_r = inv_kr[:, None] * (d_sim_r @ unit_new.T - jnp.sum(d_sim_r * sim_r, axis=1)[:, None] * unit_kr)
 
     # The write.
     d_w, d_erase, d_add = [], [], []
@@ -455,12 +486,11 @@ def _memory_step_bwd(residuals, cotangents):
     d_w = jnp.stack(d_w)  # [H, N]
     d_keep = jnp.sum(d_w * write_weights).astype(keep.dtype)
     d_sim_w, d_prev_write, *d_write_rest = _chain_bwd(write_saved, write_head, g_write_weights + keep * d_w)
-    norm_kw = addressing._safe_norm(write_head.key)  # [H]
-    norm_m = addressing._safe_norm(memory, axis=0)  # [N]
-    coef_w = d_sim_w / (norm_kw[:, None] * norm_m[None, :])  # [H, N]
-    d_memory = (total * kept + _outer_sum(coef_w, write_head.key)
-                - (jnp.sum(d_sim_w * sim_w, axis=0) / norm_m**2)[None, :] * memory)
-    d_key_w = coef_w @ memory.T - (jnp.sum(d_sim_w * sim_w, axis=1) / norm_kw**2)[:, None] * write_head.key
+    unit_kw, inv_kw = addressing.normalize(write_head.key)  # [H, W], [H]
+    unit_m, inv_m = addressing.normalize(memory, axis=0)  # [W, N], [N]
+    d_memory = (total * kept + _outer_sum(d_sim_w * inv_m[None, :], unit_kw)
+                - (jnp.sum(d_sim_w * sim_w, axis=0) * inv_m)[None, :] * unit_m)
+    d_key_w = inv_kw[:, None] * (d_sim_w @ unit_m.T - jnp.sum(d_sim_w * sim_w, axis=1)[:, None] * unit_kw)
 
     return (d_memory, d_prev_write, d_prev_read, HeadControls(d_key_w, *d_write_rest),
             HeadControls(d_key_r, *d_read_rest), jnp.stack(d_erase), jnp.stack(d_add), d_keep)
@@ -504,10 +534,15 @@ def controls_from_interface(
 ) -> NTMControls:
     """Split a raw controller output into activated ``NTMControls``.
 
-    Implements seed ``000_260939df825cb3ee.txt`` Eq. 11 (the split) and Eq. 12
-    (the activations): ``beta = softplus``, ``g = sigmoid``, ``s = softmax``,
-    ``gamma = 1 + softplus``, erase ``e = sigmoid``; keys and add vectors are
-    used as they are (the seed gives them no activation).
+    Implements the split of the M10AE paper's appendix Eq. 11 and its
+    activations of Eq. 12: ``beta = softplus``, ``g = sigmoid``, ``s = softmax``,
+    ``gamma = 1 + softplus``. Keys and add vectors are used as they are (no
+    activation there).
+
+    The erase vector goes through a sigmoid: the library's choice. Eq. 12 leaves
+    ``e`` raw, but Graves et al. 2014 ("Neural Turing Machines", §3.2) require
+    every element of ``e_t`` to lie in ``(0, 1)``, which the sigmoid guarantees
+    (a raw ``e`` above 1 would flip the sign of the memory it erases).
 
     Layout of ``raw`` (last axis, ``interface_size(W, R, H, S)`` values): the
     ``R`` read heads first, each ``[k (W), beta, g, s (S), gamma]``; then the
