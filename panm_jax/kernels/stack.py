@@ -50,6 +50,10 @@ API (one example at a time; modules add the batch axis with ``jax.vmap``):
   (Eq. 5), ``deque_push`` (Eq. 6, 9), ``deque_pop_strengths`` (Eq. 7-8),
   ``deque_read`` (Eq. 10-11).
 
+Dtypes: states keep the dtype ``*_init_state`` gave them. float16 and bfloat16
+states are stepped in float32 (their cumulative sums over up to ``C`` strengths
+need more than 8 or 11 bits) and the new state is rounded back.
+
 Notation: ``C`` capacity (steps), ``W`` word size (the paper's ``m``). The
 paper's indices start at 1 and ``V_t[i] = v_i``; here row ``i`` (from 0) holds
 the vector pushed at step ``i + 1``.
@@ -582,6 +586,19 @@ def _check_state(state: StackState | DequeState, rows_per_step: int) -> tuple[in
     return rows, width
 
 
+def _to_dtype(tree, dtype):
+    # Every floating leaf of `tree` cast to `dtype` (sizes and flags are left alone).
+    return jax.tree.map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, tree)
+
+
+def _to_compute_dtype(tree, dtype):
+    # 16-bit states step in float32: a bfloat16 sum of up to C strengths keeps 8 bits, and
+    # XLA on the CPU crashed differentiating bfloat16 cumulative sums of a few hundred slots.
+    work = jnp.promote_types(dtype, jnp.float32)
+    return jax.tree.map(lambda x: jnp.asarray(x).astype(work) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating)
+                        else x, tree)
+
+
 def _finish(mask: jax.Array | None, new, old, read):
     # A masked (padding) step returns the state unchanged and a zero read.
     if mask is None:
@@ -603,10 +620,14 @@ def _linear_step(
     check_shape("controls.push", controls.push, (), "")
     check_shape("controls.pop", controls.pop, (), "")
     check_shape("controls.value", controls.value, (width,), "W")
-    strengths = pop_fn(state.strengths, controls.pop)
-    values, strengths, size, dropped = push(state.values, strengths, state.size, controls.value, controls.push)
-    new = StackState(values, strengths, size, state.overflow | dropped)
-    return _finish(mask, new, state, read_fn(values, strengths))
+    dtype = state.values.dtype
+    up_state, up_controls = _to_compute_dtype((state, controls), dtype)
+    strengths = pop_fn(up_state.strengths, up_controls.pop)
+    values, strengths, size, dropped = push(up_state.values, strengths, state.size, up_controls.value,
+                                            up_controls.push)
+    new, read = _to_dtype((StackState(values, strengths, size, state.overflow | dropped),
+                           read_fn(values, strengths)), dtype)
+    return _finish(mask, new, state, read)
 
 
 def stack_step(
@@ -683,18 +704,15 @@ def deque_step(
         check_shape(f"controls.push_{end}", getattr(controls, f"push_{end}"), (), "")
         check_shape(f"controls.pop_{end}", getattr(controls, f"pop_{end}"), (), "")
         check_shape(f"controls.value_{end}", getattr(controls, f"value_{end}"), (width,), "W")
-    strengths = deque_pop_strengths(state.strengths, controls.pop_top, controls.pop_bottom)
+    dtype = state.values.dtype
+    up, c = _to_compute_dtype((state, controls), dtype)
+    strengths = deque_pop_strengths(up.strengths, c.pop_top, c.pop_bottom)
     values, strengths, size, dropped = deque_push(
-        state.values,
-        strengths,
-        state.size,
-        controls.value_top,
-        controls.push_top,
-        controls.value_bottom,
-        controls.push_bottom,
+        up.values, strengths, state.size, c.value_top, c.push_top, c.value_bottom, c.push_bottom
     )
-    new = DequeState(values, strengths, size, state.overflow | dropped)
-    return _finish(mask, new, state, deque_read(values, strengths))
+    new, read = _to_dtype((DequeState(values, strengths, size, state.overflow | dropped),
+                           deque_read(values, strengths)), dtype)
+    return _finish(mask, new, state, read)
 
 
 # ---- interface --------------------------------------------------------------
