@@ -72,8 +72,8 @@ __all__ = [
 # scale (addressing.normalize), so an unwritten slot is not "empty" to content
 # addressing: it has the direction of the all-ones vector, and a key k scores
 # sum(k) / (sqrt(W) |k|) against it, as in Collier & Beel's implementation (its
-# cosine, u.v / (|u| |v| + 1e-8), is within 0.1 % of exact at this scale for keys of
-# unit scale). `memory_init=0.0` gives slots that score
+# cosine, u.v / (|u| |v| + 1e-8), is 0.2 % short of exact at this scale for a unit
+# key and W = 20). `memory_init=0.0` gives slots that score
 # 0 against every key instead (the cosine of a zero vector, addressing.normalize).
 MEMORY_INIT = 1e-6
 
