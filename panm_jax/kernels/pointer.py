@@ -19,7 +19,8 @@ axis with ``jax.vmap``)::
     pointer_values      p^a_t = A w^a_t                                   (Eq. 3)
     dereference         *p^a_t = M w^a_t                                  (Mode 1)
     snap_to_address     round(p^a_t), straight-through gradient           (option snap_pointers, ours)
-    relational_access   w^c_t[n] = softmax_n(cos(q_t, M[n])),  *p^c_t = M w^c_t   (Eq. 5-6)
+    relational_access   w^c_t[n] = softmax_n(cos(q_t, M[n])),  *p^c_t = M w^c_t   (Eq. 5-6),
+                        returned as RelationalRead(values, weights)
     off_bank_addresses  d_k ~ U(addresses no real slot holds)             (training distractors, ours)
     neighbour_addresses d_k = A[n_k] xor 2^j_k, off the bank                (training distractors, ours)
 
@@ -45,10 +46,30 @@ negative ``beta`` points away from the best match.
 Score function. ``score="cosine"`` (the default) is the paper's Eq. 2 and 5,
 computed by ``addressing.cosine_similarity``, which is finite, with a finite
 gradient, at a zero key or a zero memory row (similarity 0 there).
-``score="scaled_dot"`` is the choice of the authors' public code: scaled
-dot-product attention ``q . k / sqrt(D)`` (their learned projections of the query
-and keys belong to the module, not here). The inverse temperature multiplies
-either score, so ``beta = 1`` with ``"scaled_dot"`` is exactly the authors' score.
+``score="scaled_dot"`` is the score of the authors' public code (PyTorch
+``MultiheadAttention``, i.e. the scaled dot product of Vaswani et al. 2017,
+"Attention Is All You Need", Eq. 1): ``q . k / sqrt(D)``. The authors' code also
+passes the query and the keys through learned linear projections first; this
+kernel scores the vectors it is given, and the PANM module gives it the Pointer
+Unit's state and ``g^a(A)`` (both learned) without extra projections. The inverse
+temperature multiplies either score, so ``beta = 1`` with ``"scaled_dot"`` is
+exactly softmax(q . k / sqrt(D)) of the vectors given.
+
+The scaled dot product saturates instead of overflowing: each query and key row
+is first multiplied by an exact power of two that brings its largest entry near
+``2^safe``, ``safe = (maxexp - 1 - ceil(log2 D)) // 2`` (62 in float32 for
+``D = 8``: the products and their sum then cannot overflow, and the products of
+tiny rows do not underflow), the dot
+product is taken of the rescaled rows and the powers are multiplied back (an
+identity: no rounding is added), and the result is clipped to ``[-f_max, f_max]``
+(``f_max`` the dtype's largest finite value). So the score is ``q . k / sqrt(D)``,
+rounded as the plain product rounds it wherever that one neither overflows nor
+underflows (bit for bit), and ``+-f_max`` beyond the finite range. The range that
+remains: scores beyond ``f_max`` in magnitude all equal ``+-f_max`` (they tie), and
+scores below the smallest normal number flush to 0 as any result does. The
+gradient is the exact ``k / sqrt(D)`` (``q / sqrt(D)`` for the key) where the score
+is not saturated and 0 where it is; it is finite wherever its true value,
+``sum_n g[h, n] k_n / sqrt(D)`` for a cotangent ``g``, is representable.
 
 Bit order. Address bits are least-significant first: column ``k`` of
 ``binary_addresses`` is bit ``k`` of the address (value ``2^k``). The paper prints
@@ -59,19 +80,21 @@ around: slot ``j`` holds ``(a_B + j) mod 2^b`` (Algorithm 1, line 5), so a bank 
 starts near the top of the address space continues at 0.
 
 Masking. Slots ``n`` with ``mask[n] == 0`` are padding (the input is padded to a
-bucket length ``L``). Their logit is replaced by ``MASKED_SCORE`` before the
-softmax and their weight is then set to exactly 0, so the weights over the real
-slots are exactly the paper's softmax over ``1 <= n <= l(X)`` and padded slots
-never receive attention, whatever their content (as long as it is finite: a
-weight of 0 times an infinite memory row is still NaN). Appending padded slots
-changes no output. A fully masked row (an empty example) gives all-zero weights,
-so its pointer values and dereferenced values are 0, with no NaN in the value or
-the gradient.
+bucket length ``L``). The softmax runs over the real slots only: padded slots get
+weight exactly 0 and never enter the arithmetic (their scores may even be
+infinite or NaN), so the weights over the real slots are exactly the paper's
+softmax over ``1 <= n <= l(X)`` for every finite ``beta`` (positive, zero or
+negative, however large or small) and every finite score, and appending padded
+slots changes no weight. (A weight of 0 times an infinite memory row is still
+NaN in ``dereference``: memory rows must be finite.) A fully masked row (an empty
+example) gives all-zero weights, so its pointer values and dereferenced values
+are 0, with no NaN in the value or the gradient. ``masked_softmax`` explains how.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -81,9 +104,9 @@ from panm_jax.kernels.addressing import cosine_similarity
 from panm_jax.kernels.validation import check_positive_int, check_shape
 
 __all__ = [
-    "MASKED_SCORE",
     "MAX_ADDRESS_BITS",
     "SCORES",
+    "RelationalRead",
     "address_attention",
     "address_bits",
     "attention_scores",
@@ -97,14 +120,6 @@ __all__ = [
     "relational_access",
     "snap_to_address",
 ]
-
-# The logit given to padded slots before the softmax. Finite (not -inf) so that a
-# fully masked row is a softmax of equal finite logits (uniform, then zeroed by the
-# mask) rather than -inf - (-inf) = NaN; -1e9 is so far below any real logit
-# (|beta * score| is at most a few hundred in practice) that exp() of it underflows
-# to exactly 0 in float32 and bfloat16. For float16, whose range ends at 65504, the
-# kernel uses half of the dtype's most negative value instead (see _masked_logit).
-MASKED_SCORE = -1e9
 
 # Addresses are computed in int32: base mod 2^b plus a slot index must stay below
 # 2^31, and float32 represents every code bit exactly. 30 bits (10^9 addresses) is
@@ -325,6 +340,91 @@ def neighbour_addresses(key: jax.Array, base: jax.Array, length: jax.Array, coun
 
 # ---- attention ------------------------------------------------------------------------
 
+def _work_dtype(dtype) -> jnp.dtype:
+    # 16-bit floats are computed in float32 and cast back (as addressing's kernels do).
+    dtype = jnp.dtype(dtype)
+    return jnp.dtype(jnp.float32) if dtype.itemsize < 4 else dtype
+
+
+def _pow2(exponent: jax.Array, dtype) -> jax.Array:
+    # 2^exponent, exactly, for integer exponents in the dtype's normal range (built from its bits).
+    info = jnp.finfo(dtype)
+    ints = jnp.int32 if info.bits == 32 else jnp.int64
+    biased = (exponent.astype(ints) + (int(info.maxexp) - 1)) << int(info.nmant)
+    return jax.lax.bitcast_convert_type(biased, dtype)
+
+
+def _scaled_dot_unclipped(queries: jax.Array, keys: jax.Array) -> jax.Array:
+    # [H, D], [L, D] (float32 or float64) -> [H, L] q . k / sqrt(D), or +-inf beyond the finite range.
+    #
+    # Each row x is written x = x' 2^s with an integer s chosen from its largest entry so
+    # that |x'| < 2^safe, where 2 safe + ceil(log2 D) <= maxexp - 1: every product
+    # q'_d k'_d and their sum over d then lie below 2^(maxexp - 1), so q' . k' cannot
+    # overflow, and (rows being scaled up as well as down) the products of tiny rows do not
+    # underflow either. Multiplying by a power of two is exact, so
+    #     S = (q' . k' / sqrt(D)) 2^(s_q + s_k)
+    # is q . k / sqrt(D) rounded as the plain product rounds it wherever that stays in the
+    # normal range (bit for bit), and with that same rounding, of a dot product of
+    # in-range numbers, where the plain product would overflow or lose its products to
+    # underflow. The factor 2^(s_q + s_k) is applied as
+    # two powers of the same sign, so the intermediate lies between q' . k' and S: it
+    # overflows (to +-inf, never NaN) or underflows only when S itself does.
+    # Not to be differentiated directly: _saturating_scaled_dot's rule gives the derivative.
+    width = queries.shape[-1]
+    info = jnp.finfo(queries.dtype)
+    safe = (int(info.maxexp) - 1 - math.ceil(math.log2(width))) // 2
+    limit = -int(info.minexp)  # 2^s and 2^-s are normal numbers for |s| <= limit
+
+    def exponents(x):  # [R, D] -> [R] int s with |x 2^-s| < 2^safe
+        _, top = jnp.frexp(jnp.max(jnp.abs(x), axis=-1))  # max|x| < 2^top
+        return jnp.clip(top - safe, -limit, limit)
+
+    s_q, s_k = exponents(queries), exponents(keys)
+    q = queries * _pow2(-s_q, queries.dtype)[:, None]
+    k = keys * _pow2(-s_k, keys.dtype)[:, None]
+    dot = jnp.einsum("hd,nd->hn", q, k) * (1.0 / math.sqrt(width))
+    total = s_q[:, None] + s_k[None, :]  # [H, L] in [-2 limit, 2 limit]
+    half = jnp.floor_divide(total, 2)  # half and total - half have the sign of total
+    return dot * _pow2(half, queries.dtype) * _pow2(total - half, queries.dtype)
+
+
+@jax.custom_jvp
+def _saturating_scaled_dot(queries: jax.Array, keys: jax.Array) -> jax.Array:
+    # q . k / sqrt(D) clipped to the dtype's finite range (inputs in a >= 32-bit dtype).
+    top = float(jnp.finfo(queries.dtype).max)
+    return jnp.clip(_scaled_dot_unclipped(queries, keys), -top, top)
+
+
+@_saturating_scaled_dot.defjvp
+def _saturating_scaled_dot_jvp(primals, tangents):
+    # dS = (dq . k + q . dk) / sqrt(D) where S is not saturated, 0 where it is. Written
+    # with the unscaled q and k: differentiating the rescaled form instead would multiply
+    # the cotangent by 2^(s_q + s_k) before it meets k', which overflows for large rows
+    # and underflows (losing the cotangent's digits) for small ones, even where the true
+    # gradient is moderate. The transposed (reverse-mode) products are g k and g^T q:
+    # finite whenever the true gradient is.
+    # The primal output calls the function itself, so that higher derivatives come
+    # through this rule too (never through the rescaled form).
+    queries, keys = primals
+    d_queries, d_keys = tangents
+    inside = jnp.isfinite(jax.lax.stop_gradient(_scaled_dot_unclipped(queries, keys)))  # not saturated
+    scale = 1.0 / math.sqrt(queries.shape[-1])
+    tangent = (jnp.einsum("hd,nd->hn", d_queries, keys) + jnp.einsum("hd,nd->hn", queries, d_keys)) * scale
+    return _saturating_scaled_dot(queries, keys), jnp.where(inside, tangent, jnp.zeros_like(tangent))
+
+
+def _scaled_dot(queries: jax.Array, keys: jax.Array) -> jax.Array:
+    dtype = jnp.result_type(queries, keys)
+    if not jnp.issubdtype(dtype, jnp.floating):
+        dtype = jnp.dtype(jnp.float32)
+    work = _work_dtype(dtype)
+    scores = _saturating_scaled_dot(jnp.asarray(queries, work), jnp.asarray(keys, work))
+    if work != dtype:  # a 16-bit dtype: saturate at its own largest finite value
+        top = float(jnp.finfo(dtype).max)
+        scores = jnp.clip(scores, -top, top)
+    return scores.astype(dtype)
+
+
 def _scores(queries, keys, score: str, q_name: str, k_name: str, q_dims: str, k_dims: str) -> jax.Array:
     score = _check_score(score)
     _, width = _check_matrix(q_name, queries, q_dims)
@@ -332,22 +432,27 @@ def _scores(queries, keys, score: str, q_name: str, k_name: str, q_dims: str, k_
     check_shape(k_name, keys, (None, width), k_dims)
     if score == "cosine":
         return cosine_similarity(queries, keys)  # [H, L], safe at zero vectors
-    # The authors' code: q . k / sqrt(D) (Vaswani et al. 2017).
-    return jnp.einsum("hd,nd->hn", queries, keys) * (1.0 / math.sqrt(width))
+    # The authors' code: q . k / sqrt(D) (Vaswani et al. 2017), saturating at +-f_max.
+    return _scaled_dot(queries, keys)
 
 
 def attention_scores(queries: jax.Array, keys: jax.Array, *, score: str = "cosine") -> jax.Array:
     """The score of each query against each key, before the softmax.
 
-    Implements the fraction inside the softmax of Eq. 2 and Eq. 5 of seed
-    ``001_f692c4b8a9aae130.txt`` (PANM): ``queries`` are ``h^a_t`` (Eq. 2) or
-    ``q_t`` (Eq. 5), ``keys`` are ``g^a(A[n])`` (Eq. 2) or ``M[n]`` (Eq. 5)::
+    Implements the fraction inside the softmax of Eq. 2 and Eq. 5 of Le et al. 2024,
+    "Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural
+    Memory" (PANM): ``queries`` are ``h^a_t`` (Eq. 2) or ``q_t`` (Eq. 5), ``keys``
+    are ``g^a(A[n])`` (Eq. 2) or ``M[n]`` (Eq. 5)::
 
-        cosine:      S[h, n] = q_h . k_n / (|q_h| |k_n|)      (the paper)
-        scaled_dot:  S[h, n] = q_h . k_n / sqrt(D)           (the authors' code)
+        cosine:      S[h, n] = q_h . k_n / (|q_h| |k_n|)                       (the paper)
+        scaled_dot:  S[h, n] = clip(q_h . k_n / sqrt(D), -f_max, f_max)         (the authors' code)
 
-    The cosine uses ``addressing.cosine_similarity`` (norms ``sqrt(|x|^2 + NORM_EPS)``,
-    so a zero vector scores 0 with a finite gradient).
+    The cosine uses ``addressing.cosine_similarity`` (a zero vector scores 0 with a
+    finite gradient). The scaled dot product is computed from exactly rescaled rows
+    so that it cannot overflow, and saturates at ``+-f_max``, the dtype's largest
+    finite value (module docstring); its gradient is exact where it does not
+    saturate and 0 where it does. 16-bit inputs are computed in float32 and the
+    result is cast back.
 
     Args:
       queries: ``[H, D]``.
@@ -355,7 +460,8 @@ def attention_scores(queries: jax.Array, keys: jax.Array, *, score: str = "cosin
       score: ``"cosine"`` or ``"scaled_dot"``.
 
     Returns:
-      ``[H, L]``; in ``[-1, 1]`` for the cosine.
+      ``[H, L]``; in ``[-1, 1]`` for the cosine, in ``[-f_max, f_max]`` for the
+      scaled dot product.
 
     Raises:
       ValueError: unknown ``score``, or shapes that are not ``[H, D]`` and ``[L, D]``.
@@ -363,33 +469,43 @@ def attention_scores(queries: jax.Array, keys: jax.Array, *, score: str = "cosin
     return _scores(queries, keys, score, "queries", "keys", "H, D", "L, D")
 
 
-def _masked_logit(dtype) -> float:
-    # MASKED_SCORE, or half the most negative finite value of a narrow dtype (float16),
-    # so that the padded logit stays finite in the scores' dtype.
-    return max(MASKED_SCORE, float(jnp.finfo(dtype).min) / 2)
-
-
 def masked_softmax(
     scores: jax.Array, mask: jax.Array, inverse_temperature: jax.Array | float = 1.0
 ) -> jax.Array:
     """Softmax over the real slots of ``inverse_temperature * scores``; padded slots get 0.
 
-    The softmax of Eq. 2 and Eq. 5 of seed ``001_f692c4b8a9aae130.txt`` (PANM),
-    taken over ``1 <= n <= l(X)`` (the real slots, ``mask[n] != 0``), with the
-    inverse temperature ``beta`` of this library (module docstring)::
+    The softmax of Eq. 2 and Eq. 5 of Le et al. 2024 (PANM), taken over
+    ``1 <= n <= l(X)`` (the real slots, ``mask[n] != 0``), with the inverse
+    temperature ``beta`` of this library (module docstring)::
 
         w[h, n] = exp(beta_h S[h, n]) / sum_{m real} exp(beta_h S[h, m])   if n is real
         w[h, n] = 0                                                        if n is padding
 
-    Computed as ``softmax(where(mask, beta S, MASKED_SCORE))`` with the padded
-    weights then set to exactly 0. A fully masked row returns zeros (no NaN, zero
-    gradient). Stable: ``jax.nn.softmax`` subtracts the row maximum.
+    exactly, for every finite ``beta`` (positive, zero or negative) and every finite
+    score: padded slots take no part in the arithmetic, so no padding constant can
+    compete with a real logit however negative, and ``beta S`` itself is never
+    formed (only ``beta (S - c) <= 0``, whose overflow is a harmless ``-inf``).
+    Computed, per row ``h``, as::
+
+        c_h      = max_{n real} S[h, n]  if beta_h > 0,  min_{n real} S[h, n]  if beta_h < 0,  0 if beta_h = 0
+        x[h, n]  = 2 beta_h ((S[h, n] / 2) - (c_h / 2))     <= 0 on real slots, 0 at the best one
+        w[h, n]  = [n real] exp(x[h, n]) / sum_{m real} exp(x[h, m])
+
+    The softmax is unchanged by the shift ``c_h`` (it is taken under
+    ``stop_gradient``, and the gradient stays exact); halving before subtracting
+    keeps ``S - c`` finite for any finite scores, and a product ``beta_h (S - c) / 2``
+    that overflows is ``-inf``, whose ``exp`` is exactly 0, as the true weight
+    rounds to. The best real slot has ``exp(0) = 1``, so the normaliser is >= 1
+    whenever a slot is real. Padded entries are replaced before any arithmetic and
+    selected out after it, so neither their value nor their gradient can be NaN; a
+    fully masked row returns zeros with a zero gradient (with respect to the scores
+    and ``beta``). 16-bit scores are computed in float32 and cast back.
 
     Args:
-      scores: ``[H, L]`` ``S``.
+      scores: ``[H, L]`` ``S``, finite on the real slots (anything on the padding).
       mask: ``[L]``, 1 (or ``True``) for a real slot, 0 for padding.
-      inverse_temperature: ``beta``, a scalar or ``[H]`` (one per head), broadcast
-        over ``L``; ``1`` is the paper.
+      inverse_temperature: ``beta``, finite, a scalar or ``[H]`` (one per head),
+        broadcast over ``L``; ``1`` is the paper.
 
     Returns:
       ``[H, L]`` weights: each row sums to 1 over the real slots (0 if there is
@@ -408,17 +524,23 @@ def _masked_softmax(scores, mask, inverse_temperature, dim: str) -> jax.Array:
     check_shape("mask", mask, (slots,), "L")
     _check_inverse_temperature(inverse_temperature, heads, dim)
     scores = jnp.asarray(scores)
-    if not jnp.issubdtype(scores.dtype, jnp.floating):
-        scores = scores.astype(jnp.float32)
-    beta = jnp.asarray(inverse_temperature, scores.dtype)
+    dtype = scores.dtype if jnp.issubdtype(scores.dtype, jnp.floating) else jnp.dtype(jnp.float32)
+    work = _work_dtype(dtype)
+    scores = scores.astype(work)
+    beta = jnp.asarray(inverse_temperature).astype(work)
     if beta.ndim == 1:
         beta = beta[:, None]  # [H, 1], one per head
     real = jnp.asarray(mask) != 0  # [L]
-    logits = jnp.where(real, beta * scores, _masked_logit(scores.dtype))
-    weights = jax.nn.softmax(logits, axis=-1)
-    # Exactly 0 on padding (exp(MASKED_SCORE - max) already underflows to 0 when any
-    # slot is real; this also zeroes the uniform row of a fully masked example).
-    return jnp.where(real, weights, 0.0)
+    # c_h: the best real score in the direction beta_h points (0 for beta_h = 0 or an empty row).
+    top = jnp.max(jnp.where(real, scores, -jnp.inf), axis=-1, keepdims=True)  # [H, 1]
+    bottom = jnp.min(jnp.where(real, scores, jnp.inf), axis=-1, keepdims=True)  # [H, 1]
+    shift = jnp.where(beta > 0, top, jnp.where(beta < 0, bottom, 0.0))
+    shift = jax.lax.stop_gradient(jnp.where(jnp.any(real), shift, 0.0))  # [H, 1], finite
+    scores = jnp.where(real, scores, shift)  # padding never enters the arithmetic
+    logits = (beta * (0.5 * scores - 0.5 * shift)) * 2.0  # beta (S - c) <= 0, or -inf; 0 at the best slot
+    numerators = jnp.where(real, jnp.exp(logits), 0.0)  # padded logits are 0 here: exp is finite
+    total = jnp.sum(numerators, axis=-1, keepdims=True)  # >= 1 if any slot is real
+    return (numerators / jnp.where(total > 0, total, 1.0)).astype(dtype)
 
 
 def address_attention(
@@ -504,6 +626,18 @@ def dereference(weights: jax.Array, memory: jax.Array) -> jax.Array:
     return weights @ memory
 
 
+class RelationalRead(NamedTuple):
+    """What ``relational_access`` (Mode 2) returns: the values first, then the weights.
+
+    A named tuple, so ``values, weights = relational_access(...)`` still unpacks in
+    this order, and ``read.values`` / ``read.weights`` cannot be swapped by mistake
+    (``dereference`` takes ``(weights, memory)``, the other way round).
+    """
+
+    values: jax.Array  # [Hc, D] *p^c_t = M w^c_t (Eq. 6)
+    weights: jax.Array  # [Hc, L] w^c_t (Eq. 5)
+
+
 def relational_access(
     queries: jax.Array,
     memory: jax.Array,
@@ -511,7 +645,7 @@ def relational_access(
     *,
     score: str = "cosine",
     inverse_temperature: jax.Array | float = 1.0,
-) -> tuple[jax.Array, jax.Array]:
+) -> RelationalRead:
     """Mode 2: attend over the memory contents with a query made from the Mode-1 values.
 
     Implements Eq. 5-6 of seed ``001_f692c4b8a9aae130.txt`` (PANM), §2.3.2 Mode 2:
@@ -532,14 +666,16 @@ def relational_access(
       inverse_temperature: ``beta``, a scalar or ``[Hc]``.
 
     Returns:
-      ``(values, weights)``: ``*p^c_t`` ``[Hc, D]`` and ``w^c_t`` ``[Hc, L]``.
+      ``RelationalRead(values, weights)``: ``values`` is ``*p^c_t`` ``[Hc, D]`` and
+      ``weights`` is ``w^c_t`` ``[Hc, L]`` (a named tuple: unpacks as
+      ``values, weights``).
 
     Raises:
       ValueError: unknown ``score`` or a badly shaped argument (named).
     """
     scores = _scores(queries, memory, score, "queries", "memory", "Hc, D", "L, D")
     weights = _masked_softmax(scores, mask, inverse_temperature, "Hc")
-    return weights @ memory, weights
+    return RelationalRead(values=weights @ memory, weights=weights)
 
 
 def snap_to_address(pointers: jax.Array) -> jax.Array:

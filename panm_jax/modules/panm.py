@@ -252,8 +252,9 @@ class PANMDecoder(nnx.Module):
             flat_a = v_a.reshape(b, -1)
             if self.mode2_heads:
                 q = self.query_net(flat_a).reshape(b, self.mode2_heads, d)  # Eq. 4
-                v_c, w_c = relate(q, memory, mask)  # Eq. 5-6
-                values = jnp.concatenate([flat_a, v_c.reshape(b, -1)], axis=-1)
+                read = relate(q, memory, mask)  # Eq. 5-6: RelationalRead(values, weights)
+                w_c = read.weights
+                values = jnp.concatenate([flat_a, read.values.reshape(b, -1)], axis=-1)
             else:
                 w_c = jnp.zeros((b, 0, length), memory.dtype)
                 values = flat_a

@@ -102,20 +102,37 @@ def causal_mask(num_steps: int) -> jax.Array:
 def masked_softmax(logits: jax.Array, mask: jax.Array | None) -> jax.Array:
     """Softmax over the last axis of ``logits`` where ``mask`` is true; exactly 0 elsewhere.
 
-    Masked logits are replaced by the dtype's most negative finite value before a
-    max-subtracted (stable) softmax, then the weights are zeroed where masked: so
-    padding gets weight exactly 0, and a row with no valid key is all zeros
-    rather than uniform or NaN (its gradient is zero too).
+    ``w[..., j] = [mask_j] exp(x_j) / sum_{k: mask_k} exp(x_k)``, exactly, for any finite
+    logits ``x`` (``[..., T_q, T_k]``, masked over ``T_k``): masked entries take no
+    part in the arithmetic, so no masking constant can tie with or beat a real logit
+    (a constant such as the dtype's most negative finite value ties with a real logit
+    of that value and takes half its weight). Computed as::
+
+        m    = max_{k: mask_k} x_k                      (under stop_gradient; 0 if none)
+        e_j  = [mask_j] exp(x_j - m)                    (x_j - m <= 0: at most 1, and 1 at the max)
+        w_j  = e_j / sum_k e_k                          (the sum is >= 1 when any key is valid)
+
+    ``x_j - m`` may round to ``-inf`` for logits ``f_max`` apart, whose ``exp`` is the
+    true weight's rounding, 0. Masked entries are replaced before and selected out
+    after the ``exp``, so their value (even inf or NaN) reaches neither the weights
+    nor the gradient; a row with no valid key is all zeros with a zero gradient.
 
     Args:
       logits: ``[..., T_q, T_k]``.
       mask: bool, broadcastable to ``logits``; ``None`` for no mask.
+
+    Returns:
+      ``[..., T_q, T_k]`` weights in the dtype of ``logits``.
     """
     if mask is None:
         return jax.nn.softmax(logits, axis=-1)
+    logits = jnp.asarray(logits)
     mask = jnp.broadcast_to(jnp.asarray(mask, bool), logits.shape)
-    logits = jnp.where(mask, logits, jnp.finfo(logits.dtype).min)
-    return jnp.where(mask, jax.nn.softmax(logits, axis=-1), 0.0)
+    top = jnp.max(jnp.where(mask, logits, -jnp.inf), axis=-1, keepdims=True)
+    top = jax.lax.stop_gradient(jnp.where(jnp.isfinite(top), top, 0.0))  # an empty row: 0
+    numerators = jnp.where(mask, jnp.exp(jnp.where(mask, logits, top) - top), 0.0)
+    total = jnp.sum(numerators, axis=-1, keepdims=True)  # >= 1 unless the row is empty
+    return (numerators / jnp.where(total > 0, total, 1.0)).astype(logits.dtype)
 
 
 class MultiHeadAttention(nnx.Module):

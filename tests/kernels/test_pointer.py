@@ -251,6 +251,22 @@ def test_gradients_match_finite_differences(score):
         check_grads(mode2, (queries, memory, jnp.asarray(2.0)), order=1, modes=("rev",), atol=1e-4, rtol=1e-4)
 
 
+def test_scaled_dot_and_masked_softmax_second_derivatives_match_finite_differences():
+    # Forward and reverse mode, to second order (the scaled dot product has its own derivative
+    # rule; the masked softmax differentiates through its shift), with beta of both signs and 0.
+    rng = np.random.default_rng(27)
+    with x64():
+        keys, emb = jnp.asarray(rng.normal(size=(3, D))), jnp.asarray(rng.normal(size=(L, D)))
+        mask = jnp.asarray(MASK)
+
+        @jax.jit
+        def attend(keys, emb, beta):
+            return pointer.address_attention(keys, emb, mask, score="scaled_dot", inverse_temperature=beta)
+
+        check_grads(attend, (keys, emb, jnp.asarray([1.5, 0.0, -2.0])), order=2, modes=("fwd", "rev"),
+                    atol=1e-5, rtol=1e-5)
+
+
 @pytest.mark.parametrize("score", SCORES)
 def test_gradients_finite_at_zero_key_zero_memory_and_fully_masked_row(score):
     rng = np.random.default_rng(9)
@@ -461,3 +477,274 @@ def test_a_pointer_with_a_majority_weight_snaps_to_that_address():
     soft = pointer.pointer_values(_f32(w), addresses)
     assert not np.all(np.isin(np.asarray(soft), [0.0, 1.0]))
     np.testing.assert_array_equal(np.asarray(pointer.snap_to_address(soft)), np.asarray(addresses[4:5]))
+
+
+# ---- 7. extremes: any inverse temperature, huge and tiny scores, saturation ------------------
+
+# One head per inverse temperature: positive, zero and negative, tiny and huge.
+BETAS = (1e-30, 1.0, 1e3, 1e12, 1e30, 0.0, -1.0, -1e12)
+SCALES = (1e-30, 1e-6, 1.0, 1e6, 1e19, 1e30)
+
+
+def _softmax_case(rng, scale, dtype):
+    """Scores [len(BETAS), L] at `scale` (one exact tie per row and one far outlier), as `dtype`."""
+    scores = scale * rng.normal(size=(len(BETAS), L))
+    scores[:, 1] = scores[:, 0]  # a tie between two real slots
+    scores[:, 3] = -scale * 40.0  # a real slot far below the others
+    return np.asarray(np.asarray(scores, dtype), np.float64)
+
+
+def _softmax_grad_ref(scores, weights, betas, cot):
+    """d/dS and d/dbeta of sum(w * cot), w the masked softmax of beta S (float64, real slots only)."""
+    centred = (cot - np.sum(weights * cot, axis=1, keepdims=True)) * weights  # dL/d(beta S)
+    return np.asarray(betas)[:, None] * centred, np.sum(centred * np.where(weights > 0, scores, 0.0), axis=1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 30.0, 1e6, 1e30])
+def test_masked_softmax_is_the_softmax_over_real_slots_at_any_inverse_temperature(scale, dtype):
+    # The softmax over the real slots for every finite beta: the old padding logit (-1e9) beat
+    # every real logit once beta S < -1e9 (beta = 1e12, negative scores: the real weights summed
+    # to 0), and beta S overflowed to inf for beta = 1e30 and scores of 1e30 (NaN weights).
+    rng = np.random.default_rng(20)
+    scores = _softmax_case(rng, scale, dtype)
+    betas = np.asarray(BETAS)
+    cot = rng.normal(size=scores.shape)
+    tol = {np.float32: 2e-6, np.float64: 1e-14}[dtype]
+    with x64():
+        s, b, c, m = (jnp.asarray(x, dtype) for x in (scores, betas, cot, MASK))
+        value_and_grad = jax.jit(jax.value_and_grad(
+            lambda s, b: jnp.sum(pointer.masked_softmax(s, m, b) * c), argnums=(0, 1)))
+        w = pointer.masked_softmax(s, m, b)
+        _, (g_s, g_b) = value_and_grad(s, b)
+        # A scalar beta, and the same numbers given as a per-head vector, agree.
+        w_scalar = jnp.stack([pointer.masked_softmax(s[i:i + 1], m, b[i])[0] for i in range(len(BETAS))])
+    want = ref.masked_softmax(scores, MASK, betas)
+    err = _max_err(w, want)
+    print(f"masked_softmax {np.dtype(dtype).name} scores ~{scale:g}, beta in {BETAS}: max abs error {err:.1e}")
+    assert err < tol, err
+    np.testing.assert_array_equal(np.asarray(w_scalar), np.asarray(w))
+    np.testing.assert_allclose(np.asarray(w[:, :REAL]).sum(-1), 1.0, atol=4 * np.finfo(dtype).eps)
+    np.testing.assert_array_equal(np.asarray(w[:, REAL:]), 0.0)
+    np.testing.assert_array_equal(np.asarray(w[betas == 0.0]), want[betas == 0.0])  # beta = 0: uniform
+    assert bool(jnp.all(jnp.isfinite(g_s))) and bool(jnp.all(jnp.isfinite(g_b)))
+    np.testing.assert_array_equal(np.asarray(g_s[:, REAL:]), 0.0)  # padding gets no gradient
+    # Where the softmax is well conditioned (|beta| times the score spread at most 50), the
+    # gradients equal their float64 formulas too.
+    spread = np.abs(betas) * np.ptp(scores[:, :REAL], axis=1)
+    rows = spread <= 50
+    assert rows.sum() >= 2  # beta = 0 and 1e-30 at least
+    g_s_ref, g_b_ref = _softmax_grad_ref(scores, want, betas, cot)
+    g_err = _max_err(np.asarray(g_s)[rows], g_s_ref[rows]) / max(1.0, np.abs(g_s_ref[rows]).max())
+    b_err = _max_err(np.asarray(g_b)[rows], g_b_ref[rows]) / max(1.0, np.abs(g_b_ref[rows]).max())
+    print(f"   gradients (rows with |beta| spread <= 50): relative error d/dS {g_err:.1e}, d/dbeta {b_err:.1e}")
+    assert max(g_err, b_err) < 1e3 * tol, (g_err, b_err)
+
+
+def test_masked_softmax_ignores_padding_content_and_empty_rows_have_zero_gradient():
+    # Padded scores never enter the arithmetic: +-inf or NaN there changes nothing and sends no
+    # NaN into the gradient. A fully masked row is zero, with a zero gradient for every beta.
+    rng = np.random.default_rng(21)
+    scores = rng.normal(size=(len(BETAS), L))
+    betas = _f32(BETAS)
+    junk = scores.copy()
+    junk[:, REAL:] = [np.inf, -np.inf, np.nan]
+    grad = jax.jit(jax.grad(lambda s, b, m: jnp.sum(pointer.masked_softmax(s, m, b) * jnp.arange(L)),
+                            argnums=(0, 1)))
+    clean = pointer.masked_softmax(_f32(scores), _f32(MASK), betas)
+    dirty = pointer.masked_softmax(_f32(junk), _f32(MASK), betas)
+    np.testing.assert_array_equal(np.asarray(dirty), np.asarray(clean))
+    g_s, g_b = grad(_f32(junk), betas, _f32(MASK))
+    assert bool(jnp.all(jnp.isfinite(g_s))) and bool(jnp.all(jnp.isfinite(g_b)))
+    empty = jnp.zeros((L,))
+    for s in (_f32(scores), _f32(1e30 * scores), _f32(junk)):
+        np.testing.assert_array_equal(np.asarray(pointer.masked_softmax(s, empty, betas)), 0.0)
+        for g in grad(s, betas, empty):
+            np.testing.assert_array_equal(np.asarray(g), 0.0)
+
+
+def test_masked_softmax_keeps_16_bit_dtypes_and_handles_huge_beta_there():
+    # float16 tops out at 65504: beta = 1e12 does not fit it, but beta is taken in float32.
+    scores = jnp.asarray([[-1.0, -2.0, -3.0, 0.0, 0.0], [60000.0, -60000.0, 1.0, 0.0, 0.0]], jnp.float16)
+    mask = jnp.asarray([1.0, 1.0, 1.0, 0.0, 0.0])
+    for dtype in (jnp.float16, jnp.bfloat16):
+        w = pointer.masked_softmax(scores.astype(dtype), mask, jnp.asarray([1e12, -1e30]))
+        assert w.dtype == dtype
+        np.testing.assert_array_equal(np.asarray(w, np.float32), [[1, 0, 0, 0, 0], [0, 1, 0, 0, 0]])
+
+
+def _scaled_dot_ref(queries, keys):
+    """float64 q . k / sqrt(D), and the same clipped to float32's finite range."""
+    exact = np.array([[ref.scaled_dot(q, k) for k in keys] for q in queries])
+    top = float(np.finfo(np.float32).max)
+    return exact, np.clip(exact, -top, top)
+
+
+@pytest.mark.parametrize("q_scale", SCALES)
+def test_scaled_dot_saturates_instead_of_overflowing(q_scale):
+    # q . k / sqrt(D) for queries and keys at every scale pair: the plain einsum gives inf (or
+    # inf - inf = NaN) from 1e19 on; the kernel equals the float64 value clipped to +-f_max, and
+    # its gradient is finite, k / sqrt(D) where the score is inside the range and 0 where it saturates.
+    rng = np.random.default_rng(22)
+    queries = np.asarray(np.asarray(q_scale * rng.normal(size=(HC, D)), np.float32), np.float64)
+    cot = rng.normal(size=(HC, L))
+    grad = jax.jit(jax.grad(lambda q, k: jnp.sum(pointer.attention_scores(q, k, score="scaled_dot") * _f32(cot)),
+                            argnums=(0, 1)))
+    worst, worst_grad = 0.0, 0.0
+    for k_scale in SCALES:
+        keys = np.asarray(np.asarray(k_scale * rng.normal(size=(L, D)), np.float32), np.float64)
+        got = np.asarray(pointer.attention_scores(_f32(queries), _f32(keys), score="scaled_dot"), np.float64)
+        exact, want = _scaled_dot_ref(queries, keys)
+        # Rounding of a dot product: relative to sum_d |q_d k_d| / sqrt(D) (plus float32's
+        # flush-to-zero of results below its smallest normal number).
+        size = np.abs(queries) @ np.abs(keys).T / math.sqrt(D)
+        err = np.abs(got - want) / np.maximum(np.minimum(size, np.finfo(np.float32).max), 1e-36)
+        worst = max(worst, float(err.max()))
+        assert np.all(np.isfinite(got)) and err.max() < 1e-6, (k_scale, err.max())
+        g_q, g_k = (np.asarray(g, np.float64) for g in grad(_f32(queries), _f32(keys)))
+        assert np.all(np.isfinite(g_q)) and np.all(np.isfinite(g_k))
+        inside = np.abs(exact) <= np.finfo(np.float32).max
+        g_q_ref = (cot * inside) @ keys / math.sqrt(D)
+        g_k_ref = (cot * inside).T @ queries / math.sqrt(D)
+        for g, g_ref in ((g_q, g_q_ref), (g_k, g_k_ref)):
+            rel = _max_err(g, g_ref) / max(np.abs(g_ref).max(), 1e-30)
+            worst_grad = max(worst_grad, rel)
+            assert rel < 1e-5, (k_scale, rel)
+    print(f"scaled_dot, queries ~{q_scale:g}, keys ~{SCALES}: max error {worst:.1e} (relative to sum |q k| / sqrt D), "
+          f"gradient {worst_grad:.1e} (relative to its largest entry)")
+
+
+def test_scaled_dot_at_the_edge_of_the_finite_range():
+    # q = [x, 0, ...], k = [y, 0, ...]: S = x y / sqrt(D). Just inside f_max the score is the
+    # correctly rounded value (the plain product x y already overflows); at and beyond f_max it
+    # is exactly +-f_max. The score is finite-valued everywhere; the remaining limit is that
+    # scores beyond f_max tie there.
+    top = float(np.finfo(np.float32).max)
+    y = 2.0 ** 100
+    for fraction, sign in ((1 - 2.0 ** -20, 1.0), (0.5, -1.0), (1.0, 1.0), (1.0 + 2.0 ** -20, -1.0), (4.0, 1.0)):
+        x = float(np.float32(sign * fraction * top * math.sqrt(D) / y))
+        q = jnp.zeros((1, D)).at[0, 0].set(x)
+        k = jnp.zeros((1, D)).at[0, 0].set(y)
+        with np.errstate(over="ignore"):
+            assert not np.isfinite(np.float32(x) * np.float32(y))  # the plain product overflows
+        got = float(pointer.attention_scores(q, k, score="scaled_dot")[0, 0])
+        exact = x * y / math.sqrt(D)
+        want = float(np.clip(np.float32(np.clip(exact, -top, top)), -top, top))
+        err = abs(got - want) / abs(want)
+        print(f"scaled_dot at {fraction:.7f} f_max: got {got:.8e}, exact {exact:.8e}, relative error {err:.1e}")
+        assert err <= np.finfo(np.float32).eps, (fraction, got, exact)
+        if abs(exact) >= top:
+            assert got == math.copysign(top, exact)
+        g = float(jax.grad(lambda q: pointer.attention_scores(q, k, score="scaled_dot")[0, 0])(q)[0, 0])
+        assert math.isfinite(g)
+        if fraction != 1.0:  # (at exactly f_max the rounding decides whether it saturates)
+            assert g == (0.0 if fraction > 1 else pytest.approx(y / math.sqrt(D), rel=1e-6)), (fraction, g)
+
+
+def test_scaled_dot_saturates_at_the_16_bit_range():
+    # 16-bit inputs are computed in float32 and saturate at their own dtype's largest value.
+    for dtype in (jnp.float16, jnp.bfloat16):
+        top = float(jnp.finfo(dtype).max)
+        big = jnp.full((1, D), math.sqrt(top), dtype)  # q . k / sqrt(D) = sqrt(D) f_max
+        q = jnp.concatenate([big, jnp.full((1, D), 2.0, dtype)])
+        got = pointer.attention_scores(q, jnp.concatenate([big, -big]), score="scaled_dot")
+        assert got.dtype == dtype
+        want = [[top, -top], [float(jnp.asarray(2.0 * math.sqrt(D) * float(big[0, 0]), dtype)),
+                              float(jnp.asarray(-2.0 * math.sqrt(D) * float(big[0, 0]), dtype))]]
+        np.testing.assert_array_equal(np.asarray(got, np.float64), want)
+
+
+def test_scaled_dot_equals_the_plain_einsum_where_that_fits():
+    # No rescaling below the overflow threshold: bit for bit the plain product.
+    rng = np.random.default_rng(23)
+    for scale in (1e-9, 1.0, 1e15):  # products in the normal range
+        q, k = _f32(scale * rng.normal(size=(HC, D))), _f32(scale * rng.normal(size=(L, D)))
+        plain = jnp.einsum("hd,nd->hn", q, k) * (1.0 / math.sqrt(D))
+        np.testing.assert_array_equal(np.asarray(pointer.attention_scores(q, k, score="scaled_dot")),
+                                      np.asarray(plain))
+
+
+@pytest.mark.parametrize("beta", [1.0, 1e12, -1e12])
+def test_scaled_dot_attention_with_huge_vectors_and_beta(beta):
+    # Mode 1 and Mode 2 with scaled-dot scores of up to ~1e38 and beyond, times beta = +-1e12:
+    # finite, the float64 masked softmax of the clipped scores, exactly 0 on padding.
+    rng = np.random.default_rng(24)
+    worst = 0.0
+    for scale in (1e18, 1e30):
+        keys = np.asarray(np.asarray(scale * rng.normal(size=(H, D)), np.float32), np.float64)
+        emb = np.asarray(np.asarray(scale * rng.normal(size=(L, D)), np.float32), np.float64)
+        w = pointer.address_attention(_f32(keys), _f32(emb), _f32(MASK), score="scaled_dot",
+                                      inverse_temperature=beta)
+        _, clipped = _scaled_dot_ref(keys, emb)
+        err = _max_err(w, ref.masked_softmax(clipped, MASK, beta))
+        worst = max(worst, err)
+        assert err < 1e-6
+        np.testing.assert_array_equal(np.asarray(w[:, REAL:]), 0.0)
+        g = jax.grad(lambda k: jnp.sum(pointer.address_attention(
+            k, _f32(emb), _f32(MASK), score="scaled_dot", inverse_temperature=beta) * jnp.arange(L)))(_f32(keys))
+        assert bool(jnp.all(jnp.isfinite(g)))
+    print(f"scaled_dot attention, beta {beta:g}, vectors ~1e18 and ~1e30: max abs error {worst:.1e}")
+
+
+def _cosine_loss_ref(keys, emb, cot, beta):
+    return float(np.sum(ref.address_attention(keys, emb, MASK, "cosine", beta) * cot))
+
+
+def _finite_difference(f, x, step=1e-6):
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[i] += step
+        down[i] -= step
+        grad[i] = (f(up) - f(down)) / (2 * step)
+    return grad
+
+
+def test_cosine_address_attention_value_and_gradient_at_every_scale():
+    # Keys and embedded addresses at 1e-30 ... 1e30 in float32 (36 pairs): the weights are the
+    # float64 reference's and the gradient (the float64 one at unit scale over the scale: the
+    # cosine is scale invariant) is finite and equal to it. At 1e19 the squared norms overflow
+    # float32; this relies on addressing.cosine_similarity being exactly scale invariant.
+    rng = np.random.default_rng(25)
+    keys, emb = rng.normal(size=(H, D)), rng.normal(size=(L, D))
+    keys, emb = (np.asarray(np.asarray(x, np.float32), np.float64) for x in (keys, emb))
+    cot, beta = rng.normal(size=(H, L)), np.array([3.0, 0.5])
+    w_ref = ref.address_attention(keys, emb, MASK, "cosine", beta)
+    g_k_ref = _finite_difference(lambda k: _cosine_loss_ref(k, emb, cot, beta), keys)
+    g_e_ref = _finite_difference(lambda e: _cosine_loss_ref(keys, e, cot, beta), emb)
+    value_and_grad = jax.jit(jax.value_and_grad(
+        lambda k, e: jnp.sum(pointer.address_attention(k, e, _f32(MASK), inverse_temperature=_f32(beta)) * _f32(cot)),
+        argnums=(0, 1)))
+    attend = jax.jit(lambda k, e: pointer.address_attention(k, e, _f32(MASK), inverse_temperature=_f32(beta)))
+    worst_w, worst_g = 0.0, 0.0
+    for k_scale in SCALES:
+        for e_scale in SCALES:
+            k32, e32 = _f32(k_scale * keys), _f32(e_scale * emb)
+            w = attend(k32, e32)
+            _, (g_k, g_e) = value_and_grad(k32, e32)
+            assert bool(jnp.all(jnp.isfinite(w))), (k_scale, e_scale)
+            assert bool(jnp.all(jnp.isfinite(g_k)) & jnp.all(jnp.isfinite(g_e))), (k_scale, e_scale)
+            worst_w = max(worst_w, _max_err(w, w_ref))
+            rel = max(_max_err(np.asarray(g_k, np.float64) * k_scale, g_k_ref) / np.abs(g_k_ref).max(),
+                      _max_err(np.asarray(g_e, np.float64) * e_scale, g_e_ref) / np.abs(g_e_ref).max())
+            worst_g = max(worst_g, rel)
+            assert worst_w < 1e-5 and rel < 1e-4, (k_scale, e_scale, worst_w, rel)
+    print(f"cosine address attention at scales {SCALES}: max abs error of w {worst_w:.1e}, "
+          f"of the gradient (relative to its largest entry, rescaled to unit scale) {worst_g:.1e}")
+
+
+# ---- 8. relational_access returns named fields -----------------------------------------------
+
+def test_relational_access_returns_named_values_and_weights():
+    rng = np.random.default_rng(26)
+    queries, memory = _f32(rng.normal(size=(HC, D))), _f32(rng.normal(size=(L, D)))
+    read = pointer.relational_access(queries, memory, _f32(MASK), inverse_temperature=4.0)
+    assert isinstance(read, pointer.RelationalRead) and read._fields == ("values", "weights")
+    assert read.values.shape == (HC, D) and read.weights.shape == (HC, L)
+    values, weights = read  # the tuple order is unchanged: values first
+    assert values is read.values and weights is read.weights
+    np.testing.assert_array_equal(np.asarray(read.values), np.asarray(pointer.dereference(read.weights, memory)))
+    # Under jit and vmap the names survive (a NamedTuple is a pytree).
+    batched = jax.jit(jax.vmap(lambda q, m: pointer.relational_access(q, m, _f32(MASK))))(
+        jnp.stack([queries] * 2), jnp.stack([memory] * 2))
+    assert isinstance(batched, pointer.RelationalRead) and batched.weights.shape == (2, HC, L)

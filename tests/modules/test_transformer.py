@@ -97,6 +97,57 @@ def test_masked_softmax_zero_on_masked_and_empty_rows():
     assert np.all(np.asarray(grads)[1] == 0.0)
 
 
+def _masked_softmax_ref(logits, mask):
+    """float64 softmax over the valid entries of each row (0 elsewhere, a row with none all 0)."""
+    logits, mask = np.asarray(logits, np.float64), np.broadcast_to(np.asarray(mask, bool), np.shape(logits))
+    out = np.zeros(logits.shape)
+    for index in np.ndindex(logits.shape[:-1]):
+        valid = mask[index]
+        if valid.any():
+            x = logits[index][valid]
+            e = np.exp(x - x.max())
+            out[index + (valid,)] = e / e.sum()
+    return out
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float16], ids=["float32", "float16"])
+def test_masked_softmax_is_exact_at_the_ends_of_the_range(dtype):
+    # Real logits at the dtype's most negative finite value (which the old masking constant,
+    # that same value, tied with: half the mass went to the padding), logits f_max apart
+    # (their difference overflows), and +-inf or NaN in masked entries (never used).
+    top = float(jnp.finfo(dtype).max)
+    logits = np.array([[-top, -top, 0.0, 0.0],  # all valid entries at -f_max
+                       [top, -top, 1.0, 0.0],  # f_max - (-f_max) overflows
+                       [-top, 3.0, np.inf, np.nan],  # garbage in masked entries
+                       [5.0, -1.0, 2.0, 0.0]])  # an empty row
+    mask = np.array([[1, 0, 0, 0], [1, 1, 1, 0], [1, 1, 0, 0], [0, 0, 0, 0]], bool)
+    x = jnp.asarray(logits, dtype)
+    w = masked_softmax(x, jnp.asarray(mask))
+    want = _masked_softmax_ref(np.where(mask, logits, 0.0), mask)
+    err = float(np.max(np.abs(np.asarray(w, np.float64) - want)))
+    print(f"transformer masked_softmax {jnp.dtype(dtype).name} at +-f_max: max abs error {err:.1e}")
+    assert w.dtype == dtype and err == 0.0, (np.asarray(w), want)
+    np.testing.assert_array_equal(np.asarray(w, np.float64).sum(-1), [1.0, 1.0, 1.0, 0.0])
+    grads = jax.grad(lambda x: jnp.sum(masked_softmax(x, jnp.asarray(mask)).astype(jnp.float32) * jnp.arange(4.0)))(x)
+    assert bool(jnp.all(jnp.isfinite(grads)))
+    np.testing.assert_array_equal(np.asarray(grads)[~mask], 0.0)
+
+
+def test_masked_softmax_matches_reference_with_broadcast_masks():
+    # [B, H, T_q, T_k] logits from 1e-3 to 1e30 in size (one size per query row), a key mask [B, 1, 1, T_k] and a
+    # causal mask [T_q, T_k] (both forms the attention uses).
+    rng = np.random.default_rng(3)
+    logits = rng.normal(size=(B, H, TK, TK)) * np.array([1e-3, 1.0, 1e3, 1e30, 1e6])[:, None]  # per query row
+    key_mask = np.arange(TK)[None, None, None, :] < np.array([TK, 2])[:, None, None, None]
+    worst = 0.0
+    for mask in (key_mask, np.asarray(causal_mask(TK)), key_mask & np.asarray(causal_mask(TK))):
+        w = masked_softmax(jnp.asarray(logits, jnp.float32), jnp.asarray(mask))
+        want = _masked_softmax_ref(np.asarray(jnp.asarray(logits, jnp.float32), np.float64), mask)
+        worst = max(worst, float(np.max(np.abs(np.asarray(w, np.float64) - want))))
+    print(f"transformer masked_softmax with broadcast masks: max abs error {worst:.1e}")
+    assert worst < 1e-6
+
+
 @pytest.mark.parametrize("relative", [False, True])
 def test_attention_matches_float64_reference(relative):
     # Cross-attention (D_kv != D for the absolute kind) and self-attention (RPE) with a key

@@ -70,7 +70,11 @@ def _beta(inverse_temperature, h: int) -> float:
 
 
 def masked_softmax(scores, mask, inverse_temperature=1.0) -> np.ndarray:
-    # w[h, n] = exp(beta_h S[h, n]) / sum_{m real} exp(beta_h S[h, m]) on real slots, 0 on padding
+    # w[h, n] = exp(beta_h S[h, n]) / sum_{m real} exp(beta_h S[h, m]) on real slots, 0 on padding.
+    # Each term is multiplied above and below by exp(-beta_h c_h), c_h the real score with the
+    # largest beta_h S, so the exponents beta_h (S[h, n] - c_h) are <= 0 and nothing overflows for
+    # any finite beta and scores (an exponent below float64's range gives exp = 0, as the true
+    # value rounds to). beta_h = 0 is the uniform distribution over the real slots.
     heads, slots = len(scores), len(mask)
     out = np.zeros((heads, slots))
     for h in range(heads):
@@ -78,12 +82,16 @@ def masked_softmax(scores, mask, inverse_temperature=1.0) -> np.ndarray:
         real = [n for n in range(slots) if mask[n] != 0]
         if not real:
             continue  # no real slot: all zeros
-        top = max(beta * float(scores[h][n]) for n in real)
-        z = 0.0
+        if beta == 0.0:
+            for n in real:
+                out[h, n] = 1.0 / len(real)
+            continue
+        values = {n: float(scores[h][n]) for n in real}
+        best = max(real, key=lambda n: values[n] if beta > 0 else -values[n])
+        terms = {n: math.exp(beta * (values[n] - values[best])) for n in real}
+        z = math.fsum(terms.values())
         for n in real:
-            z += math.exp(beta * float(scores[h][n]) - top)
-        for n in real:
-            out[h, n] = math.exp(beta * float(scores[h][n]) - top) / z
+            out[h, n] = terms[n] / z
     return out
 
 
