@@ -1,33 +1,47 @@
 """The Differentiable Neural Computer memory: usage, allocation, temporal links, read modes.
 
-Implements the DNC equations of seed ``002_44e42d2b9681fe3e.txt`` (section
-"Differentiable Neural Computer", "Definitions" and "Addressing") and the memory
-controller of seed ``003_6adbd108c178b20b.txt`` (interface vector of size
-``sq + 5s + 3q + 3``, Table 1; oneplus strengths; read modes backward, content,
-forward), both after Graves et al. 2016, "Hybrid computing using a neural network
-with dynamic external memory".
+Implements the memory of Graves et al. 2016, "Hybrid computing using a neural
+network with dynamic external memory", Nature 538 (Methods: "Reading and writing
+to memory", "Content-based addressing", "Dynamic memory allocation", "Temporal
+memory linkage", "Read weighting"), with ``H`` write heads as in DeepMind's
+``dnc`` (github.com/deepmind/dnc, ``access.py`` and ``addressing.py``; the
+paper has ``H = 1``). The interface vector can be split in the paper's order or in
+the order of the reading-comprehension DNC paper's supplementary Table 1
+(``controls_from_interface``).
 
-One write head and ``R`` read heads over ``N`` slots of width ``W``; the kernel sees
-one example (modules add the batch axis with ``jax.vmap``). One public function per
-equation, in the order ``step`` calls them:
+``R`` read heads and ``H`` write heads over ``N`` slots of width ``W``; the kernel
+sees one example (modules add the batch axis with ``jax.vmap``). The state and
+the write controls always carry a leading write-head axis (``[H, ...]``, also for
+``H = 1``), as the NTM kernel's write weights do. One public function per
+equation, in the order ``step`` calls them; each works on one write head where
+that is natural (``step`` composes them over the heads):
 
     retention             psi_t = prod_i (1 - f^i_t w^{r,i}_{t-1})
-    usage                 u_t = (u_{t-1} + w^w_{t-1} - u_{t-1} o w^w_{t-1}) o psi_t
+    usage                 u_t = (u_{t-1} + (1 - u_{t-1}) o w^w_{t-1}) o psi_t,
+                          with several heads u <- u + (1 - u) o w_h for each h
+                          (= u + (1 - u) o (1 - prod_h (1 - w_h)))
     allocation            a_t[phi_t[j]] = (1 - u_t[phi_t[j]]) prod_{i<j} u_t[phi_t[i]]
-    write_weights         w^w_t = g^w_t [g^a_t a_t + (1 - g^a_t) c^w_t]
-    write                 M_t = M_{t-1} o (E - w^w_t e_t^T) + w^w_t v_t^T
+    write_allocations     a_h = allocation(u), then u <- u + (1 - u) o g^a_h g^w_h a_h, per head
+    write_weights         w^w_{t,h} = g^w_h [g^a_h a_h + (1 - g^a_h) c^w_h]
+    write                 M_t = M_{t-1} o prod_h (E - w^w_h e_h^T) + sum_h w^w_h v_h^T
     link                  L_t[i, j] = (1 - w^w_t[i] - w^w_t[j]) L_{t-1}[i, j] + w^w_t[i] p_{t-1}[j],
-                          L_t[i, i] = 0
-    precedence            p_t = (1 - sum_i w^w_t[i]) p_{t-1} + w^w_t
-    directional_weights   f^i_t = L_t w^{r,i}_{t-1},  b^i_t = L_t^T w^{r,i}_{t-1}
+                          L_t[i, i] = 0                      (one write head)
+    precedence            p_t = (1 - sum_i w^w_t[i]) p_{t-1} + w^w_t   (one write head)
+    directional_weights   Directions(backward = L_t^T w^r_{t-1}, forward = L_t w^r_{t-1})
     link_and_directions   the two above in one call, with a hand-written VJP (what step uses)
-    read_weights          w^{r,i}_t = pi^i_t[1] b^i_t + pi^i_t[2] c^{r,i}_t + pi^i_t[3] f^i_t
+    read_weights          w^{r,i}_t = sum_h pi[h] b^{i,h} + pi[H] c^{r,i} + sum_h pi[H+1+h] f^{i,h}
     read                  r^i_t = M_t^T w^{r,i}_t
 
 Content weights ``c = C(M, k, beta)`` come from ``addressing.content_weights``.
-``controls_from_interface`` turns a raw controller output of ``interface_size(R, W)``
-numbers into ``DNCControls`` (seed 003 Table 1), so any JAX network can drive the
-kernel without Flax.
+``controls_from_interface`` turns a raw controller output of
+``interface_size(R, W, H)`` numbers into ``DNCControls``, so any JAX network can
+drive the kernel without Flax.
+
+Read modes. Each read head has ``2H + 1`` modes, in the order
+``(backward_1, ..., backward_H, content, forward_1, ..., forward_H)``, so that
+``H = 1`` is the papers' (backward, content, forward). DeepMind's ``dnc`` orders
+them ``(backward_1..H, forward_1..H, content)``: ``read_mode_order_from_deepmind``
+gives the permutation.
 """
 
 from __future__ import annotations
@@ -36,14 +50,18 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from panm_jax.kernels import scan as scan_lib
 from panm_jax.kernels.addressing import content_weights, oneplus
 from panm_jax.kernels.validation import check_positive_int, check_shape
 
 __all__ = [
+    "INTERFACE_LAYOUTS",
     "DNCControls",
     "DNCState",
+    "Directions",
+    "LinkAndDirections",
     "allocation",
     "controls_from_interface",
     "directional_weights",
@@ -53,49 +71,69 @@ __all__ = [
     "link_and_directions",
     "precedence",
     "read",
+    "read_mode_order_from_deepmind",
     "read_weights",
     "retention",
     "step",
     "usage",
     "write",
+    "write_allocations",
     "write_weights",
 ]
 
-# No epsilon lives in this file. Cosine similarity is made safe at zero vectors by
-# addressing.NORM_EPS; the allocation's cumulative product needs no guard because
-# jnp.cumprod differentiates without dividing by its inputs (DeepMind's TF code adds
-# 1e-6 to the usage because tf.cumprod's gradient divides), so usage exactly 0 or 1
-# is fine in value and gradient.
+# No epsilon lives in this file. addressing.cosine_similarity is exact at every
+# scale and 0 at an exactly-zero vector; the allocation's cumulative product needs
+# no guard because jnp.cumprod differentiates without dividing by its inputs
+# (DeepMind's TF code maps the usage to 1e-6 + (1 - 1e-6) u before its cumprod,
+# "to avoid numerical instability"), so usage exactly 0 or 1 is fine in value and
+# gradient.
 
 
 class DNCState(NamedTuple):
     """The DNC memory state of one example (arrays only)."""
 
-    memory: jax.Array         # [N, W]  M_t
-    usage: jax.Array          # [N]     u_t, in [0, 1]
-    link: jax.Array           # [N, N]  L_t; L[i, j]: how much slot i was written right after slot j
-    precedence: jax.Array     # [N]     p_t, sum <= 1
-    read_weights: jax.Array   # [R, N]  w^{r,i}_t, one row per read head
-    write_weights: jax.Array  # [N]     w^w_t
-    reads: jax.Array          # [R, W]  r^i_t, the last read vectors
+    memory: jax.Array         # [N, W]     M_t
+    usage: jax.Array          # [N]        u_t, in [0, 1]
+    link: jax.Array           # [H, N, N]  L_t per write head; L[h, i, j]: head h wrote slot i right after slot j
+    precedence: jax.Array     # [H, N]     p_t per write head, each row summing to <= 1
+    read_weights: jax.Array   # [R, N]     w^{r,i}_t, one row per read head
+    write_weights: jax.Array  # [H, N]     w^w_t, one row per write head
+    reads: jax.Array          # [R, W]     r^i_t, the last read vectors
 
 
 class DNCControls(NamedTuple):
-    """One step's interface values, already activated (seed 003 Table 1)."""
+    """One step's interface values, already activated (``controls_from_interface``)."""
 
-    read_keys: jax.Array        # [R, W]  k^{r,i}_t
-    read_strengths: jax.Array   # [R]     beta^{r,i}_t >= 1 (oneplus)
-    write_key: jax.Array        # [W]     k^w_t
-    write_strength: jax.Array   # []      beta^w_t >= 1 (oneplus)
-    erase: jax.Array            # [W]     e_t in [0, 1] (sigmoid)
-    write_vector: jax.Array     # [W]     v_t
-    free_gates: jax.Array       # [R]     f^i_t in [0, 1] (sigmoid)
-    allocation_gate: jax.Array  # []      g^a_t in [0, 1] (sigmoid)
-    write_gate: jax.Array       # []      g^w_t in [0, 1] (sigmoid)
-    read_modes: jax.Array       # [R, 3]  pi^i_t = (backward, content, forward), softmax per head
+    read_keys: jax.Array        # [R, W]       k^{r,i}_t
+    read_strengths: jax.Array   # [R]          beta^{r,i}_t >= 1 (oneplus)
+    write_key: jax.Array        # [H, W]       k^w_t per write head
+    write_strength: jax.Array   # [H]          beta^w_t >= 1 (oneplus)
+    erase: jax.Array            # [H, W]       e_t in [0, 1] (sigmoid)
+    write_vector: jax.Array     # [H, W]       v_t
+    free_gates: jax.Array       # [R]          f^i_t in [0, 1] (sigmoid)
+    allocation_gate: jax.Array  # [H]          g^a_t in [0, 1] (sigmoid)
+    write_gate: jax.Array       # [H]          g^w_t in [0, 1] (sigmoid)
+    read_modes: jax.Array       # [R, 2H + 1]  pi^i_t = (backward_1..H, content, forward_1..H), softmax per head
 
 
-def init_state(num_slots: int, word_size: int, num_reads: int, dtype=jnp.float32) -> DNCState:
+class Directions(NamedTuple):
+    """Backward and forward weights, in the order of the read modes."""
+
+    backward: jax.Array  # [R, N] b_t = L_t^T w^r_{t-1} (or [H, R, N], one per write head)
+    forward: jax.Array   # [R, N] f_t = L_t w^r_{t-1}   (or [H, R, N])
+
+
+class LinkAndDirections(NamedTuple):
+    """What ``link_and_directions`` returns: this step's link and its directions."""
+
+    link: jax.Array      # [N, N] L_t
+    backward: jax.Array  # [R, N] b_t = L_t^T w^r_{t-1}
+    forward: jax.Array   # [R, N] f_t = L_t w^r_{t-1}
+
+
+def init_state(
+    num_slots: int, word_size: int, num_reads: int, num_writes: int = 1, dtype=jnp.float32
+) -> DNCState:
     """An empty memory: every field zero.
 
     Zero memory reads as zero; zero usage makes slot 0 the first to be allocated;
@@ -106,7 +144,8 @@ def init_state(num_slots: int, word_size: int, num_reads: int, dtype=jnp.float32
       num_slots: ``N``, the number of memory slots.
       word_size: ``W``, the width of a slot.
       num_reads: ``R``, the number of read heads.
-      dtype: the floating dtype of every field.
+      num_writes: ``H``, the number of write heads (1 in Graves et al. 2016).
+      dtype: the floating dtype of every field (pass it by keyword).
 
     Returns:
       ``DNCState`` with the shapes of its field comments.
@@ -117,13 +156,14 @@ def init_state(num_slots: int, word_size: int, num_reads: int, dtype=jnp.float32
     n = check_positive_int("num_slots (N)", num_slots)
     w = check_positive_int("word_size (W)", word_size)
     r = check_positive_int("num_reads (R)", num_reads)
+    h = check_positive_int("num_writes (H)", num_writes)
     return DNCState(
         memory=jnp.zeros((n, w), dtype),
         usage=jnp.zeros((n,), dtype),
-        link=jnp.zeros((n, n), dtype),
-        precedence=jnp.zeros((n,), dtype),
+        link=jnp.zeros((h, n, n), dtype),
+        precedence=jnp.zeros((h, n), dtype),
         read_weights=jnp.zeros((r, n), dtype),
-        write_weights=jnp.zeros((n,), dtype),
+        write_weights=jnp.zeros((h, n), dtype),
         reads=jnp.zeros((r, w), dtype),
     )
 
@@ -136,8 +176,8 @@ def init_state(num_slots: int, word_size: int, num_reads: int, dtype=jnp.float32
 def retention(free_gates: jax.Array, prev_read_weights: jax.Array) -> jax.Array:
     """Memory retention vector: how much of each slot the read heads do *not* free.
 
-    Implements ``psi_t`` of seed ``002_44e42d2b9681fe3e.txt`` (DNC section,
-    "Addressing", the psi_t equation).
+    Implements ``psi_t`` of Graves et al. 2016 (Methods, "Dynamic memory
+    allocation").
 
     Symbols: ``f^i_t`` = ``free_gates[i]``, ``w^{r,i}_{t-1}`` =
     ``prev_read_weights[i]``.
@@ -157,30 +197,53 @@ def retention(free_gates: jax.Array, prev_read_weights: jax.Array) -> jax.Array:
 def usage(prev_usage: jax.Array, prev_write_weights: jax.Array, psi: jax.Array) -> jax.Array:
     """Usage vector: raised by the previous write, lowered by the free gates.
 
-    Implements ``u_t`` of seed ``002_44e42d2b9681fe3e.txt`` (DNC section,
-    "Addressing", the u_t equation).
+    Implements ``u_t`` of Graves et al. 2016 (Methods, "Dynamic memory
+    allocation"), ``u_t = (u_{t-1} + w^w_{t-1} - u_{t-1} o w^w_{t-1}) o psi_t``,
+    rearranged as DeepMind's ``dnc`` computes it (``Freeness._usage_after_write``):
+
+        u_t = (u_{t-1} + (1 - u_{t-1}) o w^w_{t-1}) o psi_t
+
+    Why this form: in floating point ``u + w - u w`` rounds to one ulp *below* 1
+    after a full write (``w = 1``) for about a fifth of the float32 values of
+    ``u``, so a slot just written in full would look slightly free to the
+    allocation. ``u + (1 - u) w`` is exactly 1 at ``w = 1`` in round-to-nearest
+    (``u + fl(1 - u)`` rounds to 1), exactly ``u`` at ``w = 0``, and never above 1
+    for ``u, w`` in ``[0, 1]`` (``fl(fl(1 - u) w) <= fl(1 - u)`` and rounding is
+    monotone).
+
+    Several write heads (``prev_write_weights`` ``[H, N]``, DeepMind's
+    ``num_writes``): the heads are applied one after the other,
+    ``u <- u + (1 - u) o w_h`` for ``h = 1..H``, which equals DeepMind's aggregate
+    ``u + (1 - u) o (1 - prod_h (1 - w_h))`` (both are
+    ``1 - (1 - u) prod_h (1 - w_h)``) and keeps the exactness above for each head.
 
     Symbols: ``u_{t-1}`` = ``prev_usage``, ``w^w_{t-1}`` = ``prev_write_weights``,
     ``psi_t`` = ``psi`` (from ``retention``).
 
-        u_t = (u_{t-1} + w^w_{t-1} - u_{t-1} o w^w_{t-1}) o psi_t
+    ``step(..., stop_usage_write_gradient=True)`` passes the write weights through
+    ``jax.lax.stop_gradient`` before this function, as DeepMind's ``dnc`` does.
 
     Args:
       prev_usage: ``[N]`` in ``[0, 1]``.
-      prev_write_weights: ``[N]`` the write weights of the previous step.
+      prev_write_weights: ``[N]`` (one write head) or ``[H, N]``, the write
+        weights of the previous step.
       psi: ``[N]`` the retention vector of this step.
 
     Returns:
       ``[N]`` ``u_t`` in ``[0, 1]``.
     """
-    return (prev_usage + prev_write_weights - prev_usage * prev_write_weights) * psi
+    weights = prev_write_weights if prev_write_weights.ndim == 2 else prev_write_weights[None]
+    u = prev_usage
+    for h in range(weights.shape[0]):
+        u = u + (1.0 - u) * weights[h]
+    return u * psi
 
 
 def allocation(usage_vector: jax.Array) -> jax.Array:
     """Allocation weights: the least-used slot first, by a sort over usage.
 
-    Implements ``a_t`` of seed ``002_44e42d2b9681fe3e.txt`` (DNC section,
-    "Addressing", the a_t equation).
+    Implements ``a_t`` of Graves et al. 2016 (Methods, "Dynamic memory
+    allocation").
 
     Symbols: ``u_t`` = ``usage_vector``; ``phi_t`` = the slot indices sorted by
     ascending usage (``phi_t[1]`` is the least-used slot).
@@ -213,6 +276,39 @@ def allocation(usage_vector: jax.Array) -> jax.Array:
     return jnp.zeros_like(usage_vector).at[order].set(sorted_allocation)
 
 
+def write_allocations(
+    usage_vector: jax.Array, allocation_gate: jax.Array, write_gate: jax.Array
+) -> jax.Array:
+    """Allocation weights of ``H`` write heads, each seeing the usage its predecessors add.
+
+    Implements DeepMind's ``Freeness.write_allocation_weights`` (``dnc``,
+    ``addressing.py``), the several-head extension of Graves et al. 2016's single
+    ``a_t`` (Methods, "Dynamic memory allocation"): head ``h`` allocates from the
+    usage as it would be after heads ``1..h-1`` have written by allocation,
+
+        a_h = allocation(u),    then    u <- u + (1 - u) o g^a_h g^w_h a_h
+
+    starting from ``u = u_t``. For ``H = 1`` it is ``allocation(u_t)``.
+
+    Args:
+      usage_vector: ``[N]`` ``u_t`` in ``[0, 1]``.
+      allocation_gate: ``[H]`` ``g^a_t`` in ``[0, 1]``.
+      write_gate: ``[H]`` ``g^w_t`` in ``[0, 1]``.
+
+    Returns:
+      ``[H, N]`` one allocation per write head (not yet gated; ``write_weights``
+      gates them).
+    """
+    num_writes = allocation_gate.shape[0]
+    u = usage_vector
+    allocations = []
+    for h in range(num_writes):
+        allocations.append(allocation(u))
+        if h + 1 < num_writes:  # the last head's usage update would not be used
+            u = u + (1.0 - u) * (allocation_gate[h] * write_gate[h]) * allocations[h]
+    return jnp.stack(allocations)
+
+
 def write_weights(
     allocation_weights: jax.Array,
     content: jax.Array,
@@ -221,25 +317,28 @@ def write_weights(
 ) -> jax.Array:
     """Write weights: allocation and content addressing mixed, then gated.
 
-    Implements ``w^w_t`` of seed ``002_44e42d2b9681fe3e.txt`` (DNC section,
-    "Addressing", the w^w_t equation) and of seed ``003_6adbd108c178b20b.txt``
-    ("Write operation").
+    Implements ``w^w_t`` of Graves et al. 2016 (Methods, "Write weighting"),
+    per write head ``h`` when there are several (DeepMind's ``dnc``,
+    ``MemoryAccess._write_weights``).
 
     Symbols: ``a_t`` = ``allocation_weights``, ``c^w_t`` = ``content``,
     ``g^a_t`` = ``allocation_gate``, ``g^w_t`` = ``write_gate``.
 
-        w^w_t = g^w_t [g^a_t a_t + (1 - g^a_t) c^w_t]
+        w^w_{t,h} = g^w_h [g^a_h a_h + (1 - g^a_h) c^w_h]
 
     Args:
-      allocation_weights: ``[N]`` ``a_t``.
-      content: ``[N]`` write content weights ``c^w_t = C(M_{t-1}, k^w_t, beta^w_t)``.
-      allocation_gate: ``[]`` in ``[0, 1]``.
-      write_gate: ``[]`` in ``[0, 1]``.
+      allocation_weights: ``[N]`` ``a_t`` (one head) or ``[H, N]``.
+      content: ``[N]`` or ``[H, N]`` write content weights
+        ``c^w_t = C(M_{t-1}, k^w_t, beta^w_t)``.
+      allocation_gate: ``[]`` or ``[H]`` in ``[0, 1]``.
+      write_gate: ``[]`` or ``[H]`` in ``[0, 1]``.
 
     Returns:
-      ``[N]`` ``w^w_t``, summing to at most 1.
+      ``[N]`` or ``[H, N]`` ``w^w_t``, each row summing to at most 1.
     """
-    return write_gate * (allocation_gate * allocation_weights + (1.0 - allocation_gate) * content)
+    g_a = jnp.asarray(allocation_gate)[..., None]  # [..., 1]
+    g_w = jnp.asarray(write_gate)[..., None]
+    return g_w * (g_a * allocation_weights + (1.0 - g_a) * content)
 
 
 def write(
@@ -247,38 +346,48 @@ def write(
 ) -> jax.Array:
     """Erase then add: the memory after this step's write.
 
-    Implements ``M_t`` of seed ``002_44e42d2b9681fe3e.txt`` (DNC section,
-    "Addressing", the first equation) and of seed ``003_6adbd108c178b20b.txt``
-    ("Write operation"), where ``E`` (``J_{p,q}``) is the all-ones ``[N, W]``
-    matrix.
+    Implements ``M_t`` of Graves et al. 2016 (Methods, "Reading and writing to
+    memory"), where ``E`` is the all-ones ``[N, W]`` matrix, and its several-head
+    form from DeepMind's ``dnc`` (``access.py``, ``_erase_and_write``): every
+    head's erase is applied, then every head's vector is added.
 
-    Symbols: ``M_{t-1}`` = ``memory``, ``w^w_t`` = ``weights``, ``e_t`` = ``erase``,
-    ``v_t`` = ``write_vector``.
+    Symbols: ``M_{t-1}`` = ``memory``, ``w^w_h`` = ``weights[h]``, ``e_h`` =
+    ``erase[h]``, ``v_h`` = ``write_vector[h]``.
 
-        M_t = M_{t-1} o (E - w^w_t e_t^T) + w^w_t v_t^T
+        M_t = M_{t-1} o prod_h (E - w^w_h e_h^T) + sum_h w^w_h v_h^T
+
+    (one head: ``M_t = M_{t-1} o (E - w^w_t e_t^T) + w^w_t v_t^T``).
 
     Args:
       memory: ``[N, W]`` ``M_{t-1}``.
-      weights: ``[N]`` ``w^w_t``.
-      erase: ``[W]`` ``e_t`` in ``[0, 1]``.
-      write_vector: ``[W]`` ``v_t``.
+      weights: ``[N]`` ``w^w_t`` (one head) or ``[H, N]``.
+      erase: ``[W]`` or ``[H, W]`` ``e_t`` in ``[0, 1]``.
+      write_vector: ``[W]`` or ``[H, W]`` ``v_t``.
 
     Returns:
       ``[N, W]`` ``M_t``.
     """
-    return memory * (1.0 - jnp.outer(weights, erase)) + jnp.outer(weights, write_vector)
+    if weights.ndim == 2 and weights.shape[0] == 1:  # one head given with its head axis
+        weights, erase, write_vector = weights[0], erase[0], write_vector[0]
+    if weights.ndim == 1:
+        return memory * (1.0 - jnp.outer(weights, erase)) + jnp.outer(weights, write_vector)
+    kept = jnp.prod(1.0 - weights[:, :, None] * erase[:, None, :], axis=0)  # [N, W] prod_h (E - w_h e_h^T)
+    added = jnp.sum(weights[:, :, None] * write_vector[:, None, :], axis=0)  # [N, W] sum_h w_h v_h^T
+    return memory * kept + added
 
 
 # --------------------------------------------------------------------------------------
-# Temporal memory linkage
+# Temporal memory linkage (one write head; step maps them over the heads)
 # --------------------------------------------------------------------------------------
 
 
 def precedence(prev_precedence: jax.Array, weights: jax.Array) -> jax.Array:
     """Precedence weights: how much each slot was the last one written.
 
-    Implements ``p_t`` of seed ``002_44e42d2b9681fe3e.txt`` (DNC section,
-    "Addressing", the p_t equation).
+    Implements ``p_t`` of Graves et al. 2016 (Methods, "Temporal memory
+    linkage"). One write head; with several, each head has
+    its own precedence, updated by its own weights (DeepMind's ``dnc``,
+    ``TemporalLinkage``).
 
     Symbols: ``p_{t-1}`` = ``prev_precedence``, ``w^w_t`` = ``weights``.
 
@@ -297,9 +406,10 @@ def precedence(prev_precedence: jax.Array, weights: jax.Array) -> jax.Array:
 def link(prev_link: jax.Array, prev_precedence: jax.Array, weights: jax.Array) -> jax.Array:
     """Temporal link matrix: ``L[i, j]`` is how much slot i was written right after j.
 
-    Implements ``L_t`` of seed ``002_44e42d2b9681fe3e.txt`` (DNC section,
-    "Addressing", the L_t equation); ``(1 - I)`` zeroes the diagonal (a slot
-    does not follow itself).
+    Implements ``L_t`` of Graves et al. 2016 (Methods, "Temporal memory
+    linkage"); ``(1 - I)`` zeroes the diagonal (a slot
+    does not follow itself). One write head; with several, each head has its own
+    link, updated by its own weights and precedence.
 
     Symbols: ``L_{t-1}`` = ``prev_link``, ``p_{t-1}`` = ``prev_precedence`` (the
     precedence *before* this step's update), ``w^w_t`` = ``weights``.
@@ -324,39 +434,42 @@ def link(prev_link: jax.Array, prev_precedence: jax.Array, weights: jax.Array) -
     return off_diagonal * new_link
 
 
-def directional_weights(link_matrix: jax.Array, prev_read_weights: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Forward and backward weights: follow the write order from the last reads.
+def directional_weights(link_matrix: jax.Array, prev_read_weights: jax.Array) -> Directions:
+    """Backward and forward weights: follow the write order from the last reads.
 
-    Implements ``f^i_t`` and ``b^i_t`` of seed ``002_44e42d2b9681fe3e.txt`` (DNC
-    section, "Addressing") and ``f_t^r``, ``b_t^r`` of seed
-    ``003_6adbd108c178b20b.txt`` ("Read operation").
+    Implements ``b^i_t`` and ``f^i_t`` of Graves et al. 2016 (Methods, "Temporal
+    memory linkage"), for one write head's link.
 
     Symbols: ``L_t`` = ``link_matrix``, ``w^{r,i}_{t-1}`` = ``prev_read_weights[i]``.
 
-        f^i_t = L_t w^{r,i}_{t-1}        (the slots written after the ones read)
         b^i_t = L_t^T w^{r,i}_{t-1}      (the slots written before the ones read)
+        f^i_t = L_t w^{r,i}_{t-1}        (the slots written after the ones read)
 
     Args:
       link_matrix: ``[N, N]`` ``L_t`` (this step's link, after ``link``).
       prev_read_weights: ``[R, N]`` ``w^r_{t-1}``.
 
     Returns:
-      ``(forward, backward)``, each ``[R, N]``.
+      ``Directions(backward, forward)``, each ``[R, N]``: the order of the read
+      modes and of ``read_weights``' arguments (DeepMind's and pytorch-dnc's
+      functions return forward first).
     """
-    forward = jnp.einsum("ij,rj->ri", link_matrix, prev_read_weights)  # f[r, i] = sum_j L[i, j] w[r, j]
     backward = jnp.einsum("ji,rj->ri", link_matrix, prev_read_weights)  # b[r, i] = sum_j L[j, i] w[r, j]
-    return forward, backward
+    forward = jnp.einsum("ij,rj->ri", link_matrix, prev_read_weights)  # f[r, i] = sum_j L[i, j] w[r, j]
+    return Directions(backward=backward, forward=forward)
 
 
 @jax.custom_vjp
 def link_and_directions(
     prev_link: jax.Array, prev_precedence: jax.Array, weights: jax.Array, prev_read_weights: jax.Array
-) -> tuple[jax.Array, jax.Array, jax.Array]:
+) -> LinkAndDirections:
     """``link`` then ``directional_weights`` in one function with a hand-written VJP.
 
-    Returns ``(L_t, f_t, b_t)``, exactly ``L_t = link(L_{t-1}, p_{t-1}, w^w_t)`` and
-    ``f_t, b_t = directional_weights(L_t, w^r_{t-1})`` (same equations, same
-    shapes: ``[N, N]``, ``[R, N]``, ``[R, N]``); ``step`` calls this.
+    Returns ``LinkAndDirections(link, backward, forward)``, exactly
+    ``L_t = link(L_{t-1}, p_{t-1}, w^w_t)`` and
+    ``directional_weights(L_t, w^r_{t-1})`` (same equations, same shapes:
+    ``[N, N]``, ``[R, N]``, ``[R, N]``), for one write head; ``step`` maps it over
+    the write heads with ``jax.vmap``.
 
     Why: these are the DNC's only ``O(N^2)`` operations, and at ``N = 1024`` they
     are the whole cost of a training step. Under autodiff the backward pass keeps
@@ -373,7 +486,7 @@ def link_and_directions(
     took the DNC N = 1024 training step from 11.9 s (autodiff, remat) to 8.4 s.
 
     The derivation. Write ``L = L_{t-1}``, ``p = p_{t-1}``, ``w = w^w_t``,
-    ``v_r`` = head r's ``w^r_{t-1}``, ``Ln = L_t`` and the cotangents ``gLn, g_f, g_b``.
+    ``v_r`` = head r's ``w^r_{t-1}``, ``Ln = L_t`` and the cotangents ``gLn, g_f, g_b``
     ``Ln = (1 - I) o [(1 - w 1^T - 1 w^T) o L + w p^T]``, ``f_r = Ln v_r``,
     ``b_r = Ln^T v_r``. The total cotangent of ``Ln`` is
 
@@ -393,8 +506,8 @@ def link_and_directions(
     and ``u^T L`` products instead of an ``[N, N]`` array.
     """
     new_link = link(prev_link, prev_precedence, weights)
-    forward, backward = directional_weights(new_link, prev_read_weights)
-    return new_link, forward, backward
+    backward, forward = directional_weights(new_link, prev_read_weights)
+    return LinkAndDirections(link=new_link, backward=backward, forward=forward)
 
 
 def _link_and_directions_fwd(prev_link, prev_precedence, weights, prev_read_weights):
@@ -404,7 +517,7 @@ def _link_and_directions_fwd(prev_link, prev_precedence, weights, prev_read_weig
 
 def _link_and_directions_bwd(residuals, cotangents):
     link_, p, w, v = residuals  # [N, N], [N], [N], [R, N]
-    g_link, g_f, g_b = cotangents  # [N, N], [R, N], [R, N]
+    g_link, g_f, g_b = cotangents.link, cotangents.forward, cotangents.backward  # [N, N], [R, N], [R, N]
     num_heads = v.shape[0]
     # G = gLn + sum_r u_r v'_r^T with the 2R rank-one terms (u, v') = (g_f[r], v_r), (v_r, g_b[r]).
     # One small matmul is faster here than the 2R outer products unrolled in an elementwise loop.
@@ -442,38 +555,72 @@ link_and_directions.defvjp(_link_and_directions_fwd, _link_and_directions_bwd)
 def read_weights(
     read_modes: jax.Array, backward: jax.Array, content: jax.Array, forward: jax.Array
 ) -> jax.Array:
-    """Read weights: each head's mix of backward, content and forward addressing.
+    """Read weights: each read head's mix of backward, content and forward addressing.
 
-    Implements ``w^{r,i}_t`` of seed ``002_44e42d2b9681fe3e.txt`` (DNC section,
-    "Addressing") and ``w_t^r`` of seed ``003_6adbd108c178b20b.txt`` ("Read
-    operation"). The modes are in the seeds' order: index 0 backward, 1 content,
-    2 forward (seed 002 counts them 1, 2, 3; seed 003 0, 1, 2).
+    Implements ``w^{r,i}_t`` of Graves et al. 2016 (Methods, "Temporal memory
+    linkage"), with one backward and one forward mode per write head as in
+    DeepMind's ``dnc`` (``MemoryAccess._read_weights``). The arguments come in the
+    order of the modes: backward, content, forward.
 
-    Symbols: ``pi^i_t`` = ``read_modes[i]``, ``b^i_t`` = ``backward[i]``,
-    ``c^{r,i}_t`` = ``content[i]``, ``f^i_t`` = ``forward[i]``.
+    Symbols: ``pi^i_t`` = ``read_modes[i]``, ``b^{i,h}_t`` = ``backward[h, i]``,
+    ``c^{r,i}_t`` = ``content[i]``, ``f^{i,h}_t`` = ``forward[h, i]``.
 
-        w^{r,i}_t = pi^i_t[1] b^i_t + pi^i_t[2] c^{r,i}_t + pi^i_t[3] f^i_t
+        w^{r,i}_t = sum_h pi^i_t[h] b^{i,h}_t + pi^i_t[H] c^{r,i}_t + sum_h pi^i_t[H + 1 + h] f^{i,h}_t
+
+    For one write head: ``pi[0] b + pi[1] c + pi[2] f`` (backward, content,
+    forward, the papers' order). DeepMind's order is
+    ``(backward_1..H, forward_1..H, content)``; see ``read_mode_order_from_deepmind``.
 
     Args:
-      read_modes: ``[R, 3]`` each row a distribution (backward, content, forward).
-      backward: ``[R, N]`` ``b_t``.
+      read_modes: ``[R, 2H + 1]`` each row a distribution over
+        ``(backward_1..H, content, forward_1..H)``.
+      backward: ``[H, R, N]`` ``b_t`` per write head, or ``[R, N]`` for ``H = 1``.
       content: ``[R, N]`` read content weights ``c^r_t``.
-      forward: ``[R, N]`` ``f_t``.
+      forward: ``[H, R, N]`` ``f_t`` per write head, or ``[R, N]`` for ``H = 1``.
 
     Returns:
       ``[R, N]`` ``w^r_t``, each row summing to at most 1.
+
+    Raises:
+      ValueError: if the shapes disagree (naming the argument).
     """
-    return (
-        read_modes[:, 0:1] * backward + read_modes[:, 1:2] * content + read_modes[:, 2:3] * forward
-    )
+    if backward.ndim == 2:
+        backward, forward = backward[None], forward[None]
+    check_shape("backward", backward, (None, None, None), "H, R, N")
+    h, r, n = backward.shape
+    check_shape("forward", forward, (h, r, n), "H, R, N")
+    check_shape("content", content, (r, n), "R, N")
+    check_shape("read_modes", read_modes, (r, 2 * h + 1), "R, 2H + 1")
+    out = read_modes[:, 0:1] * backward[0]
+    for k in range(1, h):
+        out = out + read_modes[:, k : k + 1] * backward[k]
+    out = out + read_modes[:, h : h + 1] * content
+    for k in range(h):
+        out = out + read_modes[:, h + 1 + k : h + 2 + k] * forward[k]
+    return out
+
+
+def read_mode_order_from_deepmind(num_writes: int = 1) -> np.ndarray:
+    """Indices that reorder DeepMind's read modes into this kernel's order.
+
+    DeepMind's ``dnc`` (``access.py``, ``_read_weights``) orders each read head's
+    ``2H + 1`` modes ``(backward_1..H, forward_1..H, content)``; this kernel
+    ``(backward_1..H, content, forward_1..H)``. With ``order`` returned here,
+    ``ours = theirs[..., order]``, for the modes and for their logits alike (a
+    softmax commutes with a permutation). For ``H = 1``: ``[0, 2, 1]``.
+
+    Raises:
+      ValueError: if ``num_writes`` is not a positive integer.
+    """
+    h = check_positive_int("num_writes (H)", num_writes)
+    return np.array([*range(h), 2 * h, *range(h, 2 * h)])
 
 
 def read(memory: jax.Array, weights: jax.Array) -> jax.Array:
     """Read vectors: each head's weighted sum of memory rows.
 
-    Implements ``r^i_t`` of seed ``002_44e42d2b9681fe3e.txt`` (DNC section,
-    "Addressing", the r^i_t equation) and ``m_t^r`` of seed
-    ``003_6adbd108c178b20b.txt``.
+    Implements ``r^i_t`` of Graves et al. 2016 (Methods, "Reading and writing to
+    memory").
 
     Symbols: ``M_t`` = ``memory``, ``w^{r,i}_t`` = ``weights[i]``.
 
@@ -494,30 +641,47 @@ def read(memory: jax.Array, weights: jax.Array) -> jax.Array:
 # --------------------------------------------------------------------------------------
 
 
-def _check_state(state: DNCState) -> tuple[int, int, int]:
+def _check_state(state: DNCState) -> tuple[int, int, int, int]:
     check_shape("state.memory", state.memory, (None, None), "N, W")
     n, w = state.memory.shape
     check_shape("state.read_weights", state.read_weights, (None, n), "R, N")
     r = state.read_weights.shape[0]
+    check_shape("state.write_weights", state.write_weights, (None, n), "H, N")
+    h = state.write_weights.shape[0]
     check_shape("state.usage", state.usage, (n,), "N")
-    check_shape("state.link", state.link, (n, n), "N, N")
-    check_shape("state.precedence", state.precedence, (n,), "N")
-    check_shape("state.write_weights", state.write_weights, (n,), "N")
+    check_shape("state.link", state.link, (h, n, n), "H, N, N")
+    check_shape("state.precedence", state.precedence, (h, n), "H, N")
     check_shape("state.reads", state.reads, (r, w), "R, W")
-    return n, w, r
+    return n, w, r, h
 
 
-def _check_controls(controls: DNCControls, w: int, r: int) -> None:
+def _check_controls(controls: DNCControls, w: int, r: int, h: int) -> None:
     check_shape("controls.read_keys", controls.read_keys, (r, w), "R, W")
     check_shape("controls.read_strengths", controls.read_strengths, (r,), "R")
-    check_shape("controls.write_key", controls.write_key, (w,), "W")
-    check_shape("controls.write_strength", controls.write_strength, (), "")
-    check_shape("controls.erase", controls.erase, (w,), "W")
-    check_shape("controls.write_vector", controls.write_vector, (w,), "W")
+    check_shape("controls.write_key", controls.write_key, (h, w), "H, W")
+    check_shape("controls.write_strength", controls.write_strength, (h,), "H")
+    check_shape("controls.erase", controls.erase, (h, w), "H, W")
+    check_shape("controls.write_vector", controls.write_vector, (h, w), "H, W")
     check_shape("controls.free_gates", controls.free_gates, (r,), "R")
-    check_shape("controls.allocation_gate", controls.allocation_gate, (), "")
-    check_shape("controls.write_gate", controls.write_gate, (), "")
-    check_shape("controls.read_modes", controls.read_modes, (r, 3), "R, 3")
+    check_shape("controls.allocation_gate", controls.allocation_gate, (h,), "H")
+    check_shape("controls.write_gate", controls.write_gate, (h,), "H")
+    check_shape("controls.read_modes", controls.read_modes, (r, 2 * h + 1), "R, 2H + 1")
+
+
+def _link_and_directions_per_head(
+    prev_link: jax.Array, prev_precedence: jax.Array, weights: jax.Array, prev_read_weights: jax.Array
+) -> LinkAndDirections:
+    """``link_and_directions`` for each write head: ``[H, N, N]``, ``[H, N]``, ``[H, N]``, ``[R, N]``.
+
+    ``jax.vmap`` over the heads; one head is called directly (its head axis is a
+    free reshape), so ``H = 1`` runs exactly the one-head computation.
+    """
+    if weights.shape[0] == 1:
+        one = link_and_directions(prev_link[0], prev_precedence[0], weights[0], prev_read_weights)
+        return jax.tree_util.tree_map(lambda x: x[None], one)
+    return jax.vmap(link_and_directions, in_axes=(0, 0, 0, None))(
+        prev_link, prev_precedence, weights, prev_read_weights
+    )
 
 
 def step(
@@ -526,21 +690,24 @@ def step(
     mask: jax.Array | None = None,
     *,
     read_previous_memory: bool = False,
+    stop_usage_write_gradient: bool = False,
 ) -> tuple[DNCState, jax.Array]:
     """One DNC memory step: free, allocate, write, link, read.
 
-    Implements the DNC "Addressing" equations of seed ``002_44e42d2b9681fe3e.txt``
-    in their dependency order (and seed ``003_6adbd108c178b20b.txt``'s memory
-    controller):
+    Implements the memory of Graves et al. 2016 (Methods) in its dependency
+    order, with ``H`` write heads as in DeepMind's ``dnc`` (``MemoryAccess``):
 
     1. ``psi_t = retention(f_t, w^r_{t-1})``; ``u_t = usage(u_{t-1}, w^w_{t-1}, psi_t)``
-       (usage from the previous step's write and read weights);
-    2. ``c^w_t = C(M_{t-1}, k^w_t, beta^w_t)``; ``a_t = allocation(u_t)``;
-       ``w^w_t = write_weights(a_t, c^w_t, g^a_t, g^w_t)``;
+       (usage from the previous step's read and write weights, all write heads);
+    2. ``c^w_t = C(M_{t-1}, k^w_t, beta^w_t)`` per write head;
+       ``a_t = write_allocations(u_t, g^a_t, g^w_t)``;
+       ``w^w_t = write_weights(a_t, c^w_t, g^a_t, g^w_t)``, all ``[H, N]``;
     3. ``M_t = write(M_{t-1}, w^w_t, e_t, v_t)``;
-    4. ``L_t = link(L_{t-1}, p_{t-1}, w^w_t)`` with the precedence *before* its
-       update, then ``p_t = precedence(p_{t-1}, w^w_t)``;
-    5. ``f_t, b_t = directional_weights(L_t, w^r_{t-1})``;
+    4. per write head ``h``: ``L_{t,h} = link(L_{t-1,h}, p_{t-1,h}, w^w_{t,h})`` with
+       the precedence *before* its update, then
+       ``p_{t,h} = precedence(p_{t-1,h}, w^w_{t,h})``;
+    5. per write head: ``b_{t,h}, f_{t,h} = directional_weights(L_{t,h}, w^r_{t-1})``
+       (steps 4 and 5 in one ``link_and_directions``, mapped over the heads);
        ``c^r_t = C(M, k^r_t, beta^r_t)``; ``w^r_t = read_weights(pi_t, b_t, c^r_t, f_t)``;
     6. ``r_t = read(M_t, w^r_t)``.
 
@@ -549,19 +716,31 @@ def step(
     * ``read_previous_memory=False`` (default): ``M = M_t``, the memory after this
       step's write, as in Graves et al. 2016 (Nature, Methods) and DeepMind's
       ``dnc`` code, so a vector written at step t can be found by content at step t;
-      seed 003 also writes ``M_t`` there.
+      the reading-comprehension DNC paper also writes ``M_t`` there.
     * ``read_previous_memory=True``: ``M = M_{t-1}``, as printed in seed 002
       (``c^{r,i}_t = C(M_{t-1}, k^{r,i}_t, beta^{r,i}_t)``). The read itself
       (step 6) uses ``M_t`` in both cases, as both seeds print.
+
+    Gradient of the usage (step 1); the papers are silent on it:
+
+    * ``stop_usage_write_gradient=False`` (default): ``u_t`` is differentiated
+      with respect to ``w^w_{t-1}`` like every other equation, so a write gate
+      at step t also gets gradient through the allocation of step t + 1.
+    * ``stop_usage_write_gradient=True``: ``w^w_{t-1}`` enters ``usage`` through
+      ``jax.lax.stop_gradient``, as in DeepMind's ``dnc`` (``Freeness.__call__``:
+      "Calculation of usage is not differentiable with respect to write
+      weights"). Values are identical; the read weights and free gates still
+      get their gradient through ``psi_t``.
 
     Args:
       state: ``DNCState`` of the previous step (``t - 1``).
       controls: ``DNCControls`` of this step, already activated.
       mask: optional ``[]`` (bool or {0, 1}); where 0 (padding) the state is
-        returned unchanged and the read is zero. (The link is left unchanged by
-        giving it zero write weights, exact for any link with a zero diagonal,
+        returned unchanged and the read is zero. (The links are left unchanged by
+        giving them zero write weights, exact for any link with a zero diagonal,
         which ``init_state`` and every step produce.)
       read_previous_memory: see above; a static Python bool.
+      stop_usage_write_gradient: see above; a static Python bool.
 
     Returns:
       ``(new_state, reads)`` with ``reads`` ``[R, W]`` (also stored in
@@ -569,50 +748,53 @@ def step(
 
     Raises:
       ValueError: at trace time, naming the field, when a state, control or mask
-        shape is inconsistent with ``N, W, R`` taken from ``state.memory`` and
-        ``state.read_weights``.
+        shape is inconsistent with ``N, W, R, H`` taken from ``state.memory``,
+        ``state.read_weights`` and ``state.write_weights``.
     """
-    _, w, r = _check_state(state)
-    _check_controls(controls, w, r)
+    _, w, r, h = _check_state(state)
+    _check_controls(controls, w, r, h)
     if mask is not None:
         check_shape("mask", mask, (), "")
 
     # Dynamic memory allocation, from the previous step's read and write weights.
     psi = retention(controls.free_gates, state.read_weights)  # [N]
-    new_usage = usage(state.usage, state.write_weights, psi)  # [N]
+    prev_write_weights = state.write_weights  # [H, N]
+    if stop_usage_write_gradient:
+        prev_write_weights = jax.lax.stop_gradient(prev_write_weights)
+    new_usage = usage(state.usage, prev_write_weights, psi)  # [N]
 
     # Write: content weights on M_{t-1}, mixed with allocation, then erase/add.
-    write_content = content_weights(state.memory, controls.write_key, controls.write_strength)  # [N]
-    alloc = allocation(new_usage)  # [N]
+    write_content = content_weights(state.memory, controls.write_key, controls.write_strength)  # [H, N]
+    alloc = write_allocations(new_usage, controls.allocation_gate, controls.write_gate)  # [H, N]
     new_write_weights = write_weights(
         alloc, write_content, controls.allocation_gate, controls.write_gate
-    )  # [N]
+    )  # [H, N]
     new_memory = write(state.memory, new_write_weights, controls.erase, controls.write_vector)  # [N, W]
 
     # Temporal linkage: the link uses p_{t-1}, so update it before the precedence.
-    # On a masked step the link is given zero write weights, which leaves it exactly
-    # unchanged (L_t = (1 - I) o L_{t-1} = L_{t-1}: its diagonal is zero), so the
-    # masked select below can skip the [N, N] link instead of reading and writing
-    # it a second time (and storing a selected copy for the backward pass).
+    # On a masked step the links are given zero write weights, which leaves them
+    # exactly unchanged (L_t = (1 - I) o L_{t-1} = L_{t-1}: the diagonal is zero),
+    # so the masked select below can skip the [H, N, N] link instead of reading and
+    # writing it a second time (and storing a selected copy for the backward pass).
     keep = None if mask is None else jnp.asarray(mask).astype(bool)
     link_weights = new_write_weights if keep is None else jnp.where(keep, new_write_weights, 0.0)
     # link_and_directions: link, then directional_weights (used below), with a VJP
-    # that makes few passes over the [N, N] arrays.
-    new_link, forward, backward = link_and_directions(
+    # that makes few passes over the [N, N] arrays; one call per write head.
+    linked = _link_and_directions_per_head(
         state.link, state.precedence, link_weights, state.read_weights
-    )  # [N, N], [R, N], [R, N]
-    new_precedence = precedence(state.precedence, new_write_weights)  # [N]
+    )  # link [H, N, N], backward and forward [H, R, N]
+    new_precedence = jax.vmap(precedence)(state.precedence, new_write_weights)  # [H, N]
 
     # Read.
     content_memory = state.memory if read_previous_memory else new_memory
     read_content = content_weights(content_memory, controls.read_keys, controls.read_strengths)  # [R, N]
-    new_read_weights = read_weights(controls.read_modes, backward, read_content, forward)  # [R, N]
+    new_read_weights = read_weights(controls.read_modes, linked.backward, read_content, linked.forward)  # [R, N]
     reads = read(new_memory, new_read_weights)  # [R, W]
 
     new_state = DNCState(
         memory=new_memory,
         usage=new_usage,
-        link=new_link,
+        link=linked.link,
         precedence=new_precedence,
         read_weights=new_read_weights,
         write_weights=new_write_weights,
@@ -621,109 +803,169 @@ def step(
     if keep is None:
         return new_state, reads
     new_state = scan_lib.select(keep, new_state._replace(link=None), state._replace(link=None))
-    new_state = new_state._replace(link=new_link)  # unchanged on a masked step (above)
+    new_state = new_state._replace(link=linked.link)  # unchanged on a masked step (above)
     return new_state, jnp.where(keep, reads, jnp.zeros_like(reads))
 
 
 # --------------------------------------------------------------------------------------
-# Interface vector (seed 003 Table 1)
+# Interface vector
 # --------------------------------------------------------------------------------------
 
+INTERFACE_LAYOUTS = ("graves2016", "table1")
 
-def interface_size(num_reads: int, word_size: int) -> int:
-    """Length of the raw interface vector: ``R W + 5 R + 3 W + 3``.
+# The fields of each layout in order (the activations are in _ACTIVATIONS).
+_LAYOUT_FIELDS = {
+    # Graves et al. 2016 (Methods, "Interface parameters"), the interface vector
+    # xi_t = [k^r; beta^r; k^w; beta^w; e; v; f; g^a; g^w; pi].
+    "graves2016": (
+        "read_keys", "read_strengths", "write_key", "write_strength", "erase", "write_vector",
+        "free_gates", "allocation_gate", "write_gate", "read_modes",
+    ),
+    # The reading-comprehension DNC paper's supplementary Table 1: the read modes
+    # right after the read strengths.
+    "table1": (
+        "read_keys", "read_strengths", "read_modes", "write_key", "write_strength", "erase",
+        "write_vector", "free_gates", "allocation_gate", "write_gate",
+    ),
+}
 
-    Implements ``i_t in R^{sq + 5s + 3q + 3}`` of seed ``003_6adbd108c178b20b.txt``
-    (``s`` = ``R`` read heads, ``q`` = ``W`` word size), which is also the length of
-    seed 002's ``[xi_t; rho_t]``.
+
+def _field_shapes(r: int, w: int, h: int) -> dict[str, tuple[int, ...]]:
+    return {
+        "read_keys": (r, w),
+        "read_strengths": (r,),
+        "write_key": (h, w),
+        "write_strength": (h,),
+        "erase": (h, w),
+        "write_vector": (h, w),
+        "free_gates": (r,),
+        "allocation_gate": (h,),
+        "write_gate": (h,),
+        "read_modes": (r, 2 * h + 1),
+    }
+
+
+_ACTIVATIONS = {
+    "read_keys": lambda x: x,
+    "read_strengths": oneplus,
+    "write_key": lambda x: x,
+    "write_strength": oneplus,
+    "erase": jax.nn.sigmoid,
+    "write_vector": lambda x: x,
+    "free_gates": jax.nn.sigmoid,
+    "allocation_gate": jax.nn.sigmoid,
+    "write_gate": jax.nn.sigmoid,
+    "read_modes": lambda x: jax.nn.softmax(x, axis=-1),
+}
+
+
+def interface_size(num_reads: int, word_size: int, num_writes: int = 1) -> int:
+    """Length of the raw interface vector: ``R W + 3 H W + 3 H + R (2H + 3)``.
+
+    ``R`` read heads (key ``W``, strength, free gate, ``2H + 1`` modes each) and
+    ``H`` write heads (key, erase and write vectors ``W`` each, strength,
+    allocation gate, write gate). For ``H = 1`` it is ``R W + 5 R + 3 W + 3``, the
+    length of Graves et al. 2016's interface vector (Methods, "Interface
+    parameters": ``W R + 3 W + 5 R + 3``), the same in both layouts.
 
     Raises:
       ValueError: if a size is not a positive integer.
     """
     r = check_positive_int("num_reads (R)", num_reads)
     w = check_positive_int("word_size (W)", word_size)
-    return r * w + 5 * r + 3 * w + 3
+    h = check_positive_int("num_writes (H)", num_writes)
+    return r * w + 3 * h * w + 3 * h + r * (2 * h + 3)
 
 
-def controls_from_interface(raw: jax.Array, num_reads: int, word_size: int) -> DNCControls:
-    """Split a raw interface vector and activate each part (seed 003 Table 1).
+def controls_from_interface(
+    raw: jax.Array,
+    num_reads: int,
+    word_size: int,
+    num_writes: int = 1,
+    *,
+    layout: str = "graves2016",
+) -> DNCControls:
+    """Split a raw interface vector and activate each part.
 
-    Implements the interface vector of seed ``003_6adbd108c178b20b.txt`` (Table 1,
-    with ``oneplus`` strengths from "Memory addressing" and softmax-normalised
-    modes from "Read operation") and the activations of seed
-    ``002_44e42d2b9681fe3e.txt`` (DNC "Definitions": sigma, oneplus, softmax).
-    Pure: no parameters, so any JAX network's output can drive ``step``.
+    Pure: no parameters, so any JAX network's output can drive ``step``. The
+    activations are those of Graves et al. 2016 (Methods, "Interface
+    parameters"): ``oneplus(x) = 1 + log(1 + e^x)`` for the strengths (so
+    ``beta >= 1``), the logistic sigmoid for the erase vectors and the gates, a
+    softmax over each read head's modes; keys and write vectors as they are.
 
-    Layout of the last axis (``P = interface_size(R, W)``), in this order, the order
-    of Graves et al. 2016 and DeepMind's ``dnc``:
+    Two layouts of the last axis (``P = interface_size(R, W, H)``), by name:
 
-    ===============  ======  ================  ==========================
-    field            length  symbol            activation
-    ===============  ======  ================  ==========================
-    read_keys        R W     k^{r,i}_t         identity, row-major [R, W]
-    read_strengths   R       beta^{r,i}_t      oneplus
-    write_key        W       k^w_t             identity
-    write_strength   1       beta^w_t          oneplus
-    erase            W       e_t               sigmoid
-    write_vector     W       v_t               identity
-    free_gates       R       f^i_t             sigmoid
-    allocation_gate  1       g^a_t             sigmoid
-    write_gate       1       g^w_t             sigmoid
-    read_modes       3 R     pi^i_t            softmax per head, [R, 3]
-    ===============  ======  ================  ==========================
+    * ``layout="graves2016"`` (default): the order of the interface vector of
+      Graves et al. 2016, "Hybrid computing using a neural network with dynamic
+      external memory", Nature 538 (Methods, "Interface parameters"), read modes
+      last. (DeepMind's ``dnc`` projects each field with its own linear layer, so
+      it has no single vector to order.)
+    * ``layout="table1"``: the order of the reading-comprehension DNC paper's
+      supplementary Table 1, read modes right after the read strengths.
 
-    ``read_modes`` holds head 0's three logits (backward, content, forward), then
-    head 1's, and so on.
+    The fields, their lengths and activations (the same in both layouts):
+
+    ===============  ==========  ============  ================================
+    field            length      symbol        activation
+    ===============  ==========  ============  ================================
+    read_keys        R W         k^{r,i}_t     identity, row-major [R, W]
+    read_strengths   R           beta^{r,i}_t  oneplus
+    write_key        H W         k^w_t         identity, [H, W]
+    write_strength   H           beta^w_t      oneplus
+    erase            H W         e_t           sigmoid, [H, W]
+    write_vector     H W         v_t           identity, [H, W]
+    free_gates       R           f^i_t         sigmoid
+    allocation_gate  H           g^a_t         sigmoid
+    write_gate       H           g^w_t         sigmoid
+    read_modes       R (2H + 1)  pi^i_t        softmax per read head, [R, 2H + 1]
+    ===============  ==========  ============  ================================
+
+    and their order on the last axis of ``raw``:
+
+    * ``graves2016``: read_keys, read_strengths, write_key, write_strength, erase,
+      write_vector, free_gates, allocation_gate, write_gate, read_modes;
+    * ``table1``: read_keys, read_strengths, read_modes, write_key,
+      write_strength, erase, write_vector, free_gates, allocation_gate,
+      write_gate.
+
+    Every multi-head field is head-major: head 0's numbers, then head 1's.
+    ``read_modes`` holds read head 0's ``2H + 1`` logits in the order
+    ``(backward_1..H, content, forward_1..H)`` (for ``H = 1``: backward, content,
+    forward), then head 1's, and so on.
 
     Args:
       raw: ``[..., P]`` raw controller output; leading axes (batch, time) are kept.
       num_reads: ``R``.
       word_size: ``W``.
+      num_writes: ``H`` (default 1, the papers' DNC).
+      layout: ``"graves2016"`` or ``"table1"``.
 
     Returns:
       ``DNCControls`` whose fields have the shapes of its comments with the leading
       axes of ``raw`` in front.
 
     Raises:
-      ValueError: if ``raw`` has no last axis of length ``P``, or a size is not a
-        positive integer.
+      ValueError: if ``layout`` is unknown, if ``raw`` has no last axis of length
+        ``P``, or if a size is not a positive integer.
     """
-    size = interface_size(num_reads, word_size)
-    r, w = int(num_reads), int(word_size)
+    if layout not in _LAYOUT_FIELDS:
+        raise ValueError(f"layout: expected one of {list(INTERFACE_LAYOUTS)}, got {layout!r}")
+    size = interface_size(num_reads, word_size, num_writes)
+    r, w, h = int(num_reads), int(word_size), int(num_writes)
     raw = jnp.asarray(raw)
     if raw.ndim == 0 or raw.shape[-1] != size:
         raise ValueError(
-            f"raw: expected shape [..., P] = (..., {size}) with P = R*W + 5R + 3W + 3 "
-            f"for R = {r}, W = {w}, got {tuple(raw.shape)}"
+            f"raw: expected shape [..., P] = (..., {size}) with P = R*W + 3H*W + 3H + R(2H + 3) "
+            f"for R = {r}, W = {w}, H = {h}, got {tuple(raw.shape)}"
         )
     lead = raw.shape[:-1]
+    shapes = _field_shapes(r, w, h)
 
-    parts = {}
+    fields = {}
     start = 0
-    for name, length in (
-        ("read_keys", r * w),
-        ("read_strengths", r),
-        ("write_key", w),
-        ("write_strength", 1),
-        ("erase", w),
-        ("write_vector", w),
-        ("free_gates", r),
-        ("allocation_gate", 1),
-        ("write_gate", 1),
-        ("read_modes", 3 * r),
-    ):
-        parts[name] = raw[..., start : start + length]
+    for name in _LAYOUT_FIELDS[layout]:
+        length = int(np.prod(shapes[name]))
+        part = raw[..., start : start + length].reshape(*lead, *shapes[name])
+        fields[name] = _ACTIVATIONS[name](part)
         start += length
-
-    return DNCControls(
-        read_keys=parts["read_keys"].reshape(*lead, r, w),
-        read_strengths=oneplus(parts["read_strengths"]),
-        write_key=parts["write_key"],
-        write_strength=oneplus(parts["write_strength"][..., 0]),
-        erase=jax.nn.sigmoid(parts["erase"]),
-        write_vector=parts["write_vector"],
-        free_gates=jax.nn.sigmoid(parts["free_gates"]),
-        allocation_gate=jax.nn.sigmoid(parts["allocation_gate"][..., 0]),
-        write_gate=jax.nn.sigmoid(parts["write_gate"][..., 0]),
-        read_modes=jax.nn.softmax(parts["read_modes"].reshape(*lead, r, 3), axis=-1),
-    )
+    return DNCControls(**fields)

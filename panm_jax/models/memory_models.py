@@ -43,8 +43,8 @@ ALL ``T = T_in + T_out`` steps, shapes ``[B, T, ...]`` (the input steps first, t
 output steps last; a masked step's trace is zeros):
 
 * ``ntm``: ``NTMTrace(read_weights [B, T, R, N], write_weights [B, T, H, N])``;
-* ``dnc``: ``DNCTrace(read_weights [B, T, R, N], write_weights [B, T, N],
-  usage [B, T, N], read_modes [B, T, R, 3])``;
+* ``dnc``: ``DNCTrace(read_weights [B, T, R, N], write_weights [B, T, H, N],
+  usage [B, T, N], read_modes [B, T, R, 2H + 1])``;
 * ``stack_lstm`` / ``queue_lstm``: ``StackTrace(strengths [B, T, C], push [B, T, 1],
   pop [B, T, 1])``; ``deque_lstm``: ``strengths [B, T, 2C]``, ``push``/``pop``
   ``[B, T, 2]`` (top, bottom).
@@ -60,8 +60,11 @@ Defaults and their sources (our choices are marked as such):
   (128 x 20 memory, one head each, ±1 shifts).
 * DNC: ``N = 128`` (seed 001), ``W = 20`` (as the NTM, so the two compare at one
   memory size; our choice), ``R = 4`` read heads (DeepMind ``dnc``'s default
-  ``num_read_heads``), one write head (the seeds' DNC has one);
-  content reads over ``M_t`` (``read_previous_memory=False``, Graves et al. 2016).
+  ``num_read_heads``), ``H = 1`` write head (``num_writes``; Graves et al. 2016's
+  DNC has one, DeepMind's ``dnc`` allows several); content reads over ``M_t``
+  (``read_previous_memory=False``, Graves et al. 2016); the usage differentiable in
+  the previous write weights (``stop_usage_write_gradient=False``; DeepMind's
+  ``dnc`` stops that gradient, the papers are silent).
 * Stack/Queue/DeQue: value width ``W = 64`` (our choice), pop bias -1 (seed 004).
 * Transformer controller: ``controller_layers = 1``, ``controller_heads = 4``,
   ``max_steps = 256`` cache steps (enough for the algorithmic tasks' longest test,
@@ -158,14 +161,17 @@ class DNCConfig(_ControllerConfig):
     num_slots: int = 128  # N (seed 001 App. D.1)
     word_size: int = 20  # W (our choice, as the NTM)
     num_reads: int = 4  # R read heads (DeepMind dnc default)
+    num_writes: int = 1  # H write heads (Graves et al. 2016: one)
     read_previous_memory: bool = False  # content reads over M_{t-1} (seed 002 as printed) instead of M_t
+    stop_usage_write_gradient: bool = False  # DeepMind dnc's stop_gradient on w^w_{t-1} in the usage
 
     def __post_init__(self):
         super().__post_init__()
-        for name in ("num_slots", "word_size", "num_reads"):
+        for name in ("num_slots", "word_size", "num_reads", "num_writes"):
             _positive_int(name, getattr(self, name))
-        if not isinstance(self.read_previous_memory, bool):
-            raise ValueError(f"read_previous_memory: expected a bool, got {self.read_previous_memory!r}")
+        for name in ("read_previous_memory", "stop_usage_write_gradient"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}: expected a bool, got {getattr(self, name)!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -306,8 +312,9 @@ def build_memory_model(name: str, config, input_size: int, output_size: int, rng
         return MemoryModel(config, input_size, output_size, memory, rngs=rngs)
     if name == "dnc":
         memory = DNCMemory(
-            config.hidden, config.num_slots, config.word_size, config.num_reads,
-            read_previous_memory=config.read_previous_memory, rngs=rngs,
+            config.hidden, config.num_slots, config.word_size, config.num_reads, config.num_writes,
+            read_previous_memory=config.read_previous_memory,
+            stop_usage_write_gradient=config.stop_usage_write_gradient, rngs=rngs,
         )
         return MemoryModel(config, input_size, output_size, memory, rngs=rngs)
     kind = {"stack_lstm": "stack", "queue_lstm": "queue", "deque_lstm": "deque"}.get(name)
@@ -326,7 +333,8 @@ def _register(name: str, config_cls: type, description: str) -> None:
 
 
 _register("ntm", NTMConfig, "Neural Turing Machine (seeds 000, 002): controller + content/location-addressed memory")
-_register("dnc", DNCConfig, "Differentiable Neural Computer (seeds 002, 003): allocation, temporal links, R read heads")
+_register("dnc", DNCConfig,
+          "Differentiable Neural Computer (seeds 002, 003): allocation, temporal links, R read, H write heads")
 _register("stack_lstm", StackLSTMConfig, "Stack-LSTM (seed 004): LSTM controller + continuous neural Stack")
 _register("queue_lstm", StackLSTMConfig, "Queue-LSTM (seed 004): LSTM controller + continuous neural Queue")
 _register("deque_lstm", StackLSTMConfig, "DeQue-LSTM (seed 004): LSTM controller + continuous neural DeQue")

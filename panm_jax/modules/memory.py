@@ -86,9 +86,9 @@ class DNCTrace(NamedTuple):
     """One DNC step for plots (leading axes as the state's)."""
 
     read_weights: jax.Array  # [..., R, N] w^{r,i}_t
-    write_weights: jax.Array  # [..., N]   w^w_t
+    write_weights: jax.Array  # [..., H, N] w^w_t of each write head
     usage: jax.Array  # [..., N]   u_t
-    read_modes: jax.Array  # [..., R, 3] pi^i_t (backward, content, forward)
+    read_modes: jax.Array  # [..., R, 2H + 1] pi^i_t (backward_1..H, content, forward_1..H)
 
 
 class StackTrace(NamedTuple):
@@ -169,17 +169,24 @@ class NTMMemory(nnx.Module):
 
 
 class DNCMemory(nnx.Module):
-    """DNC memory (seed 002 "Differentiable Neural Computer", seed 003) behind a projection.
+    """DNC memory (Graves et al. 2016, "Hybrid computing using a neural network with
+    dynamic external memory", Nature 538) behind a projection.
 
-    ``xi_t = W_xi h_t + b`` is the interface vector ``i_t = W_i h_t`` of seed 003
-    (``R W + 5 R + 3 W + 3`` numbers, Table 1); ``dnc.controls_from_interface``
-    activates it (strengths ``oneplus >= 1``, gates ``sigmoid``, modes
-    ``softmax``) and ``dnc.step`` frees, allocates, writes, links and reads.
+    ``xi_t = W_xi h_t + b`` is the interface vector (``dnc.interface_size(R, W, H)``
+    numbers: ``R W + 5 R + 3 W + 3`` for one write head, Graves et al. 2016's
+    length); ``dnc.controls_from_interface`` activates it (strengths
+    ``oneplus >= 1``, gates ``sigmoid``, modes ``softmax``; Graves et al. 2016's
+    field order) and ``dnc.step`` frees, allocates, writes, links and reads.
 
     Args:
       hidden: ``D``. num_slots: ``N``. word_size: ``W``. num_reads: ``R``.
+      num_writes: ``H`` write heads (1 in Graves et al. 2016; DeepMind's ``dnc``
+        ``num_writes``).
       read_previous_memory: the read content weights use ``M_{t-1}`` (seed 002 as
         printed) instead of ``M_t`` (default; Graves et al. 2016), see ``dnc.step``.
+      stop_usage_write_gradient: no gradient from the usage to the previous write
+        weights, as DeepMind's ``dnc`` (default False: the full gradient), see
+        ``dnc.step``.
     """
 
     def __init__(
@@ -188,28 +195,34 @@ class DNCMemory(nnx.Module):
         num_slots: int,
         word_size: int,
         num_reads: int = 4,
+        num_writes: int = 1,
         *,
         read_previous_memory: bool = False,
+        stop_usage_write_gradient: bool = False,
         rngs: nnx.Rngs,
     ):
         self.hidden = check_positive_int("hidden", hidden)
         self.num_slots = check_positive_int("num_slots", num_slots)
         self.word_size = word_size
         self.num_reads = num_reads
+        self.num_writes = num_writes
         self.read_previous_memory = bool(read_previous_memory)
-        self.interface_size = dnc_kernel.interface_size(num_reads, word_size)
+        self.stop_usage_write_gradient = bool(stop_usage_write_gradient)
+        self.interface_size = dnc_kernel.interface_size(num_reads, word_size, num_writes)
         self.read_size = num_reads * word_size  # R W
         self.projection = nnx.Linear(hidden, self.interface_size, rngs=rngs)  # W_i [D, P]
 
     def init_state(self, batch_shape: tuple[int, ...] = (), dtype=jnp.float32) -> dnc_kernel.DNCState:
         """``dnc.init_state`` with ``batch_shape`` in front of every field."""
-        state = dnc_kernel.init_state(self.num_slots, self.word_size, self.num_reads, dtype=dtype)
+        state = dnc_kernel.init_state(self.num_slots, self.word_size, self.num_reads, self.num_writes, dtype=dtype)
         return _init_batched(state, tuple(batch_shape))
 
     def controls(self, h: jax.Array) -> dnc_kernel.DNCControls:
         """``h [..., D] -> DNCControls`` with the leading axes of ``h``."""
         _check_hidden(h, self.hidden)
-        return dnc_kernel.controls_from_interface(self.projection(h), self.num_reads, self.word_size)
+        return dnc_kernel.controls_from_interface(
+            self.projection(h), self.num_reads, self.word_size, self.num_writes
+        )
 
     def step(
         self, state: dnc_kernel.DNCState, controls: dnc_kernel.DNCControls, mask: jax.Array | None = None
@@ -218,7 +231,11 @@ class DNCMemory(nnx.Module):
         lead = jnp.ndim(state.memory) - 2
 
         def one(s, c, m):
-            return dnc_kernel.step(s, c, m, read_previous_memory=self.read_previous_memory)
+            return dnc_kernel.step(
+                s, c, m,
+                read_previous_memory=self.read_previous_memory,
+                stop_usage_write_gradient=self.stop_usage_write_gradient,
+            )
 
         new_state, reads = _over_leading(one, lead)(state, controls, mask)
         return new_state, reads.reshape(*reads.shape[:-2], self.read_size)

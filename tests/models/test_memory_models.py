@@ -59,7 +59,7 @@ def _check_traces(name: str, tr, mask_all: np.ndarray) -> None:
         for w in (tr.read_weights, tr.write_weights):
             np.testing.assert_allclose(np.asarray(w).sum(-1), np.broadcast_to(real, w.shape[:-1]), atol=1e-5)
     elif name == "dnc":
-        assert tr.read_weights.shape == (B, t, 3, 11) and tr.write_weights.shape == (B, t, 11)
+        assert tr.read_weights.shape == (B, t, 3, 11) and tr.write_weights.shape == (B, t, 1, 11)
         assert tr.usage.shape == (B, t, 11) and tr.read_modes.shape == (B, t, 3, 3)
         assert np.all(np.asarray(tr.read_weights).sum(-1) <= 1 + 1e-5)
         assert np.all(np.asarray(tr.write_weights).sum(-1) <= 1 + 1e-5)
@@ -169,8 +169,8 @@ def test_configs_have_the_documented_defaults_and_reject_bad_values():
     ntm, dnc, stack = get_config("ntm"), get_config("dnc"), get_config("stack_lstm")
     assert (ntm.controller, ntm.hidden, ntm.num_slots, ntm.word_size, ntm.num_reads, ntm.num_writes,
             ntm.shift_width) == ("lstm", 256, 128, 20, 1, 1, 3)
-    assert (dnc.controller, dnc.hidden, dnc.num_slots, dnc.word_size, dnc.num_reads,
-            dnc.read_previous_memory) == ("lstm", 256, 128, 20, 4, False)
+    assert (dnc.controller, dnc.hidden, dnc.num_slots, dnc.word_size, dnc.num_reads, dnc.num_writes,
+            dnc.read_previous_memory, dnc.stop_usage_write_gradient) == ("lstm", 256, 128, 20, 4, 1, False, False)
     assert (stack.controller, stack.hidden, stack.width, stack.read_to_output) == ("lstm", 256, 64, False)
     assert get_config("dnc", controller="transformer").controller == "transformer"
     with pytest.raises(ValueError, match=r"controller: unknown controller 'rnn'; known controllers: "
@@ -180,6 +180,11 @@ def test_configs_have_the_documented_defaults_and_reject_bad_values():
         get_config("ntm", shift_width=2)
     with pytest.raises(ValueError, match=r"num_reads: expected a positive integer, got 0"):
         get_config("dnc", num_reads=0)
+    with pytest.raises(ValueError, match=r"num_writes: expected a positive integer, got 0"):
+        get_config("dnc", num_writes=0)
+    with pytest.raises(ValueError, match=r"stop_usage_write_gradient: expected a bool, got 'yes'"):
+        get_config("dnc", stop_usage_write_gradient="yes")
+    assert get_config("dnc", num_writes=2).num_writes == 2
     with pytest.raises(ValueError, match=r"controller_layers: the 'lstm' controller has one layer, got 2"):
         get_config("stack_lstm", controller_layers=2)
     with pytest.raises(ValueError, match=r"width: expected a positive integer, got -3"):

@@ -91,9 +91,10 @@ def test_ntm_batched_step_equals_the_kernel_per_example_and_masks():
 
 def test_dnc_controls_are_in_the_kernels_ranges():
     memory = DNCMemory(D, N, W, num_reads=R, rngs=nnx.Rngs(2))
-    assert memory.interface_size == dnc_kernel.interface_size(R, W) == R * W + 5 * R + 3 * W + 3  # seed 003
+    assert memory.interface_size == dnc_kernel.interface_size(R, W) == R * W + 5 * R + 3 * W + 3  # Graves et al. 2016
     c = jax.jit(memory.controls)(_hidden(3))
     assert c.read_keys.shape == (B, R, W) and c.read_modes.shape == (B, R, 3)
+    assert c.write_key.shape == (B, 1, W) and c.write_gate.shape == (B, 1)
     assert _in(c.read_strengths, 1.0) and _in(c.write_strength, 1.0)  # oneplus >= 1 (seeds 002, 003)
     for gate in (c.erase, c.free_gates, c.allocation_gate, c.write_gate):
         assert _in(gate, 0.0, 1.0)  # sigmoid
@@ -109,13 +110,41 @@ def test_dnc_batched_step_equals_the_kernel_and_passes_the_read_option():
         state, _ = step_fn(memory.init_state((B,)), memory.controls(h1))
         controls = memory.controls(h2)
         new, reads = step_fn(state, controls)
-        assert reads.shape == (B, R * W) and new.link.shape == (B, N, N)
+        assert reads.shape == (B, R * W) and new.link.shape == (B, 1, N, N)
         kernel_step = jax.jit(lambda s, c: dnc_kernel.step(s, c, read_previous_memory=previous))
         for b in range(B):
             one = jax.tree_util.tree_map(lambda x: x[b], (state, controls))
             want_state, want_reads = kernel_step(*one)
             np.testing.assert_allclose(np.asarray(reads[b]), np.asarray(want_reads).reshape(-1), atol=1e-6)
             np.testing.assert_allclose(np.asarray(new.read_weights[b]), np.asarray(want_state.read_weights), atol=1e-6)
+
+
+def test_dnc_several_write_heads_and_the_usage_gradient_option():
+    # H = 2 write heads: the interface, state and trace shapes follow; the
+    # stop-gradient option reaches the kernel (same values, a different gradient).
+    h = 2
+    memory = DNCMemory(D, N, W, num_reads=R, num_writes=h, rngs=nnx.Rngs(10))
+    stopped = DNCMemory(D, N, W, num_reads=R, num_writes=h, stop_usage_write_gradient=True, rngs=nnx.Rngs(10))
+    assert memory.interface_size == dnc_kernel.interface_size(R, W, h) == R * W + 3 * h * W + 3 * h + R * (2 * h + 3)
+    state = memory.init_state((B,))
+    assert state.link.shape == (B, h, N, N) and state.write_weights.shape == (B, h, N)
+    c = memory.controls(_hidden(11, 1.0))
+    assert c.write_vector.shape == (B, h, W) and c.read_modes.shape == (B, R, 2 * h + 1)
+    new_state, reads = memory.step(state, c)
+    assert reads.shape == (B, R * W) and new_state.precedence.shape == (B, h, N)
+    trace = memory.trace(new_state, c)
+    assert trace.write_weights.shape == (B, h, N) and trace.read_modes.shape == (B, R, 2 * h + 1)
+
+    def loss(module, state, h1, h2):
+        state, _ = module(state, h1)
+        _, reads = module(state, h2)
+        return jnp.sum(reads ** 2)
+
+    args = (state, _hidden(12, 1.0), _hidden(13, 1.0))
+    g_full = jax.grad(lambda h1: loss(memory, args[0], h1, args[2]))(args[1])
+    g_stop = jax.grad(lambda h1: loss(stopped, args[0], h1, args[2]))(args[1])
+    np.testing.assert_allclose(loss(memory, *args), loss(stopped, *args), rtol=1e-6)
+    assert float(jnp.max(jnp.abs(g_full - g_stop))) > 0.0
 
 
 # ---- Stack, Queue, DeQue -------------------------------------------------------
