@@ -15,11 +15,25 @@ uninterrupted run would have drawn.
 
 Atomicity: orbax writes a checkpoint into a temporary folder and renames it when
 complete, so a crash (even ``kill -9``) during a save leaves the previous
-checkpoints intact and no half-written one is ever taken as valid. A checkpoint
-that is nevertheless corrupt or truncated (a disk fault, a copy gone wrong)
-makes ``restore_latest`` warn naming its path, move it aside to
-``checkpoints/corrupt-<step>`` (kept, never deleted) and fall back to the
-previous good one.
+checkpoints intact and no half-written one is ever taken as valid. Once orbax
+has finished, the SHA-256 of every file of the checkpoint goes into its
+``checksums.sha256`` (``train/checksums.py``), so bytes changed later (a disk
+fault, a copy gone wrong, a flipped bit that orbax would read back as a wrong
+number) are caught before the checkpoint is used.
+
+Reading a checkpoint: its checksums are verified, then its JSON record is read
+and handed to the caller's ``check`` (the run compares its config there and
+refuses a checkpoint of other settings, touching nothing), then the state is
+read. A checkpoint that fails to verify or to load is corrupt: it is reported
+(``notify``, one line naming its path), moved aside to ``corrupt-<step>`` in
+its folder (kept, never deleted) and the previous good one is used; a corrupt
+best checkpoint is moved aside the same way and the caller falls back to the
+latest. A checkpoint whose bytes verify but which this code cannot read (its
+arrays do not fit this version's state) is not corrupt: that raises
+``CheckpointError`` and nothing is moved. With ``read_only=True`` (``panm-jax
+eval``) corrupt checkpoints are reported and skipped but left in place.
+Checkpoints written before checksums were stored restore unverified, with a
+note saying so.
 
 The state is stored as a flat mapping of its leaves (``"00000"``, ...) and put
 back into the structure of a freshly initialised state of the same config, so
@@ -29,7 +43,9 @@ restoring does not depend on how NNX or optax name their tree nodes.
 from __future__ import annotations
 
 import logging
+import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +53,15 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from panm_jax.train.checksums import CHECKSUM_FILE, ChecksumError, verify_checksums, write_checksums
+
 __all__ = ["CheckpointError", "Checkpointer"]
 
 log = logging.getLogger(__name__)
 
 
 class CheckpointError(ValueError):
-    """No usable checkpoint (all corrupt), or one that does not fit the run's state."""
+    """No usable checkpoint (all corrupt), or one that does not fit the run's state or config."""
 
 
 def _flatten(state) -> dict[str, np.ndarray]:
@@ -67,24 +85,105 @@ def _unflatten(template, flat: dict[str, Any], where: str):
     return jax.tree_util.tree_unflatten(treedef, out)
 
 
+def _reason(err: BaseException, limit: int = 400) -> str:
+    """``"Type: message"`` on one line, cut at ``limit`` characters (tensorstore's errors carry a whole spec)."""
+    text = " ".join(f"{type(err).__name__}: {err}".split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _warn(message: str) -> None:
+    """A ``RuntimeWarning`` attributed to the first caller outside this module."""
+    frame, level = sys._getframe(0), 1
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, RuntimeWarning, stacklevel=level)
+
+
+def _is_closed_loop_callback(unraisable) -> bool:
+    """A ``RuntimeError('Event loop is closed')`` raised inside asyncio's ``call_soon_threadsafe``."""
+    err = unraisable.exc_value
+    if not isinstance(err, RuntimeError) or str(err) != "Event loop is closed":
+        return False
+    tb = unraisable.exc_traceback
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == "call_soon_threadsafe":
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def drop_closed_loop_callbacks() -> None:
+    """Keep orbax's failed reads from printing dozens of "Event loop is closed" tracebacks.
+
+    When orbax fails to read a checkpoint, the ``asyncio.run`` that drove the
+    read closes its event loop while tensorstore still has reads of the other
+    arrays in flight. Each of them, on completing, calls
+    ``loop.call_soon_threadsafe`` on the closed loop from a tensorstore thread;
+    the ``RuntimeError`` that raises has no caller to go to, so Python prints it
+    as an unraisable exception, one traceback per array. The result it carried
+    has no one left to receive it, so nothing is lost by dropping it. This
+    installs (once) a ``sys.unraisablehook`` that drops exactly those
+    (``RuntimeError("Event loop is closed")`` raised in ``call_soon_threadsafe``)
+    and passes every other unraisable exception on to the hook it replaces.
+    """
+    previous = sys.unraisablehook
+    if getattr(previous, "drops_closed_loop_callbacks", False):
+        return
+
+    def hook(unraisable):
+        if not _is_closed_loop_callback(unraisable):
+            previous(unraisable)
+
+    hook.drops_closed_loop_callbacks = True
+    sys.unraisablehook = hook
+
+
+class _Corrupt(Exception):
+    """A checkpoint whose bytes fail to verify or to load (internal: restore falls back past it)."""
+
+
 class Checkpointer:
-    """Latest-k and best-on-validation checkpoints of one run (see the module docstring)."""
+    """Latest-k and best-on-validation checkpoints of one run (see the module docstring).
 
-    def __init__(self, workdir: str | Path, keep: int = 3):
+    ``notify(message)`` receives every one-line note about the checkpoints read
+    (a corrupt one moved aside, one restored unverified); by default each is a
+    ``RuntimeWarning``. With ``read_only`` nothing is written, moved or deleted.
+    """
+
+    def __init__(self, workdir: str | Path, keep: int = 3, *, read_only: bool = False,
+                 notify: Callable[[str], None] | None = None):
         self.workdir = Path(workdir).resolve()
-        options = ocp.CheckpointManagerOptions(max_to_keep=keep, create=True, enable_async_checkpointing=False)
-        self.latest = ocp.CheckpointManager(self.workdir / "checkpoints", options=options, item_names=("state", "meta"))
-        best_options = ocp.CheckpointManagerOptions(max_to_keep=1, create=True, enable_async_checkpointing=False)
-        self.best = ocp.CheckpointManager(self.workdir / "best", options=best_options, item_names=("state", "meta"))
+        self.read_only = read_only
+        self.notify = notify or _warn
+        self._unverified_noted: set[Path] = set()
+        drop_closed_loop_callbacks()
 
-    @staticmethod
-    def _save(manager: ocp.CheckpointManager, step: int, state, meta: dict[str, Any]) -> None:
+        def manager(folder: str, keep: int) -> ocp.CheckpointManager:
+            if read_only:  # (not orbax's read_only option, which logs two warnings per folder)
+                options = ocp.CheckpointManagerOptions(create=False, max_to_keep=None, enable_async_checkpointing=False)
+            else:
+                options = ocp.CheckpointManagerOptions(max_to_keep=keep, create=True, enable_async_checkpointing=False)
+            return ocp.CheckpointManager(self.workdir / folder, options=options, item_names=("state", "meta"))
+
+        self.latest = manager("checkpoints", keep)
+        self.best = manager("best", 1)
+
+    # ---- writing -------------------------------------------------------------------------------
+
+    def _save(self, manager: ocp.CheckpointManager, step: int, state, meta: dict[str, Any]) -> None:
+        if self.read_only:
+            raise RuntimeError(f"{manager.directory}: this Checkpointer is read-only")
+        if step in manager.all_steps():
+            # Saved before, by an earlier attempt at this step (a run resumed from an older
+            # checkpoint re-reaches its best step and scores it again): the new one replaces it.
+            manager.delete(step)
         manager.save(
             step,
             args=ocp.args.Composite(state=ocp.args.StandardSave(_flatten(state)), meta=ocp.args.JsonSave(meta)),
             force=True,
         )
         manager.wait_until_finished()
+        write_checksums(Path(manager.directory) / str(step))  # after orbax's commit: of the final bytes
 
     def save(self, step: int, state, meta: dict[str, Any]) -> None:
         self._save(self.latest, step, state, meta)
@@ -92,59 +191,108 @@ class Checkpointer:
     def save_best(self, step: int, state, meta: dict[str, Any]) -> None:
         self._save(self.best, step, state, meta)
 
-    def _restore(self, manager: ocp.CheckpointManager, step: int, template):
-        where = str(manager.directory / str(step))
-        abstract = {k: jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in _flatten(template).items()}
-        restored = manager.restore(
-            step,
-            args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract), meta=ocp.args.JsonRestore()),
-        )
-        return _unflatten(template, dict(restored["state"]), where), dict(restored["meta"])
+    # ---- reading -------------------------------------------------------------------------------
 
-    def restore_latest(self, template):
+    def _read(self, manager: ocp.CheckpointManager, step: int, template, check):
+        """``(state or None, meta)`` of one checkpoint; raises ``_Corrupt`` when its bytes are bad.
+
+        ``check(meta)`` runs before the state is read; ``template`` ``None`` reads the meta only.
+        """
+        path = Path(manager.directory) / str(step)
+        try:
+            verified = verify_checksums(path)
+        except (ChecksumError, OSError) as err:
+            raise _Corrupt(_reason(err)) from err
+        try:
+            meta = dict(manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))["meta"])
+        except Exception as err:  # noqa: BLE001 - any read failure of a checkpoint's record means it is unusable
+            raise _Corrupt(_reason(err)) from err
+        if check is not None:
+            check(meta)  # CheckpointError: the checkpoint is fine but not this run's; nothing is moved
+        if template is None:
+            self._note_unverified(path, verified)
+            return None, meta
+        abstract = {k: jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in _flatten(template).items()}
+        try:
+            restored = manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract)))
+        except Exception as err:  # noqa: BLE001
+            if verified:  # the bytes are the ones written: not corruption, a state this code cannot read
+                raise CheckpointError(
+                    f"{path}: its files verify but its state does not fit this config's ({_reason(err)}); "
+                    "use another workdir"
+                ) from err
+            raise _Corrupt(_reason(err)) from err
+        self._note_unverified(path, verified)
+        return _unflatten(template, dict(restored["state"]), str(path)), meta
+
+    def _note_unverified(self, path: Path, verified: bool) -> None:
+        if not verified and path not in self._unverified_noted:
+            self._unverified_noted.add(path)
+            self.notify(f"checkpoint {path} has no {CHECKSUM_FILE} (written before checksums were stored); "
+                        "restoring it without verifying its bytes")
+
+    def _set_aside(self, manager: ocp.CheckpointManager, step: int) -> tuple[Path, Path | None]:
+        """Move a corrupt checkpoint out of the step sequence (kept, never deleted): ``(path, new path)``.
+
+        Read-only: left in place (``None``).
+        """
+        path = Path(manager.directory) / str(step)
+        if self.read_only:
+            return path, None
+        aside = path.with_name(f"corrupt-{step}")
+        n = 1
+        while aside.exists():
+            n += 1
+            aside = path.with_name(f"corrupt-{step}-{n}")
+        path.rename(aside)
+        manager.reload()
+        return path, aside
+
+    def _report_corrupt(self, what: str, manager, step: int, reason: str, then: str) -> str:
+        path, aside = self._set_aside(manager, step)
+        where = f"moved to {aside}" if aside is not None else "left in place"
+        self.notify(f"{what} {path} is corrupt or unreadable ({reason}); {where}, {then}")
+        return str(path)
+
+    def restore_latest(self, template, check: Callable[[dict[str, Any]], None] | None = None):
         """``(state, meta)`` of the newest readable checkpoint, or ``None`` when there is none.
 
-        A checkpoint that fails to load is reported (a warning naming its path)
-        and skipped in favour of the one before it. Raises ``CheckpointError``
-        when checkpoints exist but none can be read.
+        A corrupt checkpoint is reported (naming its path), moved aside and
+        skipped in favour of the one before it. Raises ``CheckpointError`` when
+        checkpoints exist but none can be read, or from ``check(meta)``.
         """
-        steps = sorted(self.latest.all_steps(), reverse=True)
         failures = []
-        for step in steps:
+        for step in sorted(self.latest.all_steps(), reverse=True):
             try:
-                return self._restore(self.latest, step, template)
-            except CheckpointError:
-                raise
-            except Exception as err:  # noqa: BLE001 - any read failure means this checkpoint is unusable
-                path = Path(self.latest.directory) / str(step)
-                # Keep the bytes (nothing written is deleted) but move them out of the
-                # step sequence, so the resumed run can write this step again.
-                aside = path.with_name(f"corrupt-{step}")
-                path.rename(aside)
-                self.latest.reload()
-                message = (
-                    f"checkpoint {path} is corrupt or unreadable ({type(err).__name__}: {err}); "
-                    f"moved to {aside}, trying an older one"
-                )
-                warnings.warn(message, RuntimeWarning, stacklevel=2)
-                log.warning(message)
-                failures.append(str(path))
+                return self._read(self.latest, step, template, check)
+            except _Corrupt as err:
+                failures.append(self._report_corrupt("checkpoint", self.latest, step, str(err),
+                                                     "trying an older one"))
         if failures:
             raise CheckpointError(f"checkpoints: none of {failures} could be read")
         return None
 
-    def restore_best(self, template):
-        """``(state, meta)`` of the best checkpoint, or ``None``."""
+    def _best(self, template, check, then: str):
         step = self.best.latest_step()
         if step is None:
             return None
-        return self._restore(self.best, step, template)
+        try:
+            return self._read(self.best, step, template, check)
+        except _Corrupt as err:
+            self._report_corrupt("best checkpoint", self.best, step, str(err), then)
+            return None
 
-    def best_meta(self) -> dict[str, Any] | None:
-        step = self.best.latest_step()
-        if step is None:
-            return None
-        return dict(self.best.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))["meta"])
+    def restore_best(self, template, check: Callable[[dict[str, Any]], None] | None = None, *,
+                     then: str = "going on without a best checkpoint"):
+        """``(state, meta)`` of the best checkpoint, or ``None`` (none, or corrupt: reported, ``then`` says
+        what the caller does instead)."""
+        return self._best(template, check, then)
+
+    def best_meta(self, check: Callable[[dict[str, Any]], None] | None = None, *,
+                  then: str = "going on without a best checkpoint") -> dict[str, Any] | None:
+        """The best checkpoint's JSON record, or ``None`` (as ``restore_best``)."""
+        found = self._best(None, check, then)
+        return None if found is None else found[1]
 
     def close(self) -> None:
         self.latest.close()

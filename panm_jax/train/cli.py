@@ -4,12 +4,17 @@
     panm-jax train --config configs/demo.toml --set model_options.hidden=128 --set num_steps=500
     panm-jax eval --workdir runs/copy-panm --modes L,2L+1 --with-traces
     panm-jax plot runs/copy-panm runs/copy-lstm --out copy.png
+
+A user's mistake (a bad config field, a workdir in use by another run or
+holding a run of other settings) prints one line, ``error: ...``, on stderr
+and exits with code 2; a run stopped by a non-finite loss exits with code 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from pathlib import Path
 
 import jax
@@ -36,6 +41,9 @@ def register(subparsers) -> None:
     p.add_argument("--batch-size", type=int, dest="batch_size")
     p.add_argument("--lr", type=float, help="learning rate")
     p.add_argument("--seed", type=int)
+    p.add_argument("--on-nan", choices=["stop", "skip-batch"], dest="on_nan",
+                   help="on a NaN or infinite loss: stop with an error naming the step (default), or skip the batch "
+                   "(parameters and optimiser state unchanged)")
     p.add_argument("--workdir", default=None, help="run folder (default runs/<task>-<model>-s<seed>)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (logs still go to metrics.jsonl)")
     p.set_defaults(func=_train)
@@ -44,7 +52,8 @@ def register(subparsers) -> None:
                               description="Evaluate the best (or latest) checkpoint of a run at chosen length modes.")
     e.add_argument("--workdir", required=True, help="a run folder written by panm-jax train")
     e.add_argument("--modes", help="comma-separated length modes (default: all of the task's)")
-    e.add_argument("--checkpoint", choices=["best", "latest"], default="best")
+    e.add_argument("--checkpoint", choices=["best", "latest"], default="best",
+                   help="which checkpoint (default best; the latest when the best is missing or corrupt)")
     e.add_argument("--examples", type=int, help="examples per mode (default: the run's eval_examples)")
     e.add_argument("--with-traces", action="store_true",
                    help="also plot per-step attention (pointer positions, read weights) for one example")
@@ -63,7 +72,7 @@ def _config_from_args(args):
     from panm_jax.train.config import load_config
 
     overrides = list(args.set)
-    for field in ("task", "model", "num_steps", "batch_size", "seed"):
+    for field in ("task", "model", "num_steps", "batch_size", "seed", "on_nan"):
         value = getattr(args, field)
         if value is not None:
             overrides.append(f"{field}={value}" if not isinstance(value, str) else f'{field}="{value}"')
@@ -72,28 +81,41 @@ def _config_from_args(args):
     return load_config(args.config, overrides)
 
 
+def _error(message: str, code: int = 2) -> int:
+    """One line on stderr, no traceback; returns the exit code."""
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    return code
+
+
 def _train(args) -> int:
     from panm_jax.train import report
-    from panm_jax.train.loop import train_and_evaluate
+    from panm_jax.train.checkpoint import CheckpointError
+    from panm_jax.train.lock import WorkdirBusy
+    from panm_jax.train.loop import NonFiniteLossError, train_and_evaluate
 
     console = Console()
-    config = _config_from_args(args)
+    try:
+        config = _config_from_args(args)
+    except ValueError as err:
+        return _error(str(err))
     workdir = Path(args.workdir or f"runs/{config.task}-{config.model}-s{config.seed}")
     console.print(f"[bold]panm-jax train[/] {config.model} on {config.task} -> {workdir} "
                   f"({jax.device_count()} x {jax.devices()[0].device_kind})")
-    results = train_and_evaluate(config, workdir, progress=not args.no_progress, console=console)
+    try:
+        results = train_and_evaluate(config, workdir, progress=not args.no_progress, console=console)
+    except (WorkdirBusy, CheckpointError) as err:
+        return _error(str(err))
+    except NonFiniteLossError as err:
+        return _error(str(err), code=1)
     report.print_results(results, console)
     console.print(f"wrote {workdir / 'results.json'} (.csv, .md) and {workdir / 'accuracy.png'}")
     return 0
 
 
 def _eval(args) -> int:
-    from panm_jax.train import evaluate as evaluation
-    from panm_jax.train import report
     from panm_jax.train.checkpoint import Checkpointer
     from panm_jax.train.config import TrainConfig
-    from panm_jax.train.loop import Run, results_record
-    from panm_jax.train.sharding import replicate
+    from panm_jax.train.loop import Run, note
 
     console = Console()
     workdir = Path(args.workdir)
@@ -106,17 +128,40 @@ def _eval(args) -> int:
     if args.examples:
         config = dataclasses.replace(config, eval_examples=args.examples)
     run = Run(config)
-    ckpt = Checkpointer(workdir, keep=config.keep_checkpoints)
-    template = jax.device_get(run.state)
-    restored = ckpt.restore_best(template) if args.checkpoint == "best" else ckpt.restore_latest(template)
-    if restored is None:
-        raise SystemExit(f"--workdir: no {args.checkpoint} checkpoint in {str(workdir)!r}")
-    state, meta = restored
-    params = replicate(state.params, run.mesh)
+    # Read-only: evaluating never moves or deletes a checkpoint (a run may be training in this workdir).
+    ckpt = Checkpointer(workdir, keep=config.keep_checkpoints, read_only=True, notify=note)
+    try:
+        return _evaluate_checkpoint(args, run, ckpt, workdir, console)
+    finally:
+        ckpt.close()
+
+
+def _evaluate_checkpoint(args, run, ckpt, workdir: Path, console: Console) -> int:
+    from panm_jax.train import evaluate as evaluation
+    from panm_jax.train import report
+    from panm_jax.train.checkpoint import CheckpointError
+    from panm_jax.train.loop import note, results_record
+    from panm_jax.train.sharding import replicate
+
     modes = tuple(args.modes.split(",")) if args.modes else run.modes
     unknown = [m for m in modes if m not in run.task.test_modes]
     if unknown:
-        raise SystemExit(f"--modes: unknown mode(s) {unknown}; the task has {list(run.task.test_modes)}")
+        return _error(f"--modes: unknown mode(s) {unknown}; the task has {list(run.task.test_modes)}")
+    template = jax.device_get(run.state)
+    restored = None
+    try:
+        if args.checkpoint == "best" and ckpt.best.latest_step() is None:
+            note(f"no best checkpoint in {workdir / 'best'}; evaluating the latest checkpoint instead")
+        elif args.checkpoint == "best":
+            restored = ckpt.restore_best(template, then="evaluating the latest checkpoint instead")
+        if restored is None:
+            restored = ckpt.restore_latest(template)
+    except CheckpointError as err:
+        return _error(str(err))
+    if restored is None:
+        return _error(f"--workdir: no readable checkpoint in {str(workdir)!r}")
+    state, meta = restored
+    params = replicate(state.params, run.mesh)
     per_mode = run.evaluate(params, modes, evaluation.TEST_SEED)
     results = results_record(run, per_mode, meta["step"])
     stem = Path(args.out) if args.out else workdir / "eval"
@@ -126,7 +171,6 @@ def _eval(args) -> int:
     if args.with_traces:
         out = _plot_traces(run, params, modes[-1], stem.with_name(stem.name + "_traces.png"))
         console.print(f"wrote {out}")
-    ckpt.close()
     return 0
 
 

@@ -19,10 +19,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["OptimizerConfig", "TrainConfig", "load_config", "parse_overrides"]
+__all__ = ["OptimizerConfig", "TrainConfig", "load_config", "parse_overrides", "resume_differences"]
 
 OPTIMIZERS = ("rmsprop", "adam", "adamw", "sgd")
 SCHEDULES = ("constant", "cosine", "warmup_cosine")
+ON_NAN = ("stop", "skip-batch")
+# Fields a resumed run may change: they do not alter what a run computes while its losses are finite.
+RESUMABLE_CHANGES = ("on_nan",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +85,10 @@ class TrainConfig:
     # Wall-clock budget of one invocation, in minutes: when it runs out the run
     # evaluates, checkpoints and stops early (a rerun resumes with a fresh budget).
     max_minutes: float | None = None
+    # A NaN or infinite training loss (or gradient norm): "stop" ends the run with an error
+    # naming the step and saves nothing after the last good checkpoint; "skip-batch" leaves
+    # the parameters and optimiser state unchanged for that batch and goes on.
+    on_nan: str = "stop"
 
     def __post_init__(self):
         for name in ("task", "model", "select_mode"):
@@ -95,6 +102,7 @@ class TrainConfig:
             _positive("max_minutes", self.max_minutes)
         if self.max_minutes is False:  # TOML has no null
             object.__setattr__(self, "max_minutes", None)
+        _one_of("on_nan", self.on_nan, ON_NAN)
         if not isinstance(self.optimizer, OptimizerConfig):
             raise ValueError(f"optimizer: expected an OptimizerConfig, got {type(self.optimizer).__name__}")
         buckets = tuple(self.buckets)
@@ -130,6 +138,33 @@ class TrainConfig:
 
     def replace(self, **changes) -> TrainConfig:
         return dataclasses.replace(self, **changes)
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "unset"
+
+
+def resume_differences(stored: TrainConfig, given: TrainConfig) -> list[tuple[str, Any, Any]]:
+    """``(field, stored value, given value)`` for each setting that differs, nested ones dotted
+    (``optimizer.learning_rate``, ``model_options.hidden``; a value absent on one side is an object whose
+    ``repr`` is ``unset``); fields of ``RESUMABLE_CHANGES`` are left out."""
+    missing = _Unset()
+
+    def walk(prefix: str, a: Mapping[str, Any], b: Mapping[str, Any]):
+        out = []
+        for key in [*a, *(k for k in b if k not in a)]:
+            name = f"{prefix}{key}"
+            x, y = a.get(key, missing), b.get(key, missing)
+            if name in RESUMABLE_CHANGES or x == y:
+                continue
+            if isinstance(x, Mapping) and isinstance(y, Mapping):
+                out += walk(f"{name}.", x, y)
+            else:
+                out.append((name, x, y))
+        return out
+
+    return walk("", stored.to_dict(), given.to_dict())
 
 
 def _check_fields(where: str, data: Mapping[str, Any], cls) -> None:

@@ -3,12 +3,17 @@
 Each mode's examples are fixed by a seed (the validation and test sets use
 different seeds, so the set that selects the checkpoint is not the one that is
 reported) and padded to the mode's longest shape, so every mode compiles once.
+The seed of a mode's set (and of the PRNG keys of its batches) is a hash of the
+base seed, the task, the mode and its lengths (``mode_seed``), not of the
+mode's place in a list: evaluating any subset of modes, in any order, gives
+each mode the numbers of the full table.
 Metrics are aggregated over the whole set: token accuracy weighted by scored
 tokens, sequence-level metrics (sequence match, coarse, fine) by sequences.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,7 +23,7 @@ import numpy as np
 from panm_jax.tasks.base import Batch, Task
 from panm_jax.tasks.buckets import pad_batch
 
-__all__ = ["TEST_SEED", "VALIDATION_SEED", "eval_sets", "evaluate"]
+__all__ = ["TEST_SEED", "VALIDATION_SEED", "eval_sets", "evaluate", "mode_seed"]
 
 VALIDATION_SEED = 1_000_003  # the examples that select the best checkpoint
 TEST_SEED = 2_000_003  # the examples that are reported
@@ -29,12 +34,19 @@ def mode_length(task: Task, mode: str) -> str:
     return task.mode_range(mode).describe()
 
 
+def mode_seed(task: Task, mode: str, seed: int) -> int:
+    """The seed of ``mode``'s evaluation set: a stable hash (SHA-256, the same in every process,
+    unlike ``hash()``) of ``seed``, the task's name, the mode and its lengths, in ``[0, 2**31)``."""
+    text = f"{seed}|{task.name}|{mode}|{mode_length(task, mode)}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little") & 0x7FFF_FFFF
+
+
 def eval_sets(task: Task, modes: Sequence[str], num_examples: int, batch_size: int, seed: int) -> dict[str, list[Batch]]:
-    """Fixed evaluation batches per mode, padded to the mode's longest shape."""
+    """Fixed evaluation batches per mode (seeded by ``mode_seed``), padded to the mode's longest shape."""
     out = {}
-    for i, mode in enumerate(modes):
+    for mode in modes:
         hi = task.mode_range(mode).hi
-        batches = task.eval_batches(mode, num_examples, batch_size, seed=seed + 7919 * i)
+        batches = task.eval_batches(mode, num_examples, batch_size, seed=mode_seed(task, mode, seed))
         out[mode] = [pad_batch(b, task.input_steps(hi), task.output_steps(hi)) for b in batches]
     return out
 
@@ -46,17 +58,17 @@ def evaluate(
 
     ``eval_step(params, batch, key) -> metrics`` (jitted); ``shard(batch)`` places a
     batch on the mesh when given. ``key`` is fixed by ``seed`` (the sets' seed),
-    the mode and the batch's index, for models that draw something at evaluation
+    the mode (``mode_seed``) and the batch's index, for models that draw something at evaluation
     (PANM with ``random_base_at_eval``): an evaluation stays a deterministic
     function of the parameters.
     """
     results = {}
-    for i, (mode, batches) in enumerate(sets.items()):
+    for mode, batches in sets.items():
         sums: dict[str, float] = {}
         weights: dict[str, float] = {}
         examples = 0
         for j, batch in enumerate(batches):
-            key = jax.random.fold_in(jax.random.key(seed + 7919 * i), j)
+            key = jax.random.fold_in(jax.random.key(mode_seed(task, mode, seed)), j)
             metrics = jax.device_get(eval_step(params, shard(batch) if shard else batch, key))
             n_seq = int(batch.inputs.shape[0])
             n_tok = float(np.sum(batch.target_mask))

@@ -5,8 +5,9 @@ The loop of Flax's examples with the functional step of DESIGN.md:
 1. build the task, the model (by name) and the optax optimiser from the config;
    ``nnx.split`` the model once; place the state on a mesh of every device
    (parameters replicated, batches sharded over the batch axis);
-2. resume from the newest readable checkpoint in ``workdir/checkpoints`` if
-   there is one (the stored config must match);
+2. take the workdir's lock (one run per folder, ``train/lock.py``); resume
+   from the newest readable checkpoint in ``workdir/checkpoints`` if there is
+   one (its stored config must match, or the run refuses and touches nothing);
 3. for each step: draw the batch of ``(seed, step)`` (the data stream is a pure
    function of them, so the step is the stream's position), pad it to its
    bucket, run the jitted ``train_step`` (one compilation per bucket);
@@ -15,19 +16,27 @@ The loop of Flax's examples with the functional step of DESIGN.md:
    checkpoint on ``select_mode`` (ties broken by the lower validation loss);
    with ``max_minutes`` set, the run stops early when the budget is spent
    (evaluating and checkpointing at that step); every ``checkpoint_every`` steps and at the
-   end save a checkpoint;
+   end save a checkpoint. Before anything is logged, evaluated or saved the
+   losses since the last such point are checked (no host sync per step): a NaN
+   or infinite loss stops the run with ``NonFiniteLossError`` naming the step,
+   saving nothing (``on_nan = "stop"``), or, with ``on_nan = "skip-batch"``,
+   the step left the parameters unchanged (on device) and is logged as skipped;
 4. evaluate the best checkpoint on the test sets of every length mode and write
    ``results.{json,csv,md}`` and ``accuracy.png``.
 
 Files in ``workdir``: ``config.json``, ``metrics.jsonl``, ``checkpoints/``,
-``best/``, ``results.*``, ``accuracy.png``. All are written atomically (or
+``best/``, ``results.*``, ``accuracy.png`` and ``.lock`` (the running
+process's PID, empty when none runs). All are written atomically (or
 append-only); a run killed at any moment loses at most the steps since its last
-checkpoint, and rerunning the same command resumes it exactly.
+checkpoint, and rerunning the same command resumes it exactly. Notes on what
+the run found and did (a corrupt checkpoint set aside, skipped batches) go to
+stderr, one line each (``note``).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -43,13 +52,21 @@ from panm_jax.tasks.buckets import pad_to_bucket
 from panm_jax.train import evaluate as evaluation
 from panm_jax.train import report
 from panm_jax.train.checkpoint import CheckpointError, Checkpointer
-from panm_jax.train.config import TrainConfig
+from panm_jax.train.config import TrainConfig, resume_differences
 from panm_jax.train.io import append_jsonl, atomic_write_text
+from panm_jax.train.lock import WorkdirLock
 from panm_jax.train.optim import make_optimizer
 from panm_jax.train.sharding import make_mesh, maybe_initialize_distributed, replicate, shard_batch
 from panm_jax.train.steps import init_train_state, make_eval_step, make_train_step
 
-__all__ = ["Run", "default_buckets", "train_and_evaluate", "training_batch"]
+__all__ = ["NonFiniteLossError", "Run", "default_buckets", "train_and_evaluate", "training_batch"]
+
+# Training steps whose losses may wait on device before they are checked (bounds the host's list).
+_MAX_UNCHECKED_STEPS = 1_000
+
+
+class NonFiniteLossError(RuntimeError):
+    """A NaN or infinite training loss under ``on_nan = "stop"``."""
 
 
 def default_buckets(task) -> tuple[int, ...]:
@@ -90,7 +107,10 @@ class Run:
         if unknown:
             raise ValueError(f"eval_modes/select_mode: unknown mode(s) {unknown}; the task has {list(self.task.test_modes)}")
         self.modes = modes
-        self.train_step = jax.jit(make_train_step(self.graphdef, self.optimizer, self.task), donate_argnums=0)
+        self.train_step = jax.jit(
+            make_train_step(self.graphdef, self.optimizer, self.task, skip_nonfinite=config.on_nan == "skip-batch"),
+            donate_argnums=0,
+        )
         self.eval_step = jax.jit(make_eval_step(self.graphdef, self.task))
 
     def shard(self, batch):
@@ -133,6 +153,56 @@ def _host_metrics(metrics) -> dict[str, float]:
     return {k: float(v) for k, v in jax.device_get(metrics).items()}
 
 
+def note(message: str) -> None:
+    """One line on stderr: what the run noticed and did about it (a corrupt checkpoint, a skipped batch)."""
+    print(f"warning: {message}", file=sys.stderr, flush=True)
+
+
+def config_check(config: TrainConfig, workdir: Path):
+    """``check(meta)`` for ``Checkpointer``: refuses a checkpoint of other settings, naming them."""
+
+    def check(meta: dict[str, Any]) -> None:
+        try:
+            stored = TrainConfig.from_dict(meta["config"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise CheckpointError(f"config: the checkpoints in {str(workdir)!r} hold no config this version can "
+                                  f"read ({type(err).__name__}: {err}); use another workdir") from err
+        diff = resume_differences(stored, config)
+        if diff:
+            shown = "; ".join(f"{name}: {old!r} in the checkpoints, {new!r} given" for name, old, new in diff[:4])
+            more = f"; and {len(diff) - 4} more" if len(diff) > 4 else ""
+            raise CheckpointError(
+                f"config: the checkpoints in {str(workdir)!r} belong to a run with different settings "
+                f"{[name for name, _, _ in diff]} ({shown}{more}); use another workdir"
+            )
+
+    return check
+
+
+def _check_losses(unchecked, config: TrainConfig, ckpt: Checkpointer, log_path: Path) -> None:
+    """Look at the losses of the steps since the last check (one transfer): stop or log skipped batches."""
+    values = jax.device_get([(m["loss"], m.get("grad_norm", 0.0)) for _, m in unchecked])
+    bad = [(step, float(loss), float(norm)) for (step, _), (loss, norm) in zip(unchecked, values)
+           if not (np.isfinite(loss) and np.isfinite(norm))]
+    if not bad:
+        return
+    if config.on_nan == "stop":
+        step, loss, norm = bad[0]
+        append_jsonl(log_path, {"event": "non-finite loss", "step": step, "loss": loss, "grad_norm": norm,
+                                "on_nan": "stop"})
+        last = ckpt.latest.latest_step()
+        kept = f"the last good checkpoint is {ckpt.latest.directory / str(last)}" if last is not None else (
+            "no checkpoint was saved before it")
+        raise NonFiniteLossError(
+            f"loss: non-finite at step {step} (loss {loss}, gradient norm {norm}); the run stopped and saved "
+            f"nothing after it ({kept}); set on_nan = \"skip-batch\" (--on-nan skip-batch) to skip such batches"
+        )
+    for step, loss, norm in bad:
+        append_jsonl(log_path, {"event": "skipped non-finite batch", "step": step, "loss": loss, "grad_norm": norm})
+    note(f"skipped {len(bad)} batch(es) with a non-finite loss or gradient (steps {[b[0] for b in bad]}): "
+         "parameters and optimiser state left unchanged for them")
+
+
 def train_and_evaluate(
     config: TrainConfig,
     workdir: str | Path,
@@ -140,29 +210,43 @@ def train_and_evaluate(
     progress: bool = True,
     console: Console | None = None,
 ) -> dict[str, Any]:
-    """Train ``config`` in ``workdir`` (resuming if it holds a checkpoint); returns the results record."""
+    """Train ``config`` in ``workdir`` (resuming if it holds a checkpoint); returns the results record.
+
+    Raises ``WorkdirBusy`` when another run holds the workdir, ``CheckpointError``
+    when its checkpoints belong to other settings (or none can be read), and
+    ``NonFiniteLossError`` on a non-finite loss with ``on_nan = "stop"``.
+    """
     console = console or Console()
     workdir = Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
+    with WorkdirLock(workdir) as lock:
+        if lock.stale_pid is not None:
+            note(f"{lock.path}: the run of process {lock.stale_pid} ended without releasing it (crashed or killed); "
+                 "taking it over")
+        return _train_and_evaluate(config, workdir, progress=progress, console=console)
+
+
+def _train_and_evaluate(config: TrainConfig, workdir: Path, *, progress: bool, console: Console) -> dict[str, Any]:
     run = Run(config)
-    c = config
-    ckpt = Checkpointer(workdir, keep=c.keep_checkpoints)
+    ckpt = Checkpointer(workdir, keep=config.keep_checkpoints, notify=note)
+    try:
+        return _train(run, ckpt, workdir, progress=progress, console=console)
+    finally:
+        ckpt.close()
+
+
+def _train(run: Run, ckpt: Checkpointer, workdir: Path, *, progress: bool, console: Console) -> dict[str, Any]:
+    c = run.config
     state = run.state
-    restored = ckpt.restore_latest(jax.device_get(state))
+    check = config_check(c, workdir)
+    restored = ckpt.restore_latest(jax.device_get(state), check)
+    best_meta = ckpt.best_meta(check, then="the run goes on from the latest checkpoint and keeps a new best "
+                                           "at its next evaluation")
     if restored is not None:
         saved_state, meta = restored
-        stored = TrainConfig.from_dict(meta["config"])
-        if stored != c:
-            diff = sorted(k for k, v in c.to_dict().items() if stored.to_dict().get(k) != v)
-            raise CheckpointError(
-                f"config: the checkpoints in {str(workdir)!r} belong to a run with different settings {diff}; "
-                "use another workdir"
-            )
         state = replicate(saved_state, run.mesh)
         console.print(f"resumed from step {meta['step']} ({workdir / 'checkpoints'})")
         append_jsonl(workdir / "metrics.jsonl", {"event": "resumed", "step": meta["step"]})
     atomic_write_text(workdir / "config.json", json.dumps(c.to_dict(), indent=2) + "\n")
-    best_meta = ckpt.best_meta()
     # The best checkpoint maximises the headline metric on the validation mode; ties
     # (several checkpoints at 100%) go to the lower validation loss.
     best_score = (best_meta["score"], -best_meta["loss"]) if best_meta else (-np.inf, -np.inf)
@@ -182,14 +266,21 @@ def train_and_evaluate(
     headline = run.task.metric_names[0]
     t_last, s_last = time.perf_counter(), start
     deadline = None if c.max_minutes is None else time.monotonic() + 60.0 * c.max_minutes
+    unchecked: list[tuple[int, dict[str, Any]]] = []  # (step, metrics on device) not yet checked for NaN/Inf
     with Progress(*columns, console=console, disable=not progress, transient=False) as bar:
         job = bar.add_task(f"{c.model} on {c.task}", total=c.num_steps, completed=start, loss="-", acc="-", rate="-")
         for step in range(start, c.num_steps):
             batch = run.shard(training_batch(run.task, c, step, run.buckets))
             state, metrics = run.train_step(state, batch)
             done = step + 1
+            unchecked.append((done, metrics))
             last = done == c.num_steps or (deadline is not None and time.monotonic() > deadline)
-            if done % c.log_every == 0 or last:
+            log_now, eval_now = done % c.log_every == 0 or last, done % c.eval_every == 0 or last
+            save_now = done % c.checkpoint_every == 0 or last
+            if log_now or eval_now or save_now or len(unchecked) >= _MAX_UNCHECKED_STEPS:
+                _check_losses(unchecked, c, ckpt, log_path)  # before anything is logged, evaluated or saved
+                unchecked = []
+            if log_now:
                 m = _host_metrics(metrics)
                 now = time.perf_counter()
                 rate = (done - s_last) / max(now - t_last, 1e-9)
@@ -197,7 +288,7 @@ def train_and_evaluate(
                 append_jsonl(log_path, {"step": done, "time": time.time(), "steps_per_s": rate, **m})
                 bar.update(job, completed=done, loss=f"{m['loss']:.4f}", acc=f"{100 * m[headline]:.1f}%",
                            rate=f"{rate:.1f}")
-            if done % c.eval_every == 0 or last:
+            if eval_now:
                 val = run.evaluate(state.params, (c.select_mode,), evaluation.VALIDATION_SEED)
                 score = (val[c.select_mode][headline], -val[c.select_mode]["loss"])
                 append_jsonl(log_path, {"step": done, "validation": val})
@@ -206,7 +297,7 @@ def train_and_evaluate(
                     ckpt.save_best(done, jax.device_get(state), {
                         "step": done, "score": score[0], "loss": -score[1], "mode": c.select_mode,
                         "config": c.to_dict()})
-            if done % c.checkpoint_every == 0 or last:
+            if save_now:
                 ckpt.save(done, jax.device_get(state), {"step": done, "data_position": done, "seed": c.seed,
                                                         "config": c.to_dict()})
             if last:
@@ -214,7 +305,7 @@ def train_and_evaluate(
                     append_jsonl(log_path, {"event": "time budget reached", "step": done, "max_minutes": c.max_minutes})
                 break
     # Report the best checkpoint (seed 001: selected on the L+1 validation set) on the test sets.
-    best = ckpt.restore_best(jax.device_get(state))
+    best = ckpt.restore_best(jax.device_get(state), check, then="reporting the latest state instead")
     if best is None:
         params, step = state.params, int(jax.device_get(state.step))
     else:
@@ -223,5 +314,4 @@ def train_and_evaluate(
     results = results_record(run, per_mode, step)
     report.write_results(results, workdir / "results")
     report.plot_accuracy([results], workdir / "accuracy.png")
-    ckpt.close()
     return results

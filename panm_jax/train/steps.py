@@ -52,11 +52,15 @@ def _forward(graphdef, params, batch, *, train: bool, key):
     return model(batch.inputs, batch.input_mask, num_outputs, train=train, key=key)
 
 
-def make_train_step(graphdef, optimizer: optax.GradientTransformation, task):
+def make_train_step(graphdef, optimizer: optax.GradientTransformation, task, *, skip_nonfinite: bool = False):
     """``train_step(state, batch) -> (state, metrics)``: forward, loss, backward, update.
 
     ``metrics`` holds ``loss``, the task's metrics on this (training) batch and
-    the global gradient norm before clipping.
+    the global gradient norm before clipping. With ``skip_nonfinite`` a batch
+    whose loss or gradient norm is NaN or infinite leaves the parameters and the
+    optimiser state as they were (selected on device, no host sync); the step
+    counter and the PRNG key advance as for any batch, so the data stream goes
+    on to the next batch.
     """
 
     def train_step(state: TrainState, batch):
@@ -70,6 +74,10 @@ def make_train_step(graphdef, optimizer: optax.GradientTransformation, task):
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         metrics = {"loss": loss, "grad_norm": optax.tree_utils.tree_norm(grads), **task.metrics(logits, batch)}
+        if skip_nonfinite:
+            finite = jnp.isfinite(loss) & jnp.isfinite(metrics["grad_norm"])
+            params, opt_state = jax.tree_util.tree_map(
+                lambda new, old: jnp.where(finite, new, old), (params, opt_state), (state.params, state.opt_state))
         return TrainState(params, opt_state, state.step + 1, key), metrics
 
     return train_step

@@ -22,27 +22,9 @@ from panm_jax.train.checkpoint import CheckpointError, Checkpointer
 from panm_jax.train.config import OptimizerConfig, TrainConfig, load_config
 from panm_jax.train.io import read_jsonl
 from panm_jax.train.loop import Run, train_and_evaluate, training_batch
+from tests.train.tiny import FINISHED, TINY, tiny_config
 
 REPO = Path(__file__).resolve().parents[2]
-TINY = [
-    "task_options.max_train_length=3",
-    "model_options.hidden=8",
-    "model_options.mlp_hidden=8",
-    "model_options.address_bits=5",
-    "batch_size=8",
-    "eval_examples=8",
-    "eval_batch_size=8",
-    'eval_modes=["L", "2L+1"]',
-    'select_mode="L"',
-    "optimizer.name=adam",
-    "optimizer.learning_rate=0.003",
-    "log_every=1",
-]
-
-
-def tiny_config(**changes) -> TrainConfig:
-    config = load_config(None, TINY + ["num_steps=12", "eval_every=6", "checkpoint_every=4"])
-    return config.replace(**changes)
 
 
 def _cli(args, workdir, *, env_extra=None, **popen):
@@ -134,22 +116,22 @@ def test_training_batches_are_a_pure_function_of_seed_and_step():
 
 # ---- a whole run in-process: files, tables, plot, best checkpoint ----------------------------
 
-def test_train_and_evaluate_writes_results(tmp_path):
-    results = train_and_evaluate(tiny_config(), tmp_path, progress=False)
+def test_train_and_evaluate_writes_results(finished_run):
+    results = json.loads((finished_run / "results.json").read_text())
     assert [m["mode"] for m in results["modes"]] == ["L", "2L+1"]
     assert [m["length"] for m in results["modes"]] == ["3", "7"]
     for m in results["modes"]:
         assert 0.0 <= m["token_accuracy"] <= 1.0 and m["examples"] == 8
     for name in ("results.json", "results.csv", "results.md", "accuracy.png", "config.json", "metrics.jsonl"):
-        assert (tmp_path / name).stat().st_size > 0
-    assert (tmp_path / "accuracy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    csv_lines = (tmp_path / "results.csv").read_text().splitlines()
+        assert (finished_run / name).stat().st_size > 0
+    assert (finished_run / "accuracy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    csv_lines = (finished_run / "results.csv").read_text().splitlines()
     assert csv_lines[0].startswith("mode,length,token_accuracy") and len(csv_lines) == 3
-    assert "| L | 3 |" in (tmp_path / "results.md").read_text()
-    logged = _last_per_step(tmp_path / "metrics.jsonl")
-    assert sorted(logged) == list(range(1, 13))
-    ckpt = Checkpointer(tmp_path)
-    assert sorted(ckpt.latest.all_steps()) == [4, 8, 12]
+    assert "| L | 3 |" in (finished_run / "results.md").read_text()
+    logged = _last_per_step(finished_run / "metrics.jsonl")
+    assert sorted(logged) == list(range(1, 9))
+    ckpt = Checkpointer(finished_run, read_only=True)
+    assert sorted(ckpt.latest.all_steps()) == [4, 8]
     assert ckpt.best_meta()["mode"] == "L"
     ckpt.close()
 
@@ -167,31 +149,30 @@ def test_random_base_at_eval_gets_a_fixed_key_per_batch(tmp_path):
     assert run.evaluate(run.state.params, ("L", "2L+1"), 6) != first  # other examples and other bases
 
 
-def test_corrupt_checkpoint_falls_back_to_the_previous_one(tmp_path):
-    train_and_evaluate(tiny_config(num_steps=8, eval_every=8), tmp_path, progress=False)
+def test_corrupt_checkpoint_falls_back_to_the_previous_one(run_copy):
     # Truncate every data file of the newest checkpoint (step 8).
-    newest = tmp_path / "checkpoints" / "8"
+    newest = run_copy / "checkpoints" / "8"
     for f in newest.rglob("*"):
         if f.is_file() and f.stat().st_size > 0:
             f.write_bytes(b"")
-    ckpt = Checkpointer(tmp_path)
-    run = Run(tiny_config(num_steps=8, eval_every=8))
+    ckpt = Checkpointer(run_copy)
+    run = Run(tiny_config(**FINISHED))
     with pytest.warns(RuntimeWarning, match=r"checkpoint .*checkpoints/8 is corrupt or unreadable"):
         state, meta = ckpt.restore_latest(jax.device_get(run.state))
     assert meta["step"] == 4 and int(state.step) == 4
-    assert (tmp_path / "checkpoints" / "corrupt-8").is_dir()  # kept, moved aside, not deleted
+    assert (run_copy / "checkpoints" / "corrupt-8").is_dir()  # kept, moved aside, not deleted
     # Every checkpoint unreadable: a clear error naming them.
-    for f in (tmp_path / "checkpoints" / "4").rglob("*"):
+    for f in (run_copy / "checkpoints" / "4").rglob("*"):
         if f.is_file() and f.stat().st_size > 0:
             f.write_bytes(b"")
     with pytest.warns(RuntimeWarning), pytest.raises(CheckpointError, match=r"checkpoints: none of .*checkpoints/4"):
-        Checkpointer(tmp_path).restore_latest(jax.device_get(run.state))
+        Checkpointer(run_copy).restore_latest(jax.device_get(run.state))
 
 
-def test_resuming_with_another_config_is_refused(tmp_path):
-    train_and_evaluate(tiny_config(num_steps=4, eval_every=4), tmp_path, progress=False)
-    with pytest.raises(CheckpointError, match=r"different settings \['batch_size'\]"):
-        train_and_evaluate(tiny_config(num_steps=4, eval_every=4, batch_size=16), tmp_path, progress=False)
+def test_resuming_with_another_config_is_refused(run_copy):
+    with pytest.raises(CheckpointError, match=r"different settings \['batch_size'\] \(batch_size: 8 in the "
+                                              r"checkpoints, 16 given\)"):
+        train_and_evaluate(tiny_config(**FINISHED, batch_size=16), run_copy, progress=False)
 
 
 # ---- kill -9 at a random step, resume, compare bit for bit ---------------------------------

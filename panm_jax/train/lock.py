@@ -1,0 +1,117 @@
+"""One training run per workdir: an exclusive lock on ``workdir/.lock``.
+
+Two processes training in one folder would interleave their checkpoints and
+metrics (and each would move the other's half-read checkpoints aside). So a
+run holds ``fcntl.flock(LOCK_EX)`` on ``workdir/.lock`` for its whole life:
+
+    with WorkdirLock(workdir):
+        ...  # train
+
+A second run on the same folder gets ``WorkdirBusy`` at once, naming the
+process (PID and host) that holds the lock. The kernel drops a ``flock`` when
+its process ends in any way, ``kill -9`` included, so a crashed run never
+leaves the folder locked. The file keeps the holder's PID while it runs and is
+emptied on a clean release; a PID found in it when the lock is taken belongs to
+a run that crashed, which ``acquire`` reports (``stale_pid``).
+
+On a filesystem without ``flock`` support the PID alone decides: the folder is
+busy while a live process of this host holds it.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import socket
+from pathlib import Path
+
+__all__ = ["LOCK_FILE", "WorkdirBusy", "WorkdirLock"]
+
+LOCK_FILE = ".lock"
+
+
+class WorkdirBusy(RuntimeError):
+    """Another live process holds the workdir's lock."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by another user
+        return True
+    return True
+
+
+def _parse(text: str) -> tuple[int | None, str]:
+    """``(pid, host)`` from the lock file's ``"<pid> <host>"``; ``(None, "")`` when empty or garbled."""
+    parts = text.split()
+    if len(parts) >= 1 and parts[0].isdigit():
+        return int(parts[0]), parts[1] if len(parts) > 1 else ""
+    return None, ""
+
+
+class WorkdirLock:
+    """The exclusive lock of one workdir (see the module docstring); a context manager."""
+
+    def __init__(self, workdir: str | Path):
+        self.workdir = Path(workdir)
+        self.path = self.workdir / LOCK_FILE
+        self.stale_pid: int | None = None  # the PID of a crashed holder found when the lock was taken
+        self._fd: int | None = None
+        self._flocked = False
+
+    def acquire(self) -> WorkdirLock:
+        if self._fd is not None:
+            raise RuntimeError(f"{self.path}: this lock is already held by this object")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        flocked = False
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                flocked = True
+            except BlockingIOError:
+                raise WorkdirBusy(self._busy_message(_parse(os.pread(fd, 256, 0).decode(errors="replace")))) from None
+            except OSError as err:
+                if err.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+                    raise
+                pid, host = _parse(os.pread(fd, 256, 0).decode(errors="replace"))
+                if pid is not None and pid != os.getpid() and host == socket.gethostname() and _alive(pid):
+                    raise WorkdirBusy(self._busy_message((pid, host))) from None
+            pid, _ = _parse(os.pread(fd, 256, 0).decode(errors="replace"))
+            self.stale_pid = pid if pid != os.getpid() else None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd, self._flocked = fd, flocked
+        return self
+
+    def _busy_message(self, holder: tuple[int | None, str]) -> str:
+        pid, host = holder
+        who = f"process {pid}" + (f" on {host}" if host else "") if pid is not None else "another process"
+        return (f"--workdir: {str(self.workdir)!r} is in use by another run ({who} holds {self.path}); "
+                "wait for it to finish or use another workdir")
+
+    def release(self) -> None:
+        """Empty the file (a clean end) and drop the lock; a no-op when not held."""
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            os.ftruncate(fd, 0)
+        finally:
+            if self._flocked:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def __enter__(self) -> WorkdirLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
