@@ -440,17 +440,27 @@ def memory_step(memory: jax.Array, prev_write: jax.Array, prev_read: jax.Array, 
     return _memory_step_fwd(memory, prev_write, prev_read, write_head, read_head, erase, add, keep)[0]
 
 
+def _similarity_and_inverse_norms(keys: jax.Array, memory: jax.Array) -> tuple[jax.Array, jax.Array]:
+    # similarity(keys, memory) and the slots' 1 / |M(i)| ([N], addressing.normalize), which the
+    # backward pass keeps instead of recomputing the two reductions over [W, N] per memory.
+    unit_keys, _ = addressing.normalize(keys)
+    unit_slots, inverse = addressing.normalize(memory, axis=0)
+    return (unit_keys @ unit_slots).astype(memory.dtype), inverse.astype(memory.dtype)
+
+
 def _memory_step_fwd(memory, prev_write, prev_read, write_head, read_head, erase, add, keep):
-    write_weights, write_saved = _chain_fwd(similarity(write_head.key, memory), prev_write, write_head)
+    sim_w, inv_m = _similarity_and_inverse_norms(write_head.key, memory)
+    write_weights, write_saved = _chain_fwd(sim_w, prev_write, write_head)
     new_memory = write(memory, write_weights * keep, erase, add)
-    read_weights, read_saved = _chain_fwd(similarity(read_head.key, new_memory), prev_read, read_head)
+    sim_r, inv_new = _similarity_and_inverse_norms(read_head.key, new_memory)
+    read_weights, read_saved = _chain_fwd(sim_r, prev_read, read_head)
     reads = read(new_memory, read_weights)
-    residuals = (memory, write_head, read_head, erase, add, keep, write_saved, read_saved)
+    residuals = (memory, write_head, read_head, erase, add, keep, write_saved, read_saved, inv_m, inv_new)
     return (new_memory, write_weights, read_weights, reads), residuals
 
 
 def _memory_step_bwd(residuals, cotangents):
-    memory, write_head, read_head, erase, add, keep, write_saved, read_saved = residuals
+    memory, write_head, read_head, erase, add, keep, write_saved, read_saved, inv_m, inv_new = residuals
     g_memory, g_write_weights, g_read_weights, g_reads = cotangents
     num_writes = erase.shape[0]
     sim_w, write_weights = write_saved[0], write_saved[4]
@@ -467,12 +477,13 @@ def _memory_step_bwd(residuals, cotangents):
     d_sim_r, d_prev_read, *d_read_rest = _chain_bwd(read_saved, read_head, g_rw)
     # The cosine's VJP in unit vectors (addressing.normalize): for D[k, i] = k^_k . M^_i,
     # dk_k = |k_k|^-1 (sum_i dD[k, i] M^_i - (sum_i dD D)[k] k^_k) and
-    # dM_i = |M_i|^-1 (sum_k dD[k, i] k^_k - (sum_k dD D)[i] M^_i).
+    # dM_i = |M_i|^-1 (sum_k dD[k, i] k^_k - (sum_k dD D)[i] M^_i), with M^_i = M_i / |M_i| written
+    # out as M_i times the kept inverse norm (no [W, N] unit array is formed).
     unit_kr, inv_kr = addressing.normalize(read_head.key)  # [R, W], [R]
-    unit_new, inv_new = addressing.normalize(new_memory, axis=0)  # [W, N], [N]
-    total = (g_memory + _outer_sum(read_weights, g_reads) + _outer_sum(d_sim_r * inv_new[None, :], unit_kr)
-             - (jnp.sum(d_sim_r * sim_r, axis=0) * inv_new)[None, :] * unit_new)  # G, [W, N]
-    d_key_r = inv_kr[:, None] * (d_sim_r @ unit_new.T - jnp.sum(d_sim_r * sim_r, axis=1)[:, None] * unit_kr)
+    coef_r = d_sim_r * inv_new[None, :]  # [R, N]
+    total = (g_memory + _outer_sum(read_weights, g_reads) + _outer_sum(coef_r, unit_kr)
+             - (jnp.sum(d_sim_r * sim_r, axis=0) * inv_new)[None, :] * (new_memory * inv_new[None, :]))  # G
+    d_key_r = inv_kr[:, None] * (coef_r @ new_memory.T - jnp.sum(d_sim_r * sim_r, axis=1)[:, None] * unit_kr)
 
     # The write.
     d_w, d_erase, d_add = [], [], []
@@ -487,10 +498,10 @@ def _memory_step_bwd(residuals, cotangents):
     d_keep = jnp.sum(d_w * write_weights).astype(keep.dtype)
     d_sim_w, d_prev_write, *d_write_rest = _chain_bwd(write_saved, write_head, g_write_weights + keep * d_w)
     unit_kw, inv_kw = addressing.normalize(write_head.key)  # [H, W], [H]
-    unit_m, inv_m = addressing.normalize(memory, axis=0)  # [W, N], [N]
-    d_memory = (total * kept + _outer_sum(d_sim_w * inv_m[None, :], unit_kw)
-                - (jnp.sum(d_sim_w * sim_w, axis=0) * inv_m)[None, :] * unit_m)
-    d_key_w = inv_kw[:, None] * (d_sim_w @ unit_m.T - jnp.sum(d_sim_w * sim_w, axis=1)[:, None] * unit_kw)
+    coef_w = d_sim_w * inv_m[None, :]  # [H, N]
+    d_memory = (total * kept + _outer_sum(coef_w, unit_kw)
+                - (jnp.sum(d_sim_w * sim_w, axis=0) * inv_m)[None, :] * (memory * inv_m[None, :]))
+    d_key_w = inv_kw[:, None] * (coef_w @ memory.T - jnp.sum(d_sim_w * sim_w, axis=1)[:, None] * unit_kw)
 
     return (d_memory, d_prev_write, d_prev_read, HeadControls(d_key_w, *d_write_rest),
             HeadControls(d_key_r, *d_read_rest), jnp.stack(d_erase), jnp.stack(d_add), d_keep)
