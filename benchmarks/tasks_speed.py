@@ -1,7 +1,11 @@
 """Task generation speed: host-side NumPy batches at each task's longest test length.
 
-Run: ``python -m benchmarks.tasks_speed [--batches 1000] [--batch-size 128] [--tasks copy,dyck]``.
-Writes ``benchmarks/results/<device>/tasks_speed.{json,md}``.
+Run: ``python -m benchmarks.tasks_speed [--quick] [--batches 1000] [--batch-size 128] [--tasks copy,dyck]
+[--name NAME]``. The full measurement (the defaults) writes
+``benchmarks/results/<device>/tasks_speed.{json,md}``; as with the other benchmarks,
+``--quick`` records nothing, and neither does a partial run (a subset of tasks, other
+batch counts or sizes) unless ``--name NAME`` asks for ``<name>.{json,md}``, so a
+trial never overwrites the recorded results.
 
 For each task (and Dyck with ``n = 3``) it times ``task.sample(rng, 128, length)``
 over 1,000 batches at the upper end of the task's last test mode (81 for the
@@ -26,6 +30,7 @@ from panm_jax.tasks import get_task, list_tasks
 ALGORITHMIC = {"copy", "reverse", "mix", "dynamic_recall", "priority_sort", "id_sort"}
 GOAL_MS = 2.0
 WARMUP = 3
+QUICK_BATCHES = 20
 
 
 def _cases(names):
@@ -71,17 +76,28 @@ def main(argv=None) -> int:
     parser.add_argument("--batches", type=int, default=1000, help="batches timed per task (default 1000)")
     parser.add_argument("--batch-size", type=int, default=128, help="examples per batch (default 128)")
     parser.add_argument("--tasks", default=",".join(list_tasks()), help="comma-separated subset of the registry")
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_BATCHES} batches per task; records nothing")
+    parser.add_argument("--name", help="record the results as <name>.{json,md} (default: tasks_speed for the full "
+                        "measurement at the defaults; a partial run records nothing)")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.batches = QUICK_BATCHES
     names = [s.strip() for s in args.tasks.split(",") if s.strip()]
     unknown = [s for s in names if s not in list_tasks()]
     if unknown:
         parser.error(f"--tasks: unknown task(s) {unknown}; known: {list_tasks()}")
     if args.batches < 1 or args.batch_size < 1:
         parser.error("--batches, --batch-size: expected positive integers")
+    full = (args.batches, args.batch_size, names) == (parser.get_default("batches"), parser.get_default("batch_size"),
+                                                        list_tasks())
+    name = args.name or ("tasks_speed" if full and not args.quick else None)
     rows = run(args.batches, args.batch_size, names)
+    if name is None:
+        print("recorded nothing (a quick or partial run; --name NAME records it as <name>.{json,md})")
+        return 0
     command = "python -m benchmarks.tasks_speed " + " ".join(argv if argv is not None else sys.argv[1:])
     json_path, md_path = write_results(
-        name="tasks_speed",
+        name=name,
         title="Task generation speed (host NumPy, ms per batch at the longest test length)",
         rows=rows,
         columns=["task", "mode", "length", "batch_size", "batches", "ms_per_batch", "total_s", "goal", "meets_goal"],

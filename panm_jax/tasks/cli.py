@@ -13,6 +13,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from panm_jax.errors import UserError
 from panm_jax.tasks.registry import get_task, list_tasks
 
 __all__ = ["register"]
@@ -48,7 +49,7 @@ def _parse_options(items: list[str]) -> dict:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise SystemExit(f"--option: expected KEY=VALUE, got {item!r}")
+            raise UserError(f"--option: expected KEY=VALUE, got {item!r}")
         try:
             options[key] = ast.literal_eval(value)
         except (ValueError, SyntaxError):
@@ -81,17 +82,17 @@ def _list(args) -> int:
 
 
 def _show(args) -> int:
+    options = _parse_options(args.option)
     try:
-        task = get_task(args.name, **_parse_options(args.option))
+        task = get_task(args.name, **options)
         rng = np.random.default_rng(args.seed)
         if args.mode is not None:
             batch = task.test_batch(rng, 1, args.mode)  # "train" is a mode too
         else:
             length = task.train_lengths.hi if args.length is None else args.length
             batch = task.sample(rng, 1, length)
-    except ValueError as err:
-        Console(stderr=True).print(f"[red]error:[/red] {err}")
-        return 2
+    except ValueError as err:  # a name, option, length or mode the task refuses (the message names it)
+        raise UserError(str(err)) from err
     example = task.decode(batch, 0)
     console = Console()
     console.print(f"[bold]{task.describe()['name']}[/bold]  (seed {args.seed}; "

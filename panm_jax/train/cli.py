@@ -6,20 +6,24 @@
     panm-jax plot runs/copy-panm runs/copy-lstm --out copy.png
 
 A user's mistake (a bad config field, a workdir in use by another run or
-holding a run of other settings) prints one line, ``error: ...``, on stderr
-and exits with code 2; a run stopped by a non-finite loss exits with code 1.
+holding a run of other settings, a missing run) raises an error that
+``panm_jax/cli.py`` prints as one line, ``error: ...``, on stderr, exiting with
+code 2; a run stopped by a non-finite loss exits with code 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 from pathlib import Path
 
 import jax
 import numpy as np
 from rich.console import Console
+
+from panm_jax.errors import UserError
 
 __all__ = ["register"]
 
@@ -68,17 +72,26 @@ def register(subparsers) -> None:
     q.set_defaults(func=_plot)
 
 
+# The flags that set a config field: field -> (flag, argparse dest). A message about such a field names the flag.
+FLAGS = {"task": ("--task", "task"), "model": ("--model", "model"), "num_steps": ("--steps", "num_steps"),
+         "batch_size": ("--batch-size", "batch_size"), "seed": ("--seed", "seed"), "on_nan": ("--on-nan", "on_nan"),
+         "optimizer.learning_rate": ("--lr", "lr")}
+
+
 def _config_from_args(args):
-    from panm_jax.train.config import load_config
+    from panm_jax.train.config import ConfigError, load_config
 
     overrides = list(args.set)
-    for field in ("task", "model", "num_steps", "batch_size", "seed", "on_nan"):
-        value = getattr(args, field)
+    for field, (_, dest) in FLAGS.items():
+        value = getattr(args, dest)
         if value is not None:
-            overrides.append(f"{field}={value}" if not isinstance(value, str) else f'{field}="{value}"')
-    if args.lr is not None:
-        overrides.append(f"optimizer.learning_rate={args.lr}")
-    return load_config(args.config, overrides)
+            overrides.append(f"{field}={json.dumps(value)}")
+    try:
+        return load_config(args.config, overrides)
+    except ConfigError as err:
+        if err.field in FLAGS and getattr(args, FLAGS[err.field][1]) is not None:
+            raise ConfigError(FLAGS[err.field][0], err.message) from err
+        raise
 
 
 def _error(message: str, code: int = 2) -> int:
@@ -89,22 +102,15 @@ def _error(message: str, code: int = 2) -> int:
 
 def _train(args) -> int:
     from panm_jax.train import report
-    from panm_jax.train.checkpoint import CheckpointError
-    from panm_jax.train.lock import WorkdirBusy
     from panm_jax.train.loop import NonFiniteLossError, train_and_evaluate
 
     console = Console()
-    try:
-        config = _config_from_args(args)
-    except ValueError as err:
-        return _error(str(err))
+    config = _config_from_args(args)  # the whole config is checked before anything is created
     workdir = Path(args.workdir or f"runs/{config.task}-{config.model}-s{config.seed}")
     console.print(f"[bold]panm-jax train[/] {config.model} on {config.task} -> {workdir} "
                   f"({jax.device_count()} x {jax.devices()[0].device_kind})")
     try:
         results = train_and_evaluate(config, workdir, progress=not args.no_progress, console=console)
-    except (WorkdirBusy, CheckpointError) as err:
-        return _error(str(err))
     except NonFiniteLossError as err:
         return _error(str(err), code=1)
     report.print_results(results, console)
@@ -114,18 +120,18 @@ def _train(args) -> int:
 
 def _eval(args) -> int:
     from panm_jax.train.checkpoint import Checkpointer
-    from panm_jax.train.config import TrainConfig
+    from panm_jax.train.config import TrainConfig, read_config_file
     from panm_jax.train.loop import Run, note
 
     console = Console()
     workdir = Path(args.workdir)
     config_path = workdir / "config.json"
-    if not config_path.exists():
-        raise SystemExit(f"--workdir: expected a run folder with config.json, got {str(workdir)!r}")
-    import json
-
-    config = TrainConfig.from_dict(json.loads(config_path.read_text()))
-    if args.examples:
+    if not config_path.is_file():
+        raise UserError(f"--workdir: expected a run folder with config.json, got {str(workdir)!r}")
+    if args.examples is not None and args.examples < 1:
+        raise UserError(f"--examples: expected a positive integer, got {args.examples}")
+    config = TrainConfig.from_dict(read_config_file(config_path, what="--workdir"))
+    if args.examples is not None:
         config = dataclasses.replace(config, eval_examples=args.examples)
     run = Run(config)
     # Read-only: evaluating never moves or deletes a checkpoint (a run may be training in this workdir).
@@ -139,27 +145,23 @@ def _eval(args) -> int:
 def _evaluate_checkpoint(args, run, ckpt, workdir: Path, console: Console) -> int:
     from panm_jax.train import evaluate as evaluation
     from panm_jax.train import report
-    from panm_jax.train.checkpoint import CheckpointError
     from panm_jax.train.loop import note, results_record
     from panm_jax.train.sharding import replicate
 
     modes = tuple(args.modes.split(",")) if args.modes else run.modes
     unknown = [m for m in modes if m not in run.task.test_modes]
     if unknown:
-        return _error(f"--modes: unknown mode(s) {unknown}; the task has {list(run.task.test_modes)}")
+        raise UserError(f"--modes: unknown mode(s) {unknown}; the task has {list(run.task.test_modes)}")
     template = jax.device_get(run.state)
     restored = None
-    try:
-        if args.checkpoint == "best" and ckpt.best.latest_step() is None:
-            note(f"no best checkpoint in {workdir / 'best'}; evaluating the latest checkpoint instead")
-        elif args.checkpoint == "best":
-            restored = ckpt.restore_best(template, then="evaluating the latest checkpoint instead")
-        if restored is None:
-            restored = ckpt.restore_latest(template)
-    except CheckpointError as err:
-        return _error(str(err))
+    if args.checkpoint == "best" and ckpt.best.latest_step() is None:
+        note(f"no best checkpoint in {workdir / 'best'}; evaluating the latest checkpoint instead")
+    elif args.checkpoint == "best":
+        restored = ckpt.restore_best(template, then="evaluating the latest checkpoint instead")
     if restored is None:
-        return _error(f"--workdir: no readable checkpoint in {str(workdir)!r}")
+        restored = ckpt.restore_latest(template)  # a CheckpointError is the user's: panm_jax/cli.py prints it
+    if restored is None:
+        raise UserError(f"--workdir: no readable checkpoint in {str(workdir)!r}")
     state, meta = restored
     params = replicate(state.params, run.mesh)
     per_mode = run.evaluate(params, modes, evaluation.TEST_SEED)
@@ -200,7 +202,7 @@ def _plot_traces(run, params, mode: str, out: Path) -> Path:
     panels = _trace_panels(traces, 0)
     panels = {k: v for k, v in panels.items() if "weights" in k} or panels
     if not panels:
-        raise SystemExit(f"--with-traces: model {run.config.model!r} returned no per-step attention to plot")
+        raise UserError(f"--with-traces: model {run.config.model!r} returned no per-step attention to plot")
     return report.plot_traces(panels, out, title=f"{run.config.model} on {run.config.task}, mode {mode}")
 
 
@@ -208,9 +210,12 @@ def _plot(args) -> int:
     from panm_jax.train import report
 
     runs = [report.load_results(p) for p in args.results]
-    labels = args.labels.split(",") if args.labels else None
-    if labels and len(labels) != len(runs):
-        raise SystemExit(f"--labels: expected {len(runs)} labels, got {len(labels)}")
+    labels = args.labels.split(",") if args.labels else report.default_labels(runs, args.results)
+    if len(labels) != len(runs):
+        raise UserError(f"--labels: expected {len(runs)} labels, got {len(labels)}")
+    tasks = list(dict.fromkeys(r["task"] for r in runs))
+    if len(tasks) > 1:
+        print(f"warning: plotting runs of different tasks ({', '.join(tasks)}) on one axis", file=sys.stderr)
     out = report.plot_accuracy(runs, args.out, labels)
     Console().print(f"wrote {out}")
     return 0

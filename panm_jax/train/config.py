@@ -1,9 +1,16 @@
 """Typed training configuration: dataclasses with the papers' defaults.
 
 One ``TrainConfig`` describes a run completely; it is loaded from a TOML or JSON
-file and from command-line overrides (``section.field=value``), validated
-(unknown fields and invalid values raise ``ValueError`` naming the field), and
+file and from command-line overrides (``section.field=value``), validated, and
 stored inside every checkpoint so a run can be resumed or evaluated without it.
+
+Validation happens when a config is built, before anything is compiled or written:
+every field is checked against its type hint (a bool is not an integer, numbers
+must be finite, a table must be a table), then against its allowed values; the
+task and its options, the model and its options (type-checked against the
+model's config dataclass, then validated by it) and the evaluation modes are
+checked against the registries. Each problem raises ``ConfigError`` (a
+``UserError``, a ``ValueError``) naming the field, what was expected and what was given.
 
 Defaults follow TASKS.md §1 (seed 001's protocol and its authors' code): batch
 128, RMSprop with learning rate 1e-4, momentum 0.9, decay 0.95, gradient values
@@ -12,20 +19,38 @@ clipped at 10, 50,000 steps, checkpoint selection on the L+1 validation set.
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import json
+import math
 import tomllib
+import types
+import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["OptimizerConfig", "TrainConfig", "load_config", "parse_overrides", "resume_differences"]
+from panm_jax.errors import UserError
+
+__all__ = ["ConfigError", "OptimizerConfig", "TrainConfig", "check_type", "load_config", "parse_overrides",
+           "resume_differences"]
 
 OPTIMIZERS = ("rmsprop", "adam", "adamw", "sgd")
 SCHEDULES = ("constant", "cosine", "warmup_cosine")
 ON_NAN = ("stop", "skip-batch")
 # Fields a resumed run may change: they do not alter what a run computes while its losses are finite.
-RESUMABLE_CHANGES = ("on_nan",)
+# num_steps only extends or shortens the run (the loop refuses one below the checkpoint's step), unless a
+# learning-rate schedule decays over it: a cosine run cannot change it (see ``resume_differences``).
+RESUMABLE_CHANGES = ("on_nan", "num_steps")
+
+
+class ConfigError(UserError):
+    """An invalid setting; ``field`` is its dotted name (``optimizer.learning_rate``)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,19 +68,22 @@ class OptimizerConfig:
     warmup_steps: int = 0
 
     def __post_init__(self):
+        for name in ("clip_value", "clip_norm"):
+            if getattr(self, name) is False:  # TOML has no null: `clip_value = false` switches clipping off
+                object.__setattr__(self, name, None)
+        _check_field_types("optimizer.", self)
         _one_of("optimizer.name", self.name, OPTIMIZERS)
         _one_of("optimizer.schedule", self.schedule, SCHEDULES)
         _positive("optimizer.learning_rate", self.learning_rate)
         for name in ("momentum", "decay"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not 0 <= value < 1:
-                raise ValueError(f"optimizer.{name}: expected a number in [0, 1), got {value!r}")
+            if not 0 <= value < 1:
+                raise ConfigError(f"optimizer.{name}", f"expected a number in [0, 1), got {value!r}")
+        if self.weight_decay < 0:
+            raise ConfigError("optimizer.weight_decay", f"expected a non-negative number, got {self.weight_decay!r}")
         for name in ("clip_value", "clip_norm"):
-            value = getattr(self, name)
-            if value is False:  # TOML has no null: `clip_value = false` switches clipping off
-                object.__setattr__(self, name, None)
-            elif value is not None:
-                _positive(f"optimizer.{name}", value)
+            if getattr(self, name) is not None:
+                _positive(f"optimizer.{name}", getattr(self, name))
         _non_negative_int("optimizer.warmup_steps", self.warmup_steps)
 
 
@@ -75,7 +103,7 @@ class TrainConfig:
     # powers of two below the longest training length, then that length.
     buckets: Sequence[int] = ()
     eval_every: int = 1_000
-    eval_modes: Sequence[str] = ()  # empty: every test mode of the task
+    eval_modes: Sequence[str] = ()  # empty: every test mode of the task; a string: comma-separated modes
     eval_examples: int = 1_000
     eval_batch_size: int = 128
     select_mode: str = "L+1"  # the validation mode that picks the best checkpoint (seed 001)
@@ -91,29 +119,33 @@ class TrainConfig:
     on_nan: str = "stop"
 
     def __post_init__(self):
+        if self.max_minutes is False:  # TOML has no null
+            object.__setattr__(self, "max_minutes", None)
+        if isinstance(self.eval_modes, str):  # "L+1" or "L,2L+1", as `panm-jax eval --modes` takes them
+            object.__setattr__(self, "eval_modes", [m.strip() for m in self.eval_modes.split(",") if m.strip()])
+        _check_field_types("", self)
         for name in ("task", "model", "select_mode"):
-            if not isinstance(getattr(self, name), str) or not getattr(self, name):
-                raise ValueError(f"{name}: expected a non-empty string, got {getattr(self, name)!r}")
+            if not getattr(self, name):
+                raise ConfigError(name, f"expected a non-empty string, got {getattr(self, name)!r}")
         for name in ("batch_size", "num_steps", "eval_every", "eval_examples", "eval_batch_size",
                      "checkpoint_every", "keep_checkpoints", "log_every"):
             _positive_int(name, getattr(self, name))
         _non_negative_int("seed", self.seed)
-        if self.max_minutes is not None and self.max_minutes is not False:
+        if self.max_minutes is not None:
             _positive("max_minutes", self.max_minutes)
-        if self.max_minutes is False:  # TOML has no null
-            object.__setattr__(self, "max_minutes", None)
         _one_of("on_nan", self.on_nan, ON_NAN)
-        if not isinstance(self.optimizer, OptimizerConfig):
-            raise ValueError(f"optimizer: expected an OptimizerConfig, got {type(self.optimizer).__name__}")
+        if self.optimizer.warmup_steps > self.num_steps:
+            raise ConfigError("optimizer.warmup_steps", f"expected at most num_steps ({self.num_steps}), "
+                              f"got {self.optimizer.warmup_steps}")
         buckets = tuple(self.buckets)
-        if any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in buckets) or list(buckets) != sorted(
-            set(buckets)
-        ):
-            raise ValueError(f"buckets: expected strictly ascending positive integers, got {list(buckets)}")
+        if any(b < 1 for b in buckets) or list(buckets) != sorted(set(buckets)):
+            raise ConfigError("buckets", f"expected strictly ascending positive integers, got {list(buckets)}")
         object.__setattr__(self, "buckets", buckets)
         object.__setattr__(self, "eval_modes", tuple(self.eval_modes))
         object.__setattr__(self, "task_options", dict(self.task_options))
         object.__setattr__(self, "model_options", dict(self.model_options))
+        _check_task(self)
+        _check_model(self)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -125,13 +157,13 @@ class TrainConfig:
     def from_dict(cls, data: Mapping[str, Any]) -> TrainConfig:
         """Build from a plain mapping (a parsed file); unknown keys raise ``ValueError``."""
         if not isinstance(data, Mapping):
-            raise ValueError(f"config: expected a mapping of fields, got {type(data).__name__}")
+            raise ConfigError("config", f"expected a mapping of fields, got {type(data).__name__}")
         data = dict(data)
         _check_fields("config", data, cls)
         if "optimizer" in data:
             opt = data["optimizer"]
             if not isinstance(opt, Mapping):
-                raise ValueError(f"optimizer: expected a table of fields, got {opt!r}")
+                raise ConfigError("optimizer", f"expected a table of fields, got {opt!r}")
             _check_fields("optimizer", opt, OptimizerConfig)
             data["optimizer"] = OptimizerConfig(**opt)
         return cls(**data)
@@ -148,15 +180,19 @@ class _Unset:
 def resume_differences(stored: TrainConfig, given: TrainConfig) -> list[tuple[str, Any, Any]]:
     """``(field, stored value, given value)`` for each setting that differs, nested ones dotted
     (``optimizer.learning_rate``, ``model_options.hidden``; a value absent on one side is an object whose
-    ``repr`` is ``unset``); fields of ``RESUMABLE_CHANGES`` are left out."""
+    ``repr`` is ``unset``); fields of ``RESUMABLE_CHANGES`` are left out (``num_steps`` only under the
+    constant schedule: the cosine schedules decay over it)."""
     missing = _Unset()
+    resumable = RESUMABLE_CHANGES
+    if not stored.optimizer.schedule == given.optimizer.schedule == "constant":
+        resumable = tuple(name for name in resumable if name != "num_steps")
 
     def walk(prefix: str, a: Mapping[str, Any], b: Mapping[str, Any]):
         out = []
         for key in [*a, *(k for k in b if k not in a)]:
             name = f"{prefix}{key}"
             x, y = a.get(key, missing), b.get(key, missing)
-            if name in RESUMABLE_CHANGES or x == y:
+            if name in resumable or x == y:
                 continue
             if isinstance(x, Mapping) and isinstance(y, Mapping):
                 out += walk(f"{name}.", x, y)
@@ -171,27 +207,118 @@ def _check_fields(where: str, data: Mapping[str, Any], cls) -> None:
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - known)
     if unknown:
-        raise ValueError(f"{where}: unknown field(s) {unknown}; known: {sorted(known)}")
+        raise ConfigError(where, f"unknown field(s) {unknown}; known: {sorted(known)}")
+
+
+def _describe(hint) -> str:
+    """``hint`` in words, for messages: ``an integer``, ``a finite number or null``."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    origin = origin if isinstance(origin, type) or origin is typing.Union else None
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(a) for a in args)
+    if hint is type(None):
+        return "null"
+    if origin is not None and issubclass(origin, collections.abc.Mapping):
+        return "a table"
+    if origin is not None and issubclass(origin, collections.abc.Sequence):
+        return f"a list of {_describe(args[0]).removeprefix('a ').removeprefix('an ')}s" if args else "a list"
+    words = {bool: "a boolean (true or false)", int: "an integer", float: "a finite number", str: "a string"}
+    return words.get(hint, f"a {getattr(hint, '__name__', hint)}")
+
+
+def _fits(value, hint) -> bool:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    origin = origin if isinstance(origin, type) or origin is typing.Union else None  # Literal etc.: not checked
+    if hint is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, a) for a in args)
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:  # bools are ints in Python, not here
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if origin is not None and issubclass(origin, collections.abc.Mapping):
+        return isinstance(value, Mapping)
+    if origin is not None and issubclass(origin, collections.abc.Sequence):
+        return (isinstance(value, (list, tuple)) and not isinstance(value, str)
+                and all(_fits(v, args[0]) for v in value) if args else True)
+    return isinstance(value, hint) if isinstance(hint, type) else True
+
+
+def check_type(name: str, value, hint) -> None:
+    """Raise ``ConfigError`` unless ``value`` fits the type hint ``hint`` (``int``, ``float | None``,
+    ``Sequence[int]``, ``Mapping[str, Any]``, a class...): a bool is not an integer, a float must be finite."""
+    if not _fits(value, hint):
+        raise ConfigError(name, f"expected {_describe(hint)}, got {value!r}")
+
+
+def _check_field_types(prefix: str, instance) -> None:
+    """``check_type`` every field of a dataclass instance against its annotation."""
+    hints = typing.get_type_hints(type(instance))
+    for f in dataclasses.fields(instance):
+        check_type(prefix + f.name, getattr(instance, f.name), hints[f.name])
+
+
+def _check_task(config: TrainConfig) -> None:
+    """The task exists, takes these options, and has the evaluation modes asked for."""
+    from panm_jax.tasks import get_task, list_tasks
+
+    if config.task not in list_tasks():
+        raise ConfigError("task", f"expected one of {list_tasks()}, got {config.task!r}")
+    try:
+        task = get_task(config.task, **config.task_options)
+    except (TypeError, ValueError) as err:
+        raise ConfigError("task_options", str(err)) from err
+    for name, modes in (("eval_modes", config.eval_modes), ("select_mode", (config.select_mode,))):
+        unknown = [m for m in modes if m not in task.test_modes]
+        if unknown:
+            raise ConfigError(name, f"unknown mode(s) {unknown}; the task {config.task!r} has {list(task.test_modes)}")
+
+
+def _check_model(config: TrainConfig) -> None:
+    """The model exists and its options fit its config dataclass: each one's type against the
+    dataclass's annotations (so a wrong type never reaches the model), then the dataclass's own checks."""
+    from panm_jax.models.registry import get_config, list_models
+
+    models = list_models()
+    if config.model not in models:
+        raise ConfigError("model", f"expected one of {sorted(models)}, got {config.model!r}")
+    cls = type(get_config(config.model))
+    _check_fields(f"model_options (model {config.model!r})", config.model_options, cls)
+    hints = typing.get_type_hints(cls)
+    for key, value in config.model_options.items():
+        check_type(f"model_options.{key}", value, hints[key])
+    try:
+        cls(**config.model_options)
+    except (TypeError, ValueError) as err:
+        field = str(err).split(":", 1)[0]
+        if field in config.model_options:  # the model's messages start with the field's name
+            raise ConfigError(f"model_options.{field}", str(err).split(":", 1)[1].strip()) from err
+        raise ConfigError("model_options", str(err)) from err
 
 
 def _one_of(name, value, options):
     if value not in options:
-        raise ValueError(f"{name}: expected one of {list(options)}, got {value!r}")
+        raise ConfigError(name, f"expected one of {list(options)}, got {value!r}")
 
 
 def _positive(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"{name}: expected a positive number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
+        raise ConfigError(name, f"expected a finite positive number, got {value!r}")
 
 
 def _positive_int(name, value):
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+        raise ConfigError(name, f"expected a positive integer, got {value!r}")
 
 
 def _non_negative_int(name, value):
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name}: expected a non-negative integer, got {value!r}")
+        raise ConfigError(name, f"expected a non-negative integer, got {value!r}")
 
 
 def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> TrainConfig:
@@ -204,30 +331,42 @@ def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -
     """
     data: dict[str, Any] = {}
     if path is not None:
-        path = Path(path)
-        if not path.exists():
-            raise ValueError(f"config: file {str(path)!r} does not exist")
-        text = path.read_text()
-        try:
-            data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
-        except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
-            raise ValueError(f"config: cannot parse {str(path)!r}: {err}") from err
+        data = read_config_file(path)
     for key, value in parse_overrides(overrides):
         target = data
         parts = key.split(".")
-        for part in parts[:-1]:
+        for i, part in enumerate(parts[:-1]):
             target = target.setdefault(part, {})
             if not isinstance(target, dict):
-                raise ValueError(f"{key}: {part!r} is not a table of fields")
+                raise ConfigError(".".join(parts[: i + 1]), f"expected a table of fields, got {target!r}")
         target[parts[-1]] = value
     return TrainConfig.from_dict(data)
+
+
+def read_config_file(path: str | Path, what: str = "config") -> dict[str, Any]:
+    """The mapping in a TOML or JSON file (JSON when it ends in ``.json``); a missing, unreadable or
+    malformed file raises ``ConfigError`` naming ``what`` and the file."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(what, f"expected a TOML or JSON file, got {str(path)!r}, which does not exist")
+    if path.is_dir():
+        raise ConfigError(what, f"expected a TOML or JSON file, got {str(path)!r}, which is a directory")
+    try:
+        text = path.read_text(encoding="utf-8")
+        return json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except UnicodeDecodeError as err:
+        raise ConfigError(what, f"cannot parse {str(path)!r}: not UTF-8 text ({err})") from err
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
+        raise ConfigError(what, f"cannot parse {str(path)!r}: {err}") from err
+    except OSError as err:
+        raise ConfigError(what, f"cannot read {str(path)!r}: {err.strerror or err}") from err
 
 
 def parse_overrides(overrides: Sequence[str]) -> list[tuple[str, Any]]:
     out = []
     for item in overrides:
         if "=" not in item:
-            raise ValueError(f"override: expected 'field=value', got {item!r}")
+            raise ConfigError("override", f"expected 'field=value', got {item!r}")
         key, raw = item.split("=", 1)
         try:
             value = json.loads(raw)

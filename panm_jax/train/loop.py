@@ -102,11 +102,7 @@ class Run:
         self.mesh = make_mesh()
         self.state = replicate(state, self.mesh)
         self.buckets = tuple(config.buckets) or default_buckets(self.task)
-        modes = tuple(config.eval_modes) or tuple(self.task.test_modes)
-        unknown = [m for m in (*modes, config.select_mode) if m not in self.task.test_modes]
-        if unknown:
-            raise ValueError(f"eval_modes/select_mode: unknown mode(s) {unknown}; the task has {list(self.task.test_modes)}")
-        self.modes = modes
+        self.modes = tuple(config.eval_modes) or tuple(self.task.test_modes)  # checked by TrainConfig
         self.train_step = jax.jit(
             make_train_step(self.graphdef, self.optimizer, self.task, skip_nonfinite=config.on_nan == "skip-batch"),
             donate_argnums=0,
@@ -243,6 +239,10 @@ def _train(run: Run, ckpt: Checkpointer, workdir: Path, *, progress: bool, conso
                                            "at its next evaluation")
     if restored is not None:
         saved_state, meta = restored
+        if meta["step"] > c.num_steps:
+            raise CheckpointError(
+                f"num_steps: the checkpoints in {str(workdir)!r} are at step {meta['step']}, beyond the "
+                f"num_steps given ({c.num_steps}); give at least {meta['step']} to resume, or use another workdir")
         state = replicate(saved_state, run.mesh)
         console.print(f"resumed from step {meta['step']} ({workdir / 'checkpoints'})")
         append_jsonl(workdir / "metrics.jsonl", {"event": "resumed", "step": meta["step"]})

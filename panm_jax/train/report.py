@@ -27,7 +27,8 @@ from rich.table import Table
 
 from panm_jax.train.io import atomic_write_bytes, atomic_write_text
 
-__all__ = ["load_results", "plot_accuracy", "plot_traces", "print_results", "save_figure", "write_results"]
+__all__ = ["default_labels", "load_results", "plot_accuracy", "plot_title", "plot_traces", "print_results",
+           "save_figure", "write_results"]
 
 
 def _columns(results: dict[str, Any]) -> list[str]:
@@ -71,12 +72,42 @@ def _fmt(v) -> str:
 
 
 def load_results(path: str | Path) -> dict[str, Any]:
+    """The record in a results file, or in ``results.json`` of a run folder; a missing, unreadable or
+    malformed file raises ``UserError`` naming it."""
+    from panm_jax.errors import UserError
+
     path = Path(path)
     if path.is_dir():
         path = path / "results.json"
-    if not path.exists():
-        raise ValueError(f"results: no results file at {str(path)!r}")
-    return json.loads(path.read_text())
+    if not path.is_file():
+        raise UserError(f"results: expected a results.json file or a run folder holding one, got {str(path)!r}, "
+                        "which does not exist")
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise UserError(f"results: cannot parse {str(path)!r}: not UTF-8 text ({err})") from err
+    except json.JSONDecodeError as err:
+        raise UserError(f"results: cannot parse {str(path)!r}: {err}") from err
+    missing = [k for k in ("task", "model", "metric", "step", "modes")
+               if not isinstance(record, dict) or k not in record]
+    if missing:
+        raise UserError(f"results: expected a results record (written by panm-jax train or eval) in {str(path)!r}, "
+                        f"missing {missing}")
+    return record
+
+
+def default_labels(runs: Sequence[dict[str, Any]], paths: Sequence[str | Path]) -> list[str]:
+    """``model (step N)`` per run; runs that would share a label get their file's run folder (or the
+    whole path) in it instead, so every line of a plot has its own label."""
+    labels = [f"{res['model']} (step {res['step']})" for res in runs]
+    for where in (lambda p: Path(p).resolve().parent.name if Path(p).is_file() else Path(p).resolve().name,
+                  lambda p: str(p)):
+        dup = {label for label in labels if labels.count(label) > 1}
+        if not dup:
+            break
+        labels = [f"{res['model']} ({where(p)}, step {res['step']})" if label in dup else label
+                  for res, p, label in zip(runs, paths, labels)]
+    return labels
 
 
 def print_results(results: dict[str, Any], console: Console | None = None) -> None:
@@ -117,6 +148,11 @@ def save_figure(fig, out: str | Path) -> Path:
     return out
 
 
+def plot_title(runs: Sequence[dict[str, Any]]) -> str:
+    """``copy: length generalisation``, naming every task plotted (in order) when runs of several are."""
+    return f"{', '.join(dict.fromkeys(res['task'] for res in runs))}: length generalisation"
+
+
 def plot_accuracy(runs: Sequence[dict[str, Any]], out: str | Path, labels: Sequence[str] | None = None) -> Path:
     """The headline metric against test length, one line per run; saved as PNG."""
     import matplotlib
@@ -139,7 +175,7 @@ def plot_accuracy(runs: Sequence[dict[str, Any]], out: str | Path, labels: Seque
     ax.set_xlabel("test length")
     ax.set_ylabel(f"{first['metric']} (%)")
     ax.set_ylim(0, 105)
-    ax.set_title(f"{first['task']}: length generalisation")
+    ax.set_title(plot_title(runs))
     ax.grid(True, alpha=0.3)
     ax.legend()
     return save_figure(fig, out)

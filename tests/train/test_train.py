@@ -302,5 +302,5 @@ def test_time_budget_stops_early_with_a_checkpoint_and_results(tmp_path):
     assert ckpt.latest.all_steps() == [1]
     ckpt.close()
     assert results["step"] == 1 and (tmp_path / "results.json").exists()
-    with pytest.raises(ValueError, match=r"max_minutes: expected a positive number, got -1"):
+    with pytest.raises(ValueError, match=r"max_minutes: expected a finite positive number, got -1"):
         tiny_config(max_minutes=-1)

@@ -1,0 +1,227 @@
+"""A user's mistakes: named config errors before anything is built, one-line CLI errors, and the paths
+a user takes (extending a finished run, plotting several runs).
+
+Nothing here trains more than two steps of the tiny run; most tests build no model at all.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from panm_jax.cli import main
+from panm_jax.train import report
+from panm_jax.train.checkpoint import CheckpointError, Checkpointer
+from panm_jax.train.config import ConfigError, OptimizerConfig, TrainConfig, load_config, resume_differences
+from panm_jax.train.io import read_jsonl
+from panm_jax.train.loop import train_and_evaluate
+from tests.train.tiny import FINISHED, TINY, tiny_config
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+# ---- configuration: each mistake named (field, expected, given) when the config is built ------
+
+@pytest.mark.parametrize("override, message", [
+    ("optimizer.learning_rate=0", r"optimizer.learning_rate: expected a finite positive number, got 0"),
+    ("optimizer.learning_rate=-1e-3", r"optimizer.learning_rate: expected a finite positive number, got -0.001"),
+    ("optimizer.learning_rate=inf", r"optimizer.learning_rate: expected a finite number, got 'inf'"),
+    ("optimizer.weight_decay=-0.1", r"optimizer.weight_decay: expected a non-negative number, got -0.1"),
+    ("optimizer.weight_decay=abc", r"optimizer.weight_decay: expected a finite number, got 'abc'"),
+    ("optimizer.warmup_steps=20", r"optimizer.warmup_steps: expected at most num_steps \(12\), got 20"),
+    ("model_options.mode2_heads=true", r"model_options.mode2_heads: expected an integer, got True"),
+    ("model_options.remat=no", r"model_options.remat: expected a boolean \(true or false\), got 'no'"),
+    ('model_options.inverse_temperature="5"', r"model_options.inverse_temperature: expected a finite number, got '5'"),
+    ("model_options.pointer_heads=0", r"model_options.pointer_heads: expected a positive integer, got 0"),
+    ("model_options.size=3", r"model_options \(model 'panm'\): unknown field\(s\) \['size'\]"),
+    ("model_options=5", r"model_options: expected a table, got 5"),
+    ("model_options.hidden.x=5", r"model_options.hidden: expected a table of fields, got 8"),
+    ("task_options=[1]", r"task_options: expected a table, got \[1\]"),
+    ("task_options.max_train_length=0", r"task_options: copy: option max_train_length"),
+    ("seed=1.5", r"seed: expected an integer, got 1.5"),
+    ("batch_size=true", r"batch_size: expected an integer, got True"),
+    ("task=cpy", r"task: expected one of \['copy', .*\], got 'cpy'"),
+    ("model=lstmm", r"model: expected one of \[.*'panm'.*\], got 'lstmm'"),
+    ('eval_modes=["L", "3L"]', r"eval_modes: unknown mode\(s\) \['3L'\]; the task 'copy' has \['L', "),
+    ("select_mode=X", r"select_mode: unknown mode\(s\) \['X'\]"),
+    ("buckets=[1, true]", r"buckets: expected a list of integers, got \[1, True\]"),
+])
+def test_a_wrong_setting_is_named_when_the_config_is_built(override, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, TINY + ["num_steps=12", override])
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("learning_rate", math.inf, r"optimizer.learning_rate: expected a finite number, got inf"),
+    ("learning_rate", math.nan, r"optimizer.learning_rate: expected a finite number, got nan"),
+    ("momentum", True, r"optimizer.momentum: expected a finite number, got True"),
+])
+def test_non_finite_and_bool_numbers_are_refused(field, value, message):
+    with pytest.raises(ConfigError, match=message):
+        OptimizerConfig(**{field: value})
+    with pytest.raises(ConfigError, match=r"model_options.inverse_temperature: expected a finite number, got inf"):
+        tiny_config(model_options={"inverse_temperature": math.inf})
+
+
+def test_eval_modes_given_as_one_string_is_a_comma_separated_list():
+    assert load_config(None, TINY + ["eval_modes=L+1"]).eval_modes == ("L+1",)
+    assert load_config(None, TINY + ["eval_modes=L,2L+1"]).eval_modes == ("L", "2L+1")
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"task = \n", r"config: cannot parse '.*bad.toml': "),
+    (b"task = \"copy\"\xff\n", r"config: cannot parse '.*bad.toml': not UTF-8 text"),
+])
+def test_a_malformed_config_file_is_named(tmp_path, content, message):
+    (tmp_path / "bad.toml").write_bytes(content)
+    with pytest.raises(ConfigError, match=message):
+        load_config(tmp_path / "bad.toml")
+
+
+def test_a_config_that_is_a_directory_or_missing_is_named(tmp_path):
+    with pytest.raises(ConfigError, match=r"config: expected a TOML or JSON file, got '.*', which is a directory"):
+        load_config(tmp_path)
+    with pytest.raises(ConfigError, match=r"config: expected a TOML or JSON file, got '.*nope.toml', which does not"):
+        load_config(tmp_path / "nope.toml")
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"{", r"results: cannot parse '.*results.json': Expecting"),
+    (b"\xff\xfe", r"results: cannot parse '.*results.json': not UTF-8 text"),
+    (b"[1]", r"results: expected a results record .* missing \['task', "),
+])
+def test_a_malformed_results_file_is_named(tmp_path, content, message):
+    (tmp_path / "results.json").write_bytes(content)
+    with pytest.raises(ValueError, match=message):
+        report.load_results(tmp_path)
+
+
+# ---- the CLI: one line `error: ...`, exit code 2, no traceback ---------------------------------
+
+def _bad_results(tmp_path: Path) -> str:
+    (tmp_path / "bad").mkdir(exist_ok=True)
+    (tmp_path / "bad" / "results.json").write_text("{")
+    return str(tmp_path / "bad")
+
+
+USER_ERRORS = {
+    "unknown task": (["train", "--task", "cpy"], r"--task: expected one of \['copy', .*\], got 'cpy'"),
+    "unknown model": (["train", "--model", "lstmm"], r"--model: expected one of \[.*\], got 'lstmm'"),
+    "bad flag value": (["train", "--seed", "1.5"], r"argument --seed: invalid int value: '1.5'"),
+    "non-table": (["train", "--set", "model_options=5"], r"model_options: expected a table, got 5"),
+    "non-number": (["train", "--set", "optimizer.weight_decay=abc"], r"optimizer.weight_decay: expected a finite"),
+    "infinite lr": (["train", "--lr", "inf"], r"--lr: expected a finite number, got inf"),
+    "config dir": (["train", "--config", "{tmp}"], r"config: expected a TOML or JSON file, got .*, which is a dir"),
+    "no run to eval": (["eval", "--workdir", "{tmp}/nope"], r"--workdir: expected a run folder with config.json"),
+    "no run to plot": (["plot", "{tmp}/nope"], r"results: expected a results.json file or a run folder holding"),
+    "bad results": (["plot", "{bad}"], r"results: cannot parse '.*results.json'"),
+    "unknown task shown": (["tasks", "show", "cpy"], r"name: expected one of \['copy', "),
+    "bad task option": (["tasks", "show", "copy", "--option", "nope=1"], r"copy: unknown option\(s\) \['nope'\]"),
+    "task option syntax": (["tasks", "show", "copy", "--option", "n"], r"--option: expected KEY=VALUE, got 'n'"),
+    "models argument": (["models", "panm"], r"unrecognized arguments: panm"),
+}
+
+
+@pytest.mark.parametrize("case", USER_ERRORS)
+def test_a_user_error_is_one_line_and_exit_code_2(case, tmp_path, capsys):
+    argv, message = USER_ERRORS[case]
+    argv = [a.format(tmp=tmp_path, bad=_bad_results(tmp_path)) for a in argv]
+    argv = [*argv, "--workdir", str(tmp_path / "run")] if argv[0] == "train" else argv
+    try:
+        code = main(argv)
+    except SystemExit as exit:  # argparse's errors
+        code = exit.code
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert re.match(r"error: " + message, err[0]), err[0]
+    assert not (tmp_path / "run").exists()  # nothing created
+
+
+@pytest.mark.parametrize("examples", ["0", "-5"])
+def test_eval_refuses_a_non_positive_number_of_examples(finished_run, examples, capsys):
+    assert main(["eval", "--workdir", str(finished_run), "--examples", examples]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: --examples: expected a positive integer, got {examples}"]
+
+
+def test_debug_prints_the_traceback_too(tmp_path, capsys):
+    assert main(["--debug", "plot", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and err.strip().splitlines()[-1].startswith("error: results: ")
+
+
+def test_a_misspelled_task_in_a_subprocess_leaves_nothing_behind(tmp_path):
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    out = subprocess.run([sys.executable, "-m", "panm_jax.cli", "train", "--task", "cpy", "--workdir",
+                          str(tmp_path / "run")], env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines() == [out.stderr.strip()] and out.stderr.startswith("error: --task: ")
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---- extending a finished run ---------------------------------------------------------------
+
+def test_a_finished_run_extends_to_more_steps_and_refuses_fewer(run_copy):
+    results = train_and_evaluate(tiny_config(**{**FINISHED, "num_steps": 10}), run_copy, progress=False)
+    assert max(r["step"] for r in read_jsonl(run_copy / "metrics.jsonl") if "loss" in r) == 10
+    ckpt = Checkpointer(run_copy)
+    assert ckpt.latest.latest_step() == 10
+    ckpt.close()
+    assert results["step"] in (8, 10)
+    with pytest.raises(CheckpointError, match=r"num_steps: the checkpoints in .* are at step 10, beyond the "
+                                              r"num_steps given \(4\); give at least 10"):
+        train_and_evaluate(tiny_config(**{**FINISHED, "num_steps": 4}), run_copy, progress=False)
+
+
+def test_num_steps_may_change_on_resume_only_under_a_constant_schedule():
+    assert resume_differences(tiny_config(), tiny_config(num_steps=100)) == []
+    cosine = tiny_config(optimizer=OptimizerConfig(name="adam", schedule="cosine"))
+    assert [d[0] for d in resume_differences(cosine, cosine.replace(num_steps=100))] == ["num_steps"]
+
+
+# ---- plotting several runs --------------------------------------------------------------------
+
+def _results(task="copy", model="panm", step=8):
+    return {"task": task, "model": model, "metric": "token_accuracy", "step": step, "modes": []}
+
+
+def test_runs_of_one_model_get_distinct_labels(tmp_path):
+    runs = [_results(), _results(), _results(model="lstm")]
+    paths = [tmp_path / "a", tmp_path / "b", tmp_path / "c"]
+    assert report.default_labels(runs, paths) == ["panm (a, step 8)", "panm (b, step 8)", "lstm (step 8)"]
+    same_name = [tmp_path / "x" / "run", tmp_path / "y" / "run"]
+    labels = report.default_labels(runs[:2], same_name)
+    assert len(set(labels)) == 2 and all(str(p) in label for p, label in zip(same_name, labels))
+
+
+def test_runs_of_two_tasks_are_named_in_the_title_and_warned_about(finished_run, tmp_path, capsys):
+    other = tmp_path / "reverse"
+    other.mkdir()
+    record = json.loads((finished_run / "results.json").read_text())
+    (other / "results.json").write_text(json.dumps({**record, "task": "reverse"}))
+    assert report.plot_title([record, {**record, "task": "reverse"}]) == "copy, reverse: length generalisation"
+    assert main(["plot", str(finished_run), str(other), "--out", str(tmp_path / "both.png")]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["warning: plotting runs of different tasks (copy, reverse) on one axis"]
+
+
+def test_every_models_defaults_fit_their_type_hints():
+    import dataclasses
+    import typing
+
+    from panm_jax.models.registry import get_config, list_models
+    from panm_jax.train.config import check_type
+
+    for name in list_models():
+        config = get_config(name)
+        hints = typing.get_type_hints(type(config))
+        for f in dataclasses.fields(config):
+            check_type(f"{name}.{f.name}", getattr(config, f.name), hints[f.name])
