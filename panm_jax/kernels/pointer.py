@@ -100,7 +100,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from panm_jax.kernels.addressing import cosine_similarity
+from panm_jax.kernels.addressing import compute_dtype, cosine_similarity
 from panm_jax.kernels.validation import check_positive_int, check_shape
 
 __all__ = [
@@ -340,12 +340,6 @@ def neighbour_addresses(key: jax.Array, base: jax.Array, length: jax.Array, coun
 
 # ---- attention ------------------------------------------------------------------------
 
-def _work_dtype(dtype) -> jnp.dtype:
-    # 16-bit floats are computed in float32 and cast back (as addressing's kernels do).
-    dtype = jnp.dtype(dtype)
-    return jnp.dtype(jnp.float32) if dtype.itemsize < 4 else dtype
-
-
 def _pow2(exponent: jax.Array, dtype) -> jax.Array:
     # 2^exponent, exactly, for integer exponents in the dtype's normal range (built from its bits).
     info = jnp.finfo(dtype)
@@ -417,7 +411,7 @@ def _scaled_dot(queries: jax.Array, keys: jax.Array) -> jax.Array:
     dtype = jnp.result_type(queries, keys)
     if not jnp.issubdtype(dtype, jnp.floating):
         dtype = jnp.dtype(jnp.float32)
-    work = _work_dtype(dtype)
+    work = compute_dtype(dtype)
     scores = _saturating_scaled_dot(jnp.asarray(queries, work), jnp.asarray(keys, work))
     if work != dtype:  # a 16-bit dtype: saturate at its own largest finite value
         top = float(jnp.finfo(dtype).max)
@@ -525,7 +519,7 @@ def _masked_softmax(scores, mask, inverse_temperature, dim: str) -> jax.Array:
     _check_inverse_temperature(inverse_temperature, heads, dim)
     scores = jnp.asarray(scores)
     dtype = scores.dtype if jnp.issubdtype(scores.dtype, jnp.floating) else jnp.dtype(jnp.float32)
-    work = _work_dtype(dtype)
+    work = compute_dtype(dtype)
     scores = scores.astype(work)
     beta = jnp.asarray(inverse_temperature).astype(work)
     if beta.ndim == 1:
