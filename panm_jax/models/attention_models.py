@@ -43,14 +43,14 @@ from panm_jax.kernels.scan import scan
 from panm_jax.modules.controllers import LSTMCell
 from panm_jax.modules.encoders import LSTMEncoder
 from panm_jax.modules.transformer import (
-    LAYER_NORM_EPS,
     DecoderLayer,
     EncoderLayer,
+    LayerNorm,
     causal_mask,
     masked_softmax,
     sinusoidal_encoding,
 )
-from panm_jax.models.registry import check_call, register_model
+from panm_jax.models.registry import prepare_inputs, register_model
 
 __all__ = [
     "AdditiveAttention",
@@ -151,6 +151,7 @@ class LSTMAttention(nnx.Module):
     def __init__(self, config: LSTMAttentionConfig, input_size: int, output_size: int, *, rngs: nnx.Rngs):
         d = config.hidden
         self.config = config
+        self.input_size = input_size
         self.encoder = LSTMEncoder(input_size, d, rngs=rngs)
         self.decoder = LSTMCell(d, d, rngs=rngs)  # input: h~_{t-1}; z_t = 0 contributes nothing
         self.content = AdditiveAttention(d, d, d, rngs=rngs) if config.attention != "location" else None
@@ -160,7 +161,7 @@ class LSTMAttention(nnx.Module):
         self.output = nnx.Linear(d, output_size, rngs=rngs)  # W_o
 
     def __call__(self, inputs, input_mask, num_outputs: int, *, train=False, key=None, return_traces=False):
-        check_call(inputs, input_mask, num_outputs)
+        inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
         t_in = inputs.shape[1]
         if self.location is not None and t_in > self.config.max_input_length:
             raise ValueError(
@@ -249,13 +250,14 @@ class PointerNetwork(nnx.Module):
             )
         d = config.hidden
         self.config = config
+        self.input_size = input_size
         self.output_size = output_size
         self.encoder = LSTMEncoder(input_size, d, rngs=rngs)
         self.decoder = LSTMCell(1, d, rngs=rngs)  # its input is always 0: only the bias acts
         self.pointer = AdditiveAttention(d, d, d, rngs=rngs)
 
     def __call__(self, inputs, input_mask, num_outputs: int, *, train=False, key=None, return_traces=False):
-        check_call(inputs, input_mask, num_outputs)
+        inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
         mask = jnp.asarray(input_mask, bool)
         encoded, state = self.encoder(inputs, mask)
         keys = self.pointer.project_keys(encoded)  # [B, T_in, D]
@@ -347,22 +349,23 @@ class TransformerSeq2Seq(nnx.Module):
     ):
         d, h, f = config.d_model, config.num_heads, config.ffn_hidden
         self.config = config
+        self.input_size = input_size
         self.relative = relative
         self.embed = nnx.Linear(input_size, d, rngs=rngs)  # W_e [D_in, D]
         self.encoder_layers = nnx.List(
             [EncoderLayer(d, h, f, relative=relative, rngs=rngs) for _ in range(config.num_layers)]
         )
-        self.encoder_norm = nnx.LayerNorm(d, epsilon=LAYER_NORM_EPS, rngs=rngs)
+        self.encoder_norm = LayerNorm(d, rngs=rngs)
         self.decoder_layers = nnx.List(
             [DecoderLayer(d, h, f, relative=relative, rngs=rngs) for _ in range(config.num_layers)]
         )
-        self.decoder_norm = nnx.LayerNorm(d, epsilon=LAYER_NORM_EPS, rngs=rngs)
+        self.decoder_norm = LayerNorm(d, rngs=rngs)
         self.output = nnx.Linear(d, output_size, rngs=rngs)  # W_o [D, K]
         if relative:
             self.start = nnx.Param(jax.random.normal(rngs.params(), (d,)))  # s [D]
 
     def __call__(self, inputs, input_mask, num_outputs: int, *, train=False, key=None, return_traces=False):
-        check_call(inputs, input_mask, num_outputs)
+        inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
         batch, t_in, _ = inputs.shape
         d = self.config.d_model
         mask = jnp.asarray(input_mask, bool)

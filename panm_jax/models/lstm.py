@@ -17,7 +17,7 @@ from flax import nnx
 from panm_jax.kernels.scan import scan
 from panm_jax.modules.controllers import LSTMCell
 from panm_jax.modules.encoders import LSTMEncoder
-from panm_jax.models.registry import check_call, register_model
+from panm_jax.models.registry import prepare_inputs, register_model
 
 __all__ = ["LSTMSeq2Seq", "LSTMSeq2SeqConfig"]
 
@@ -34,12 +34,13 @@ class LSTMSeq2SeqConfig:
 class LSTMSeq2Seq(nnx.Module):
     def __init__(self, config: LSTMSeq2SeqConfig, input_size: int, output_size: int, *, rngs: nnx.Rngs):
         self.config = config
+        self.input_size = input_size
         self.encoder = LSTMEncoder(input_size, config.hidden, rngs=rngs)
         self.decoder = LSTMCell(1, config.hidden, rngs=rngs)  # its input is always 0: only the bias acts
         self.output = nnx.Linear(config.hidden, output_size, rngs=rngs)
 
     def __call__(self, inputs, input_mask, num_outputs: int, *, train=False, key=None, return_traces=False):
-        check_call(inputs, input_mask, num_outputs)
+        inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
         _, state = self.encoder(inputs, input_mask)
         gx = self.decoder.project_inputs(jnp.zeros((1,), inputs.dtype))  # [4D], the same every step
         _, hs = scan(lambda c, _: self.decoder.step_projected(c, gx), state, None, length=num_outputs)

@@ -83,7 +83,7 @@ from flax import nnx
 from panm_jax.kernels.scan import scan, select
 from panm_jax.modules.controllers import CONTROLLER_KINDS, make_controller
 from panm_jax.modules.memory import DNCMemory, NTMMemory, StackMemory
-from panm_jax.models.registry import check_call, register_model
+from panm_jax.models.registry import prepare_inputs, register_model
 
 __all__ = [
     "DNCConfig",
@@ -230,14 +230,15 @@ class MemoryModel(nnx.Module):
             nnx.Linear(memory.read_size, output_size, use_bias=False, rngs=rngs) if read_to_output else None
         )  # W_r
 
-    def _check_call(self, inputs, input_mask, num_outputs) -> None:
-        check_call(inputs, input_mask, num_outputs, self.input_size)
+    def _prepare(self, inputs, input_mask, num_outputs):
+        inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
         total = inputs.shape[1] + num_outputs
         if self.config.controller == "transformer" and total > self.config.max_steps:
             raise ValueError(
                 f"num_outputs: T_in + T_out = {inputs.shape[1]} + {num_outputs} = {total} steps exceed the "
                 f"Transformer controller's max_steps = {self.config.max_steps}; build the model with a larger max_steps"
             )
+        return inputs, input_mask
 
     def _init_memory(self, num_steps: int, dtype):
         if isinstance(self.memory, StackMemory):
@@ -261,12 +262,12 @@ class MemoryModel(nnx.Module):
         memory trace (module docstring), ``[B, T_in + T_out, ...]``.
         """
         del train, key
-        self._check_call(inputs, input_mask, num_outputs)
+        inputs, input_mask = self._prepare(inputs, input_mask, num_outputs)
         batch, t_in, _ = inputs.shape
-        dtype = inputs.dtype if jnp.issubdtype(inputs.dtype, jnp.floating) else jnp.float32
-        xs = jnp.concatenate([inputs.astype(dtype), jnp.zeros((batch, num_outputs, self.input_size), dtype)], 1)
+        dtype = inputs.dtype
+        xs = jnp.concatenate([inputs, jnp.zeros((batch, num_outputs, self.input_size), dtype)], 1)
         steps = jnp.concatenate(
-            [jnp.asarray(input_mask).astype(bool), jnp.ones((batch, num_outputs), bool)], axis=1
+            [input_mask, jnp.ones((batch, num_outputs), bool)], axis=1
         )  # [B, T]: padding masked, the T_out output steps always real
         num_steps = t_in + num_outputs
 

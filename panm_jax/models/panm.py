@@ -28,7 +28,7 @@ from flax import nnx
 
 from panm_jax.modules.encoders import BiGRUEncoder, LSTMEncoder
 from panm_jax.modules.panm import DISTRACTOR_SAMPLING, PANMDecoder
-from panm_jax.models.registry import check_call, register_model
+from panm_jax.models.registry import prepare_inputs, register_model
 
 __all__ = ["PANM", "PANMConfig"]
 
@@ -93,6 +93,7 @@ class PANM(nnx.Module):
 
     def __init__(self, config: PANMConfig, input_size: int, output_size: int, *, rngs: nnx.Rngs, encoder=None):
         self.config = config
+        self.input_size = input_size
         self.encoder = (
             encoder if encoder is not None else ENCODERS[config.encoder](input_size, config.hidden, rngs, config.remat)
         )
@@ -121,7 +122,7 @@ class PANM(nnx.Module):
         key: jax.Array | None = None,
         return_traces: bool = False,
     ):
-        check_call(inputs, input_mask, num_outputs)
+        inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
         random_base = train or self.config.random_base_at_eval
         if random_base and key is None:
             raise ValueError(

@@ -21,9 +21,10 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import jax
+import jax.numpy as jnp
 from flax import nnx
 
-__all__ = ["SequenceModel", "build_model", "check_call", "get_config", "list_models", "register_model"]
+__all__ = ["INPUT_BOUND", "SequenceModel", "build_model", "get_config", "list_models", "prepare_inputs", "register_model"]
 
 
 class SequenceModel(Protocol):
@@ -41,22 +42,50 @@ class SequenceModel(Protocol):
     ) -> Any: ...
 
 
-def check_call(inputs, input_mask, num_outputs, input_size: int | None = None) -> None:
-    """Validate the one call's arguments at trace time (named ``ValueError``s).
+# Inputs beyond this magnitude are clipped to it (a documented bound, far above any
+# encoding a task uses): every model is then finite for every finite input, since
+# |W x| stays below the float32 maximum (3.4e38) for weights and widths far beyond
+# any trained model's (|w| D_in < 3e8), and the Transformers' layer norms are
+# scale-free (``modules.transformer.LayerNorm``). Below it, inputs are used as given.
+INPUT_BOUND = 1e30
 
-    ``inputs`` must be ``[B, T_in, D_in]`` (with ``D_in == input_size`` when
-    given), ``input_mask`` ``[B, T_in]`` and ``num_outputs`` a positive Python int
-    (it is static: one compilation per output length).
+
+def prepare_inputs(inputs, input_mask, num_outputs, input_size: int | None = None):
+    """Validate the one call's arguments (trace time) and make padding inert.
+
+    Checks, each a ``ValueError`` naming the argument, what was expected and what was
+    given: ``inputs`` is a real floating ``[B, T_in, D_in]`` array with ``B >= 1``,
+    ``T_in >= 1`` (and ``D_in == input_size`` when given); ``input_mask`` is
+    ``[B, T_in]`` (bool, or numbers read as ``!= 0``); ``num_outputs`` is a positive
+    Python int (it is static: one compilation per output length).
+
+    Returns ``(inputs, mask)``: ``inputs`` with every padded step (``mask`` false)
+    replaced by zeros and every entry clipped to ``[-INPUT_BOUND, INPUT_BOUND]``;
+    ``mask`` as bool. Whatever the padding held (NaN, inf, 1e30), the logits at real
+    positions and every gradient are then those of zero padding: ``where`` passes no
+    cotangent to the branch it does not select.
     """
-    shape = tuple(jax.numpy.shape(inputs))
+    shape = tuple(jnp.shape(inputs))
     if len(shape) != 3:
         raise ValueError(f"inputs: expected shape [B, T_in, D_in], got {shape}")
+    dtype = jnp.result_type(inputs)
+    if not jnp.issubdtype(dtype, jnp.floating):
+        raise ValueError(f"inputs: expected a real floating dtype (float32, bfloat16, ...), got {dtype}")
+    if shape[0] < 1 or shape[1] < 1:
+        raise ValueError(f"inputs: expected at least one example and one input step [B >= 1, T_in >= 1], got {shape}")
     if input_size is not None and shape[-1] != input_size:
         raise ValueError(f"inputs: expected D_in = {input_size} (the model's input_size), got shape {shape}")
-    if tuple(jax.numpy.shape(input_mask)) != shape[:2]:
-        raise ValueError(f"input_mask: expected shape [B, T_in] = {shape[:2]}, got {tuple(jax.numpy.shape(input_mask))}")
+    if tuple(jnp.shape(input_mask)) != shape[:2]:
+        raise ValueError(f"input_mask: expected shape [B, T_in] = {shape[:2]}, got {tuple(jnp.shape(input_mask))}")
+    mask_dtype = jnp.result_type(input_mask)
+    if jnp.issubdtype(mask_dtype, jnp.complexfloating):
+        raise ValueError(f"input_mask: expected bool (or 0/1 numbers), got {mask_dtype}")
     if isinstance(num_outputs, bool) or not isinstance(num_outputs, int) or num_outputs < 1:
         raise ValueError(f"num_outputs: expected a positive Python int (static), got {num_outputs!r}")
+    mask = jnp.asarray(input_mask) != 0 if mask_dtype != jnp.bool_ else jnp.asarray(input_mask)
+    bound = min(INPUT_BOUND, float(jnp.finfo(dtype).max))
+    inputs = jnp.where(mask[..., None], jnp.clip(jnp.asarray(inputs), -bound, bound), 0).astype(dtype)
+    return inputs, mask
 
 
 @dataclasses.dataclass(frozen=True)

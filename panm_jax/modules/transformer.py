@@ -8,6 +8,7 @@
   the relative positional encoding (RPE) of Transformer-XL (Dai et al. 2019, §3.3),
   the RPE that seed ``001_f692c4b8a9aae130.txt`` cites (App. A) and that its
   TRM+RPE baselines (§3.3, Table 4, the code of Csordás et al. 2021) use.
+* ``LayerNorm``: layer normalisation finite at every input scale.
 * ``EncoderLayer`` / ``DecoderLayer``: pre-LN layers (Xiong et al. 2020):
   ``x + Attn(LN(x))`` then ``x + FFN(LN(x))``; the stacks end with a final LN.
 * ``TransformerController``: a causal Transformer run one step at a time inside
@@ -44,6 +45,7 @@ from panm_jax.modules.layers import MLP
 __all__ = [
     "DecoderLayer",
     "EncoderLayer",
+    "LayerNorm",
     "MultiHeadAttention",
     "TransformerCache",
     "TransformerController",
@@ -256,8 +258,43 @@ class MultiHeadAttention(nnx.Module):
         return self.attend(q, k, v, mask, **positions)
 
 
-def _layer_norm(width: int, rngs: nnx.Rngs) -> nnx.LayerNorm:
-    return nnx.LayerNorm(width, epsilon=LAYER_NORM_EPS, rngs=rngs)
+class LayerNorm(nnx.LayerNorm):
+    """Layer normalisation (Ba et al. 2016) that is finite for every finite input.
+
+    ``LN(x) = gamma (x - mean x) / sqrt(var x + eps) + beta`` over the last axis, with
+    ``eps = LAYER_NORM_EPS`` and the two-pass variance ``mean((x - mean x)^2)``.
+    ``flax``'s ``LayerNorm`` squares ``x`` itself, which overflows float32 for rows
+    beyond about ``1e19`` (a Transformer's residual stream carries its input's scale,
+    and ``inf - inf`` then gives NaN). Here a row whose largest magnitude is at
+    least 1 is first multiplied by the power of two ``2^-e`` that brings it into
+    ``[1/2, 1)`` (exact), and ``eps`` by ``2^-2e``: LN is unchanged by a common
+    scale of ``x`` and ``sqrt(eps)``, and with a power of two every rounding is the
+    same, so the result equals the unscaled formula to the bit wherever that one is
+    finite. Rows below 1 are not scaled. ``eps 2^-2e`` underflows to 0 for rows
+    beyond about ``1e16``, where it is below the rounding of the mean anyway; a
+    variance of exactly 0 there divides by 1 instead (value and gradient finite). The scale is a constant for differentiation (it is
+    piecewise constant in ``x``). Parameters ``scale`` (gamma) and ``bias`` (beta)
+    ``[D]`` as in ``flax.nnx.LayerNorm``.
+    """
+
+    def __init__(self, num_features: int, *, rngs: nnx.Rngs):
+        super().__init__(num_features, epsilon=LAYER_NORM_EPS, use_fast_variance=False, rngs=rngs)
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        x, gamma, beta = self.promote_dtype((jnp.asarray(x), self.scale[...], self.bias[...]), dtype=self.dtype)
+        peak = jax.lax.stop_gradient(jnp.max(jnp.abs(x), axis=-1, keepdims=True))
+        _, exponent = jnp.frexp(peak)  # peak = f 2^e, f in [1/2, 1)
+        exponent = jnp.clip(exponent, 0, -jnp.finfo(x.dtype).minexp)  # scale down only; 2^-e stays normal
+        factor = jnp.ldexp(jnp.ones_like(peak), -exponent)  # 2^-e, exact
+        scaled = x * factor
+        centred = scaled - jnp.mean(scaled, axis=-1, keepdims=True)
+        denominator = jnp.mean(jnp.square(centred), axis=-1, keepdims=True) + self.epsilon * factor * factor
+        denominator = jnp.where(denominator > 0, denominator, 1.0)  # var 0 and eps underflowed: centred is 0
+        return centred * jax.lax.rsqrt(denominator) * gamma + beta
+
+
+def _layer_norm(width: int, rngs: nnx.Rngs) -> LayerNorm:
+    return LayerNorm(width, rngs=rngs)
 
 
 class EncoderLayer(nnx.Module):
