@@ -125,3 +125,47 @@ def test_losses():
     # One scored step with two units at logit 0: 2 * log 2.
     assert float(sigmoid_cross_entropy(jnp.zeros((1, 2, 2)), mb)) == pytest.approx(2 * np.log(2), rel=1e-6)
     assert float(get_task("dyck").loss(jnp.zeros((1, 2, 2)), mb)) == pytest.approx(2 * np.log(2), rel=1e-6)
+
+
+def test_loss_arguments_that_do_not_fit_are_named():
+    from panm_jax.tasks.losses import check_batch
+
+    targets, mask = np.asarray(TARGETS, np.int32), np.asarray(MASK, bool)
+    batch = _class_batch(targets, mask)  # targets [2, 4], K classes
+    logits = jnp.zeros((2, 4, K))
+    cases = [
+        (logits[0], batch, r"logits: expected a real floating \[B, T_out, K\] array, got shape \(4, 5\)"),
+        (logits.astype(jnp.int32), batch, r"logits: expected a real floating .* dtype int32"),
+        (logits[:, :3], batch, r"target_mask: expected shape \[B, T_out\] = \(2, 3\) \(from logits\), got \(2, 4\)"),
+        (logits, batch._replace(targets=targets[:, :3]), r"targets: expected class ids of shape \[B, T_out\] = \(2, 4\)"),
+        (logits, batch._replace(targets=targets.astype(np.float32)), r"targets: expected integer class ids, got dtype float32"),
+    ]
+    for bad_logits, bad_batch, message in cases:
+        with pytest.raises(ValueError, match=message):
+            softmax_cross_entropy(bad_logits, bad_batch)
+    # A class id >= K at a scored step would index past the logits (a NaN loss): named, eagerly
+    # and on the host (check_batch, what the training loop runs before a compiled step).
+    high = targets.copy()
+    high[0, 0] = K
+    assert mask[0, 0]
+    for call in (lambda: softmax_cross_entropy(logits, batch._replace(targets=high)),
+                 lambda: check_batch(batch._replace(targets=high), K)):
+        with pytest.raises(ValueError, match=rf"targets: expected class ids in \[0, {K}\) .* got {K}"):
+            call()
+    negative = targets.copy()
+    negative[0, 0] = -1
+    with pytest.raises(ValueError, match=r"got -1"):
+        check_batch(batch._replace(targets=negative), K)
+    # The same id at a padded step is not read.
+    padded = targets.copy()
+    padded[~mask] = 99
+    assert float(softmax_cross_entropy(logits, batch._replace(targets=padded))) == pytest.approx(np.log(K), rel=1e-6)
+    # Under jit the values are unknown at trace time: the shapes are still checked.
+    with pytest.raises(ValueError, match=r"target_mask: expected shape"):
+        jax.jit(softmax_cross_entropy)(logits[:, :3], batch)
+    mb = Batch(np.zeros((1, 2, 2), np.float32), np.ones((1, 2), bool), np.array([[[1, 0], [0, 2]]], np.float32),
+               np.array([[True, True]]))
+    with pytest.raises(ValueError, match=r"targets: expected multi-hot values in \[0, 1\] at scored steps, got 2.0"):
+        sigmoid_cross_entropy(jnp.zeros((1, 2, 2)), mb)
+    with pytest.raises(ValueError, match=r"targets: expected multi-hot shape \[B, T_out, K\] = \(1, 2, 3\)"):
+        sigmoid_cross_entropy(jnp.zeros((1, 2, 3)), mb)
