@@ -54,7 +54,14 @@ import numpy as np
 
 from panm_jax.kernels import scan as scan_lib
 from panm_jax.kernels.addressing import content_weights, oneplus
-from panm_jax.kernels.validation import check_positive_int, check_shape
+from panm_jax.kernels.validation import (
+    check_float_dtype,
+    check_floating,
+    check_floating_fields,
+    check_in_range,
+    check_positive_int,
+    check_shape,
+)
 
 __all__ = [
     "INTERFACE_LAYOUTS",
@@ -151,12 +158,14 @@ def init_state(
       ``DNCState`` with the shapes of its field comments.
 
     Raises:
-      ValueError: if a size is not a positive integer.
+      ValueError: if a size is not a positive integer or ``dtype`` not a real
+        floating dtype.
     """
     n = check_positive_int("num_slots (N)", num_slots)
     w = check_positive_int("word_size (W)", word_size)
     r = check_positive_int("num_reads (R)", num_reads)
     h = check_positive_int("num_writes (H)", num_writes)
+    dtype = check_float_dtype("dtype", dtype)
     return DNCState(
         memory=jnp.zeros((n, w), dtype),
         usage=jnp.zeros((n,), dtype),
@@ -668,6 +677,18 @@ def _check_controls(controls: DNCControls, w: int, r: int, h: int) -> None:
     check_shape("controls.read_modes", controls.read_modes, (r, 2 * h + 1), "R, 2H + 1")
 
 
+def _check_values(state: DNCState, controls: DNCControls) -> None:
+    # dtypes at trace time; ranges only where concrete (eager calls: validation.check_in_range)
+    check_floating_fields("state", state)
+    check_floating_fields("controls", controls)
+    for name in ("usage", "link", "precedence", "read_weights", "write_weights"):
+        check_in_range(f"state.{name}", getattr(state, name), 0.0, 1.0)
+    for name in ("erase", "free_gates", "allocation_gate", "write_gate", "read_modes"):
+        check_in_range(f"controls.{name}", getattr(controls, name), 0.0, 1.0)
+    check_in_range("controls.read_strengths", controls.read_strengths, 0.0, None)
+    check_in_range("controls.write_strength", controls.write_strength, 0.0, None)
+
+
 def _link_and_directions_per_head(
     prev_link: jax.Array, prev_precedence: jax.Array, weights: jax.Array, prev_read_weights: jax.Array
 ) -> LinkAndDirections:
@@ -749,12 +770,16 @@ def step(
     Raises:
       ValueError: at trace time, naming the field, when a state, control or mask
         shape is inconsistent with ``N, W, R, H`` taken from ``state.memory``,
-        ``state.read_weights`` and ``state.write_weights``.
+        ``state.read_weights`` and ``state.write_weights``, or a field is not real
+        floating; in an eager call (concrete values) also when a weighting, the
+        usage, the link, a gate, the erase vector or a read mode leaves ``[0, 1]``
+        or a strength is negative (``validation.check_in_range``).
     """
     _, w, r, h = _check_state(state)
     _check_controls(controls, w, r, h)
     if mask is not None:
         check_shape("mask", mask, (), "")
+    _check_values(state, controls)
 
     # Dynamic memory allocation, from the previous step's read and write weights.
     psi = retention(controls.free_gates, state.read_weights)  # [N]
@@ -953,6 +978,7 @@ def controls_from_interface(
     size = interface_size(num_reads, word_size, num_writes)
     r, w, h = int(num_reads), int(word_size), int(num_writes)
     raw = jnp.asarray(raw)
+    check_floating("raw", raw)
     if raw.ndim == 0 or raw.shape[-1] != size:
         raise ValueError(
             f"raw: expected shape [..., P] = (..., {size}) with P = R*W + 3H*W + 3H + R(2H + 3) "

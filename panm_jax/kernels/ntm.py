@@ -49,7 +49,16 @@ import jax.numpy as jnp
 
 from panm_jax.kernels import addressing
 from panm_jax.kernels.scan import select
-from panm_jax.kernels.validation import check_odd_int, check_positive_int, check_shape
+from panm_jax.kernels.validation import (
+    check_finite_number,
+    check_float_dtype,
+    check_floating,
+    check_floating_fields,
+    check_in_range,
+    check_odd_int,
+    check_positive_int,
+    check_shape,
+)
 
 __all__ = [
     "HeadControls",
@@ -127,15 +136,23 @@ def init_state(
       word_size: ``W``.
       num_reads: ``R``.
       num_writes: ``H``.
+      memory_init: the value of every memory entry, a finite number.
+      dtype: a real floating dtype for every field.
 
     Returns:
       ``NTMState`` with memory ``[W, N]``, read weights ``[R, N]``, write weights
       ``[H, N]`` and reads ``[R, W]``.
+
+    Raises:
+      ValueError: naming the argument, for a size that is not a positive
+        integer, a non-finite ``memory_init`` or a dtype that is not real floating.
     """
     n = check_positive_int("num_slots", num_slots)
     w = check_positive_int("word_size", word_size)
     r = check_positive_int("num_reads", num_reads)
     h = check_positive_int("num_writes", num_writes)
+    memory_init = check_finite_number("memory_init", memory_init)
+    dtype = check_float_dtype("dtype", dtype)
     first = jnp.zeros((n,), dtype).at[0].set(1.0)
     return NTMState(
         memory=jnp.full((w, n), memory_init, dtype),
@@ -279,6 +296,19 @@ def _check_state(state: NTMState) -> tuple[int, int, int, int]:
     return n, w, r, h
 
 
+def _check_values(state: NTMState, controls: NTMControls) -> None:
+    check_floating_fields("state", state)
+    check_floating_fields("controls", controls)
+    check_in_range("state.read_weights", state.read_weights, 0.0, 1.0)
+    check_in_range("state.write_weights", state.write_weights, 0.0, 1.0)
+    for prefix, head in (("controls.read", controls.read), ("controls.write", controls.write)):
+        check_in_range(f"{prefix}.strength", head.strength, 0.0, None)
+        check_in_range(f"{prefix}.gate", head.gate, 0.0, 1.0)
+        check_in_range(f"{prefix}.shift", head.shift, 0.0, 1.0)
+        check_in_range(f"{prefix}.sharpen", head.sharpen, 1.0, None)
+    check_in_range("controls.erase", controls.erase, 0.0, 1.0)
+
+
 def step(state: NTMState, controls: NTMControls, mask: jax.Array | None = None) -> tuple[NTMState, jax.Array]:
     """One NTM memory step: write heads address and write, then read heads read.
 
@@ -286,7 +316,10 @@ def step(state: NTMState, controls: NTMControls, mask: jax.Array | None = None) 
     weights; (2) erase-then-add gives ``M_t``; (3) the read heads address ``M_t``
     from their previous weights; (4) they read ``M_t``.
 
-    Shapes are checked at trace time (free under ``jit``).
+    Shapes and dtypes (real floating) are checked at trace time (free under
+    ``jit``); in an eager call, where values are concrete, also the ranges: head
+    weights, gates, shift weights and erase in ``[0, 1]``, strengths ``>= 0``,
+    sharpening ``>= 1`` (``validation.check_in_range``).
 
     Args:
       state: ``NTMState`` (memory ``[W, N]``, read weights ``[R, N]``, write
@@ -309,6 +342,7 @@ def step(state: NTMState, controls: NTMControls, mask: jax.Array | None = None) 
     check_shape("controls.add", controls.add, (h, w), "H, W")
     if mask is not None:
         check_shape("mask", mask, (), "")
+    _check_values(state, controls)
 
     # 16-bit states are stepped in float32 (addressing.compute_dtype) and stored back:
     # float16's sums of squares, sharpening logits and reciprocals leave its range.
@@ -569,6 +603,7 @@ def controls_from_interface(
       ``NTMControls`` whose fields carry the leading axes of ``raw``.
     """
     size = interface_size(word_size, num_reads, num_writes, shift_width)
+    check_floating("raw", raw)
     if jnp.ndim(raw) < 1 or jnp.shape(raw)[-1] != size:
         raise ValueError(
             f"raw: expected shape [..., P] with P = interface_size(W={word_size}, R={num_reads}, "

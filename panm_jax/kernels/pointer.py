@@ -101,7 +101,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from panm_jax.kernels.addressing import compute_dtype, cosine_similarity
-from panm_jax.kernels.validation import check_positive_int, check_shape
+from panm_jax.kernels.validation import check_float_dtype, check_floating, check_positive_int, check_shape
 
 __all__ = [
     "MAX_ADDRESS_BITS",
@@ -155,6 +155,7 @@ def _check_score(score) -> str:
 def _check_matrix(name: str, value, dims: str) -> tuple[int, int]:
     if jnp.ndim(value) != 2:
         raise ValueError(f"{name}: expected shape [{dims}], got {tuple(jnp.shape(value))}")
+    check_floating(name, value)
     rows, cols = jnp.shape(value)
     return int(rows), int(cols)
 
@@ -172,6 +173,7 @@ def _wrap(values: jax.Array, bits: int) -> jax.Array:
 
 
 def _to_bits(values: jax.Array, bits: int, dtype) -> jax.Array:
+    dtype = check_float_dtype("dtype", dtype)
     # [...] int32 in [0, 2^b) -> [..., A] {0, 1}: column k = (value >> k) & 1 (LSB first).
     shifts = jnp.arange(bits, dtype=jnp.int32)
     return jnp.bitwise_and(jnp.right_shift(values[..., None], shifts), 1).astype(dtype)

@@ -68,7 +68,14 @@ import jax
 import jax.numpy as jnp
 
 from panm_jax.kernels.scan import select
-from panm_jax.kernels.validation import check_positive_int, check_shape
+from panm_jax.kernels.validation import (
+    check_float_dtype,
+    check_floating,
+    check_floating_fields,
+    check_in_range,
+    check_positive_int,
+    check_shape,
+)
 
 __all__ = [
     "DequeControls",
@@ -511,15 +518,8 @@ def deque_read(values: jax.Array, strengths: jax.Array) -> DequeRead:
 # ---- init, validation, step --------------------------------------------------
 
 
-def _check_dtype(dtype) -> jnp.dtype:
-    dt = jnp.dtype(dtype)
-    if not jnp.issubdtype(dt, jnp.floating):
-        raise ValueError(f"dtype: expected a floating dtype, got {dt}")
-    return dt
-
-
 def _empty(rows: int, width: int, dtype) -> tuple[jax.Array, ...]:
-    dt = _check_dtype(dtype)
+    dt = check_float_dtype("dtype", dtype)
     return (
         jnp.zeros((rows, width), dt),
         jnp.zeros((rows,), dt),
@@ -583,7 +583,17 @@ def _check_state(state: StackState | DequeState, rows_per_step: int) -> tuple[in
     check_shape("state.strengths", state.strengths, (rows,), row_dim)
     check_shape("state.size", state.size, (), "")
     check_shape("state.overflow", state.overflow, (), "")
+    check_floating_fields("state", state, skip=("size", "overflow"))
+    check_in_range("state.strengths", state.strengths, 0.0, 1.0)
     return rows, width
+
+
+def _check_control_values(controls: StackControls | DequeControls) -> None:
+    # dtypes at trace time; push and pop strengths in [0, 1] where concrete (eager calls)
+    check_floating_fields("controls", controls)
+    for field in controls._fields:
+        if field.startswith(("push", "pop")):
+            check_in_range(f"controls.{field}", getattr(controls, field), 0.0, 1.0)
 
 
 def _to_dtype(tree, dtype):
@@ -620,6 +630,7 @@ def _linear_step(
     check_shape("controls.push", controls.push, (), "")
     check_shape("controls.pop", controls.pop, (), "")
     check_shape("controls.value", controls.value, (width,), "W")
+    _check_control_values(controls)
     dtype = state.values.dtype
     up_state, up_controls = _to_compute_dtype((state, controls), dtype)
     strengths = pop_fn(up_state.strengths, up_controls.pop)
@@ -704,6 +715,7 @@ def deque_step(
         check_shape(f"controls.push_{end}", getattr(controls, f"push_{end}"), (), "")
         check_shape(f"controls.pop_{end}", getattr(controls, f"pop_{end}"), (), "")
         check_shape(f"controls.value_{end}", getattr(controls, f"value_{end}"), (width,), "W")
+    _check_control_values(controls)
     dtype = state.values.dtype
     up, c = _to_compute_dtype((state, controls), dtype)
     strengths = deque_pop_strengths(up.strengths, c.pop_top, c.pop_bottom)
@@ -758,6 +770,7 @@ def stack_controls_from_interface(raw: jax.Array, width: int) -> StackControls:
     """
     size = stack_interface_size(width)
     check_shape("raw", raw, (size,), "2 + W")
+    check_floating("raw", raw)
     return _activate(raw, width)
 
 
@@ -786,6 +799,7 @@ def deque_controls_from_interface(raw: jax.Array, width: int) -> DequeControls:
     """
     block = stack_interface_size(width)
     check_shape("raw", raw, (2 * block,), "2 (2 + W)")
+    check_floating("raw", raw)
     top = _activate(raw[:block], width)
     bottom = _activate(raw[block:], width)
     return DequeControls(

@@ -100,7 +100,7 @@ def test_base_is_random_in_training_and_zero_at_evaluation():
     bases = {}
     for random_eval, train in ((False, True), (False, False), (True, False)):
         stand_in = types.SimpleNamespace(
-            config=PANMConfig(address_bits=bits, random_base_at_eval=random_eval),
+            config=PANMConfig(address_bits=bits, random_base_at_eval=random_eval), input_size=3,
             encoder=lambda inputs, mask: (jnp.zeros(inputs.shape[:2] + (4,)), None), decoder=decoder)
         PANM.__call__(stand_in, x, mask, 1, train=train, key=jax.random.key(2))
         bases[random_eval, train] = seen.pop("base")
