@@ -38,10 +38,24 @@ note saying so.
 The state is stored as a flat mapping of its leaves (``"00000"``, ...) and put
 back into the structure of a freshly initialised state of the same config, so
 restoring does not depend on how NNX or optax name their tree nodes.
+
+Several processes (``jax.distributed``): every process makes the same calls
+(orbax requires it; its ``CheckpointManager`` has process 0 write the arrays
+and the JSON record, and meets the others at barriers). The workdir must be one
+folder that every process sees. Process 0 writes the checksums, then all
+processes meet, so none reads a checkpoint before its checksums exist. Each
+process verifies and reads a checkpoint itself; one that fails in any process
+is corrupt for all (``all_agree``), so all of them fall back to the same
+checkpoint; process 0 moves it aside once the others have finished with it.
+The processes then compare the SHA-256 of what they read (``all_same``): a
+workdir that is not one shared folder (each process reading its own copy)
+raises ``CheckpointError`` instead of training on diverging replicas.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import sys
 import warnings
@@ -54,6 +68,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from panm_jax.train.checksums import CHECKSUM_FILE, ChecksumError, verify_checksums, write_checksums
+from panm_jax.train.sharding import all_agree, all_same, barrier, is_primary
 
 __all__ = ["CheckpointError", "Checkpointer"]
 
@@ -83,6 +98,17 @@ def _unflatten(template, flat: dict[str, Any], where: str):
             )
         out.append(value)
     return jax.tree_util.tree_unflatten(treedef, out)
+
+
+def _digest_words(found) -> np.ndarray:
+    """``[8]`` int32: the SHA-256 of a read checkpoint ``(state or None, meta)``: its arrays and its record."""
+    state, meta = found
+    digest = hashlib.sha256(json.dumps(meta, sort_keys=True, default=str).encode())
+    for leaf in jax.tree_util.tree_leaves(state):
+        a = np.ascontiguousarray(np.asarray(leaf))
+        digest.update(f"{a.dtype}{a.shape}".encode())
+        digest.update(a.tobytes())
+    return np.frombuffer(digest.digest(), np.int32)
 
 
 def _reason(err: BaseException, limit: int = 400) -> str:
@@ -183,7 +209,10 @@ class Checkpointer:
             force=True,
         )
         manager.wait_until_finished()
-        write_checksums(Path(manager.directory) / str(step))  # after orbax's commit: of the final bytes
+        path = Path(manager.directory) / str(step)
+        if is_primary():
+            write_checksums(path)  # after orbax's commit: of the final bytes
+        barrier(f"panm_jax: checksums of {path.parent.name}/{step}")  # several processes: none reads before
 
     def save(self, step: int, state, meta: dict[str, Any]) -> None:
         self._save(self.latest, step, state, meta)
@@ -225,6 +254,23 @@ class Checkpointer:
         self._note_unverified(path, verified)
         return _unflatten(template, dict(restored["state"]), str(path)), meta
 
+    def _read_agreed(self, manager: ocp.CheckpointManager, step: int, template, check):
+        """``_read`` in every process; a checkpoint that fails to read in any process is corrupt in all
+        (``_Corrupt``), so every process falls back to the same one."""
+        try:
+            found, failure = self._read(manager, step, template, check), None
+        except _Corrupt as err:
+            found, failure = None, err
+        if not all_agree(failure is None) and failure is None:
+            failure = _Corrupt("unreadable in another process of this run (its note names the reason)")
+        if failure is not None:
+            raise failure
+        if jax.process_count() > 1 and not all_same(_digest_words(found)):
+            path = Path(manager.directory) / str(step)
+            raise CheckpointError(f"--workdir: the processes of this run read different contents from {path}; "
+                                  "expected one folder shared by all of them")
+        return found
+
     def _note_unverified(self, path: Path, verified: bool) -> None:
         if not verified and path not in self._unverified_noted:
             self._unverified_noted.add(path)
@@ -244,7 +290,11 @@ class Checkpointer:
         while aside.exists():
             n += 1
             aside = path.with_name(f"corrupt-{step}-{n}")
-        path.rename(aside)
+        name = f"{path.parent.name}/{step}"  # the same in every process, wherever the workdir is mounted
+        barrier(f"panm_jax: read {name}")  # several processes: all have finished reading it
+        if is_primary():
+            path.rename(aside)
+        barrier(f"panm_jax: moved {name}")
         manager.reload()
         return path, aside
 
@@ -264,7 +314,7 @@ class Checkpointer:
         failures = []
         for step in sorted(self.latest.all_steps(), reverse=True):
             try:
-                return self._read(self.latest, step, template, check)
+                return self._read_agreed(self.latest, step, template, check)
             except _Corrupt as err:
                 failures.append(self._report_corrupt("checkpoint", self.latest, step, str(err),
                                                      "trying an older one"))
@@ -277,7 +327,7 @@ class Checkpointer:
         if step is None:
             return None
         try:
-            return self._read(self.best, step, template, check)
+            return self._read_agreed(self.best, step, template, check)
         except _Corrupt as err:
             self._report_corrupt("best checkpoint", self.best, step, str(err), then)
             return None

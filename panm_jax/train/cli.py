@@ -104,8 +104,11 @@ def _train(args) -> int:
     from panm_jax.train import report
     from panm_jax.train.loop import NonFiniteLossError, train_and_evaluate
 
-    console = Console()
+    from panm_jax.train.sharding import is_primary, maybe_initialize_distributed
+
     config = _config_from_args(args)  # the whole config is checked before anything is created
+    maybe_initialize_distributed()  # before the first JAX call below (a multi-process run: docs/distributed.md)
+    console = Console(quiet=not is_primary())  # with several processes, process 0 alone prints
     workdir = Path(args.workdir or f"runs/{config.task}-{config.model}-s{config.seed}")
     console.print(f"[bold]panm-jax train[/] {config.model} on {config.task} -> {workdir} "
                   f"({jax.device_count()} x {jax.devices()[0].device_kind})")

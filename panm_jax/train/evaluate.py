@@ -22,6 +22,7 @@ import numpy as np
 
 from panm_jax.tasks.base import Batch, Task
 from panm_jax.tasks.buckets import pad_batch
+from panm_jax.tasks.losses import check_batch
 
 __all__ = ["TEST_SEED", "VALIDATION_SEED", "eval_sets", "evaluate", "mode_seed"]
 
@@ -46,7 +47,12 @@ def eval_sets(task: Task, modes: Sequence[str], num_examples: int, batch_size: i
     out = {}
     for mode in modes:
         hi = task.mode_range(mode).hi
-        batches = task.eval_batches(mode, num_examples, batch_size, seed=mode_seed(task, mode, seed))
+        batches = list(task.eval_batches(mode, num_examples, batch_size, seed=mode_seed(task, mode, seed)))
+        for b in batches:
+            try:
+                check_batch(b, task.output_size, task.target_kind)
+            except ValueError as err:
+                raise ValueError(f"task {task.name!r}, evaluation set {mode}: {err}") from None
         out[mode] = [pad_batch(b, task.input_steps(hi), task.output_steps(hi)) for b in batches]
     return out
 

@@ -16,6 +16,12 @@ a run that crashed, which ``acquire`` reports (``stale_pid``).
 
 On a filesystem without ``flock`` support the PID alone decides: the folder is
 busy while a live process of this host holds it.
+
+A run of several processes (``docs/distributed.md``) is one run: ``run_lock``
+has process 0 alone take the lock, and the others take none (the processes of
+one run share the workdir by design; a second lock would make process 1 refuse
+the run that process 0 holds). Whether process 0 got it is shared with every
+process, so all of them go on, or all raise ``WorkdirBusy``.
 """
 
 from __future__ import annotations
@@ -24,9 +30,11 @@ import errno
 import fcntl
 import os
 import socket
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["LOCK_FILE", "WorkdirBusy", "WorkdirLock"]
+__all__ = ["LOCK_FILE", "WorkdirBusy", "WorkdirLock", "run_lock"]
 
 LOCK_FILE = ".lock"
 
@@ -115,3 +123,37 @@ class WorkdirLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+@contextmanager
+def run_lock(workdir: str | Path, *, primary: bool = True,
+             agree: Callable[[bool], bool] | None = None) -> Iterator[WorkdirLock | None]:
+    """The lock of a run of one or several processes; yields the ``WorkdirLock`` held, or ``None``.
+
+    One process (``agree`` ``None``): ``WorkdirLock(workdir)``. Several: the
+    ``primary`` process (process 0) takes ``WorkdirLock(workdir)`` and the others
+    take none; ``agree(ok)`` (called by every process, ``True`` when ``ok`` held in
+    every process) tells each whether process 0 got it. When it did not, process 0
+    raises its error (``WorkdirBusy`` naming the holder, or the ``OSError`` of a
+    folder it cannot write) and the others a ``WorkdirBusy`` that points to it.
+    """
+    if agree is None:
+        with WorkdirLock(workdir) as lock:
+            yield lock
+        return
+    lock, failure = None, None
+    if primary:
+        try:
+            lock = WorkdirLock(workdir).acquire()
+        except Exception as err:  # noqa: BLE001 - shared with the other processes below, then raised
+            failure = err
+    try:
+        if not agree(failure is None):
+            if failure is not None:
+                raise failure
+            raise WorkdirBusy(f"--workdir: process 0 of this run could not take {Path(workdir) / LOCK_FILE} "
+                              "(another run holds it, or the folder cannot be written); its error names the reason")
+        yield lock
+    finally:
+        if lock is not None:
+            lock.release()

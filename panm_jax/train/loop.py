@@ -31,6 +31,16 @@ append-only); a run killed at any moment loses at most the steps since its last
 checkpoint, and rerunning the same command resumes it exactly. Notes on what
 the run found and did (a corrupt checkpoint set aside, skipped batches) go to
 stderr, one line each (``note``).
+
+Several processes (``jax.distributed``, ``docs/distributed.md``) run the same
+loop on the same data, each feeding its devices' rows of every global batch;
+``workdir`` must be one folder that all of them see. Process 0 alone takes the
+lock, writes ``config.json``, ``metrics.jsonl``, ``results.*`` and
+``accuracy.png`` and prints; every process takes part in each checkpoint save
+and restore (orbax has process 0 write the arrays and coordinates the others)
+and in each evaluation (its metrics are reduced over all devices, so every
+process gets the global numbers). With one process all of this is the single
+run above.
 """
 
 from __future__ import annotations
@@ -46,17 +56,27 @@ import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from panm_jax.errors import UserError
 from panm_jax.models import build_model
 from panm_jax.tasks import get_task
 from panm_jax.tasks.buckets import pad_to_bucket
+from panm_jax.tasks.losses import check_batch
 from panm_jax.train import evaluate as evaluation
 from panm_jax.train import report
 from panm_jax.train.checkpoint import CheckpointError, Checkpointer
 from panm_jax.train.config import TrainConfig, resume_differences
 from panm_jax.train.io import append_jsonl, atomic_write_text
-from panm_jax.train.lock import WorkdirLock
+from panm_jax.train.lock import run_lock
 from panm_jax.train.optim import make_optimizer
-from panm_jax.train.sharding import make_mesh, maybe_initialize_distributed, replicate, shard_batch
+from panm_jax.train.sharding import (
+    all_agree,
+    barrier,
+    is_primary,
+    make_mesh,
+    maybe_initialize_distributed,
+    replicate,
+    shard_batch,
+)
 from panm_jax.train.steps import init_train_state, make_eval_step, make_train_step
 
 __all__ = ["NonFiniteLossError", "Run", "default_buckets", "train_and_evaluate", "training_batch"]
@@ -83,7 +103,27 @@ def default_buckets(task) -> tuple[int, ...]:
 def training_batch(task, config: TrainConfig, step: int, buckets):
     """The batch of ``step``: a pure function of ``(config.seed, step)``."""
     rng = np.random.default_rng([config.seed, step])
-    return pad_to_bucket(task.train_batch(rng, config.batch_size), task, buckets)
+    batch = task.train_batch(rng, config.batch_size)
+    try:  # a class id outside [0, K) would index past the logits: a NaN loss many steps later
+        check_batch(batch, task.output_size, task.target_kind)
+    except ValueError as err:
+        raise ValueError(f"task {task.name!r}, training batch of step {step}: {err}") from None
+    return pad_to_bucket(batch, task, buckets)
+
+
+def check_batch_sizes(config: TrainConfig, num_devices: int) -> None:
+    """Every batch of the run (training, and evaluation with its smaller last batch) splits evenly over
+    the ``num_devices`` devices of the mesh (of all processes); raises ``UserError`` naming the field."""
+    where = f"the {num_devices} devices" + (f" of the {jax.process_count()} processes" if jax.process_count() > 1
+                                            else "")
+    ex, eb = config.eval_examples, config.eval_batch_size
+    # With eval_batch_size a multiple, eval_examples is one exactly when its last evaluation batch is.
+    sizes = [("batch_size", config.batch_size)] + ([("eval_batch_size", eb)] if ex > eb else []) + [
+        ("eval_examples", ex)]
+    for name, size in sizes:
+        if size % num_devices:
+            last = f" (a last evaluation batch of {ex % eb})" if name == "eval_examples" and ex > eb else ""
+            raise UserError(f"{name}: expected a multiple of {where}, got {size}{last}")
 
 
 class Run:
@@ -100,6 +140,7 @@ class Run:
         self.optimizer = make_optimizer(config.optimizer, config.num_steps)
         self.graphdef, state = init_train_state(self.model, self.optimizer, seed=config.seed)
         self.mesh = make_mesh()
+        check_batch_sizes(config, self.mesh.devices.size)
         self.state = replicate(state, self.mesh)
         self.buckets = tuple(config.buckets) or default_buckets(self.task)
         self.modes = tuple(config.eval_modes) or tuple(self.task.test_modes)  # checked by TrainConfig
@@ -150,8 +191,12 @@ def _host_metrics(metrics) -> dict[str, float]:
 
 
 def note(message: str) -> None:
-    """One line on stderr: what the run noticed and did about it (a corrupt checkpoint, a skipped batch)."""
-    print(f"warning: {message}", file=sys.stderr, flush=True)
+    """One line on stderr: what the run noticed and did about it (a corrupt checkpoint, a skipped batch).
+
+    With several processes the line names the process (``warning: process 1 of 2: ...``).
+    """
+    where = f"process {jax.process_index()} of {jax.process_count()}: " if jax.process_count() > 1 else ""
+    print(f"warning: {where}{message}", file=sys.stderr, flush=True)
 
 
 def config_check(config: TrainConfig, workdir: Path):
@@ -175,8 +220,11 @@ def config_check(config: TrainConfig, workdir: Path):
     return check
 
 
-def _check_losses(unchecked, config: TrainConfig, ckpt: Checkpointer, log_path: Path) -> None:
-    """Look at the losses of the steps since the last check (one transfer): stop or log skipped batches."""
+def _check_losses(unchecked, config: TrainConfig, ckpt: Checkpointer, log_path: Path, *, primary: bool = True) -> None:
+    """Look at the losses of the steps since the last check (one transfer): stop or log skipped batches.
+
+    Every process sees the same (global) losses and decides the same; the ``primary`` one logs.
+    """
     values = jax.device_get([(m["loss"], m.get("grad_norm", 0.0)) for _, m in unchecked])
     bad = [(step, float(loss), float(norm)) for (step, _), (loss, norm) in zip(unchecked, values)
            if not (np.isfinite(loss) and np.isfinite(norm))]
@@ -184,8 +232,9 @@ def _check_losses(unchecked, config: TrainConfig, ckpt: Checkpointer, log_path: 
         return
     if config.on_nan == "stop":
         step, loss, norm = bad[0]
-        append_jsonl(log_path, {"event": "non-finite loss", "step": step, "loss": loss, "grad_norm": norm,
-                                "on_nan": "stop"})
+        if primary:
+            append_jsonl(log_path, {"event": "non-finite loss", "step": step, "loss": loss, "grad_norm": norm,
+                                    "on_nan": "stop"})
         last = ckpt.latest.latest_step()
         kept = f"the last good checkpoint is {ckpt.latest.directory / str(last)}" if last is not None else (
             "no checkpoint was saved before it")
@@ -193,10 +242,19 @@ def _check_losses(unchecked, config: TrainConfig, ckpt: Checkpointer, log_path: 
             f"loss: non-finite at step {step} (loss {loss}, gradient norm {norm}); the run stopped and saved "
             f"nothing after it ({kept}); set on_nan = \"skip-batch\" (--on-nan skip-batch) to skip such batches"
         )
+    if not primary:
+        return
     for step, loss, norm in bad:
         append_jsonl(log_path, {"event": "skipped non-finite batch", "step": step, "loss": loss, "grad_norm": norm})
     note(f"skipped {len(bad)} batch(es) with a non-finite loss or gradient (steps {[b[0] for b in bad]}): "
          "parameters and optimiser state left unchanged for them")
+
+
+def _time_up(deadline: float) -> bool:
+    """Whether the time budget is spent; with several processes, whether it is spent in any of them (one
+    all-gather per step, so that all stop at the same step)."""
+    up = time.monotonic() > deadline
+    return not all_agree(not up) if jax.process_count() > 1 else up
 
 
 def train_and_evaluate(
@@ -211,11 +269,18 @@ def train_and_evaluate(
     Raises ``WorkdirBusy`` when another run holds the workdir, ``CheckpointError``
     when its checkpoints belong to other settings (or none can be read), and
     ``NonFiniteLossError`` on a non-finite loss with ``on_nan = "stop"``.
+
+    With several processes every one calls this with the same arguments; each
+    returns the same record, once process 0 has written the results.
     """
+    maybe_initialize_distributed()  # before the first JAX call
+    several = jax.process_count() > 1
+    if several and not is_primary():
+        console, progress = Console(quiet=True), False  # process 0 alone prints
     console = console or Console()
     workdir = Path(workdir)
-    with WorkdirLock(workdir) as lock:
-        if lock.stale_pid is not None:
+    with run_lock(workdir, primary=is_primary(), agree=all_agree if several else None) as lock:
+        if lock is not None and lock.stale_pid is not None:
             note(f"{lock.path}: the run of process {lock.stale_pid} ended without releasing it (crashed or killed); "
                  "taking it over")
         return _train_and_evaluate(config, workdir, progress=progress, console=console)
@@ -233,6 +298,7 @@ def _train_and_evaluate(config: TrainConfig, workdir: Path, *, progress: bool, c
 def _train(run: Run, ckpt: Checkpointer, workdir: Path, *, progress: bool, console: Console) -> dict[str, Any]:
     c = run.config
     state = run.state
+    primary = is_primary()  # writes the run's files (process 0; the only process of a single-process run)
     check = config_check(c, workdir)
     restored = ckpt.restore_latest(jax.device_get(state), check)
     best_meta = ckpt.best_meta(check, then="the run goes on from the latest checkpoint and keeps a new best "
@@ -245,8 +311,10 @@ def _train(run: Run, ckpt: Checkpointer, workdir: Path, *, progress: bool, conso
                 f"num_steps given ({c.num_steps}); give at least {meta['step']} to resume, or use another workdir")
         state = replicate(saved_state, run.mesh)
         console.print(f"resumed from step {meta['step']} ({workdir / 'checkpoints'})")
-        append_jsonl(workdir / "metrics.jsonl", {"event": "resumed", "step": meta["step"]})
-    atomic_write_text(workdir / "config.json", json.dumps(c.to_dict(), indent=2) + "\n")
+        if primary:
+            append_jsonl(workdir / "metrics.jsonl", {"event": "resumed", "step": meta["step"]})
+    if primary:
+        atomic_write_text(workdir / "config.json", json.dumps(c.to_dict(), indent=2) + "\n")
     # The best checkpoint maximises the headline metric on the validation mode; ties
     # (several checkpoints at 100%) go to the lower validation loss.
     best_score = (best_meta["score"], -best_meta["loss"]) if best_meta else (-np.inf, -np.inf)
@@ -274,24 +342,27 @@ def _train(run: Run, ckpt: Checkpointer, workdir: Path, *, progress: bool, conso
             state, metrics = run.train_step(state, batch)
             done = step + 1
             unchecked.append((done, metrics))
-            last = done == c.num_steps or (deadline is not None and time.monotonic() > deadline)
+            last = done == c.num_steps or (deadline is not None and _time_up(deadline))
             log_now, eval_now = done % c.log_every == 0 or last, done % c.eval_every == 0 or last
             save_now = done % c.checkpoint_every == 0 or last
             if log_now or eval_now or save_now or len(unchecked) >= _MAX_UNCHECKED_STEPS:
-                _check_losses(unchecked, c, ckpt, log_path)  # before anything is logged, evaluated or saved
+                # Before anything is logged, evaluated or saved.
+                _check_losses(unchecked, c, ckpt, log_path, primary=primary)
                 unchecked = []
             if log_now:
                 m = _host_metrics(metrics)
                 now = time.perf_counter()
                 rate = (done - s_last) / max(now - t_last, 1e-9)
                 t_last, s_last = now, done
-                append_jsonl(log_path, {"step": done, "time": time.time(), "steps_per_s": rate, **m})
+                if primary:
+                    append_jsonl(log_path, {"step": done, "time": time.time(), "steps_per_s": rate, **m})
                 bar.update(job, completed=done, loss=f"{m['loss']:.4f}", acc=f"{100 * m[headline]:.1f}%",
                            rate=f"{rate:.1f}")
             if eval_now:
                 val = run.evaluate(state.params, (c.select_mode,), evaluation.VALIDATION_SEED)
                 score = (val[c.select_mode][headline], -val[c.select_mode]["loss"])
-                append_jsonl(log_path, {"step": done, "validation": val})
+                if primary:
+                    append_jsonl(log_path, {"step": done, "validation": val})
                 if score > best_score:
                     best_score = score
                     ckpt.save_best(done, jax.device_get(state), {
@@ -301,7 +372,7 @@ def _train(run: Run, ckpt: Checkpointer, workdir: Path, *, progress: bool, conso
                 ckpt.save(done, jax.device_get(state), {"step": done, "data_position": done, "seed": c.seed,
                                                         "config": c.to_dict()})
             if last:
-                if done < c.num_steps:
+                if done < c.num_steps and primary:
                     append_jsonl(log_path, {"event": "time budget reached", "step": done, "max_minutes": c.max_minutes})
                 break
     # Report the best checkpoint (seed 001: selected on the L+1 validation set) on the test sets.
@@ -312,6 +383,8 @@ def _train(run: Run, ckpt: Checkpointer, workdir: Path, *, progress: bool, conso
         params, step = replicate(best[0].params, run.mesh), best[1]["step"]
     per_mode = run.evaluate(params, run.modes, evaluation.TEST_SEED)
     results = results_record(run, per_mode, step)
-    report.write_results(results, workdir / "results")
-    report.plot_accuracy([results], workdir / "accuracy.png")
+    if primary:
+        report.write_results(results, workdir / "results")
+        report.plot_accuracy([results], workdir / "accuracy.png")
+    barrier("panm_jax: results written")  # no process returns before process 0 has written them
     return results

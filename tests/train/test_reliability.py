@@ -107,6 +107,30 @@ def test_a_checksum_listing_must_name_exactly_the_folders_files(tmp_path):
         verify_checksums(tmp_path)
 
 
+# ---- a task's targets outside its classes ------------------------------------------------------
+
+def test_targets_outside_the_task_classes_are_named_before_training_on_them(monkeypatch):
+    # A class id >= K would index past the logits (a NaN loss, or a silently wrong one, later on).
+    from panm_jax.tasks import get_task
+
+    task = get_task("copy", max_train_length=3)
+    real_train, real_eval = task.train_batch, task.eval_batches
+
+    def off_by_one(batch):
+        targets = np.array(batch.targets)
+        targets[0, 0] = task.output_size
+        return batch._replace(targets=targets)
+
+    monkeypatch.setattr(task, "train_batch", lambda rng, n: off_by_one(real_train(rng, n)))
+    config = tiny_config()
+    with pytest.raises(ValueError, match=rf"^task 'copy', training batch of step 3: targets: expected class ids in "
+                                         rf"\[0, {task.output_size}\) .* at scored steps, got {task.output_size}$"):
+        loop.training_batch(task, config, 3, loop.default_buckets(task))
+    monkeypatch.setattr(task, "eval_batches", lambda *a, **k: [off_by_one(b) for b in real_eval(*a, **k)])
+    with pytest.raises(ValueError, match=r"^task 'copy', evaluation set 2L\+1: targets: expected class ids in "):
+        eval_sets(task, ["2L+1"], 8, 8, seed=0)
+
+
 # ---- NaN or Inf loss: stop (default) or skip the batch ----------------------------------------
 
 def test_a_nan_loss_stops_the_run_and_skip_batch_leaves_the_state_unchanged(tmp_path, monkeypatch, capsys):
