@@ -25,8 +25,13 @@ demo: $(STAMP)
 ntm-demo: $(STAMP)
 	$(BIN)/python examples/ntm_program.py
 
+# Two pytest workers (pytest-xdist), one per core of a 2-core machine; a module's
+# tests stay on one worker (--dist loadfile), so its module-scoped fixtures are built once.
+# TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile tests
 
 bench-kernels: $(STAMP)
 	$(BIN)/python -m benchmarks.kernels
