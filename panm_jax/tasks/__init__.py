@@ -17,6 +17,8 @@ Modules:
   m10ae         modulo-10 arithmetic expressions and the shift-reduce evaluator (seed 000)
   itg           inversion transduction grammars (SVO -> SOV, gender conjugation)
   transduction  Grefenstette et al. (2015) copy, reversal, bigram flip and the ITG tasks
+  chomsky       the 15 Chomsky-hierarchy tasks of Delétang et al. (2023)
+  scan          SCAN generated from its grammar, with its length splits (Lake & Baroni 2018)
   cli           the ``panm-jax tasks`` sub-command
 """
 

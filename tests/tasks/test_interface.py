@@ -17,10 +17,13 @@ def _lengths(task):
     return int(short), int(long_)
 
 
-def test_registry_lists_all_issue_names():
+def test_registry_lists_every_task():
     assert set(ALL) == {
         "copy", "reverse", "mix", "dynamic_recall", "priority_sort", "id_sort", "dyck", "m10ae",
         "transduction_copy", "transduction_reversal", "bigram_flip", "svo_sov", "gender_conjugation",
+        "even_pairs", "modular_arithmetic", "parity_check", "cycle_navigation", "modular_arithmetic_brackets",
+        "reverse_string", "solve_equation", "stack_manipulation", "duplicate_string", "missing_duplicate",
+        "odds_first", "binary_addition", "binary_multiplication", "compute_sqrt", "bucket_sort", "scan",
     }
 
 
