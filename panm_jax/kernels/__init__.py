@@ -12,8 +12,10 @@ Modules:
   ntm         the Neural Turing Machine memory
   dnc         the Differentiable Neural Computer memory
   stack       the neural Stack, Queue and DeQue
+  stack_rnn   the Stack-RNN's stack of soft push / pop / no-op actions (Joulin & Mikolov 2015)
+  tape_rnn    the Tape-RNN's tape of soft write-and-move actions (Delétang et al. 2023)
   pointer     PANM's address bank, pointer attention, Mode-1/Mode-2 access
-  validation  trace-time shape checks with named errors
+  validation  entry checks with named errors (shapes and dtypes at trace time, ranges eagerly)
 
 Import the family you need: ``from panm_jax.kernels import ntm``.
 """
