@@ -24,6 +24,7 @@ def test_registry_lists_every_task():
         "even_pairs", "modular_arithmetic", "parity_check", "cycle_navigation", "modular_arithmetic_brackets",
         "reverse_string", "solve_equation", "stack_manipulation", "duplicate_string", "missing_duplicate",
         "odds_first", "binary_addition", "binary_multiplication", "compute_sqrt", "bucket_sort", "scan",
+        "automaton_acceptance", "automaton_transduction",
     }
 
 
