@@ -21,6 +21,8 @@ import tempfile
 # A fresh folder per session, so results never depend on a stale cache.
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="panm_jax_test_cache_"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+# Generated task data (the Mathematics pools) kept for the session only, not in ~/.cache.
+os.environ.setdefault("PANM_JAX_CACHE_DIR", tempfile.mkdtemp(prefix="panm_jax_test_data_"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
 import jax  # noqa: E402  (after the cache settings)

@@ -19,6 +19,7 @@ Modules:
   transduction  Grefenstette et al. (2015) copy, reversal, bigram flip and the ITG tasks
   chomsky       the 15 Chomsky-hierarchy tasks of Delétang et al. (2023)
   scan          SCAN generated from its grammar, with its length splits (Lake & Baroni 2018)
+  mathematics   add_or_sub and place_value of the Mathematics dataset (Saxton et al. 2019; extra [math])
   automata      finite, pushdown and Turing machines written as data; acceptance and transduction tasks
   cli           the ``panm-jax tasks`` sub-command
 """

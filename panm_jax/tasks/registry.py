@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from panm_jax.tasks import algorithmic, automata, chomsky, dyck, m10ae, scan, transduction
+from panm_jax.tasks import algorithmic, automata, chomsky, dyck, m10ae, mathematics, scan, transduction
 from panm_jax.tasks.base import Task, UnknownTaskError
 
 __all__ = ["TASKS", "get_task", "list_tasks", "register_task"]
@@ -36,6 +36,7 @@ TASKS: dict[str, Callable[..., Task]] = {
     # Delétang et al. 2023: regular, deterministic context-free, context-sensitive
     **chomsky.CHOMSKY_TASKS,
     "scan": scan.SCANTask,
+    "mathematics": mathematics.MathematicsTask,  # needs the optional extra panm_jax[math]
     # machines written as data (panm_jax/tasks/machines/*.toml)
     "automaton_acceptance": automata.AcceptanceTask,
     "automaton_transduction": automata.TransductionTask,

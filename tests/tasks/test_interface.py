@@ -23,7 +23,7 @@ def test_registry_lists_every_task():
         "transduction_copy", "transduction_reversal", "bigram_flip", "svo_sov", "gender_conjugation",
         "even_pairs", "modular_arithmetic", "parity_check", "cycle_navigation", "modular_arithmetic_brackets",
         "reverse_string", "solve_equation", "stack_manipulation", "duplicate_string", "missing_duplicate",
-        "odds_first", "binary_addition", "binary_multiplication", "compute_sqrt", "bucket_sort", "scan",
+        "odds_first", "binary_addition", "binary_multiplication", "compute_sqrt", "bucket_sort", "scan", "mathematics",
         "automaton_acceptance", "automaton_transduction",
     }
 
