@@ -1,6 +1,6 @@
-"""Controller + external memory models: NTM, DNC, Stack-, Queue- and DeQue-LSTM.
+"""Controller + external memory models: NTM, DNC, Stack-, Queue- and DeQue-LSTM, Stack-RNN, Tape-RNN.
 
-One architecture, five memories, behind the one model interface
+One architecture, seven memories, behind the one model interface
 (``models.registry``). Per step ``t`` of ONE ``scan`` over the whole sequence of
 ``T = T_in + T_out`` steps (TASKS.md §1: read the input, then emit the outputs on
 blank steps whose input is zero, no teacher forcing):
@@ -8,8 +8,8 @@ blank steps whose input is zero, no teacher forcing):
     x_t     = inputs[t] for t < T_in, 0 on the T_out blank steps
     c_t, h_t = Controller(c_{t-1}, [x_t; r_{t-1}])          the input joined with the previous reads
     xi_t    = W_xi h_t + b                                    memory module: the raw interface
-    S_t, r_t = kernel.step(S_{t-1}, controls(xi_t))           NTM / DNC / Stack / Queue / DeQue
-    y_t     = W_y h_t + W_r r_t                               seed 002 "Output Vector"
+    S_t, r_t = kernel.step(S_{t-1}, controls(xi_t))           NTM / DNC / Stack / Queue / DeQue / Stack-RNN / Tape
+    y_t     = W_y h_t + W_r r_t                               seed 002 "Output Vector" (Stack/Tape-RNN: W_y relu(h_t))
     logits  = y_t at the T_out blank steps                    [B, T_out, K]
 
 Sources: seed ``002_44e42d2b9681fe3e.txt`` (NTM and DNC with feed-forward, LSTM
@@ -48,6 +48,9 @@ output steps last; a masked step's trace is zeros):
 * ``stack_lstm`` / ``queue_lstm``: ``StackTrace(strengths [B, T, C], push [B, T, 1],
   pop [B, T, 1])``; ``deque_lstm``: ``strengths [B, T, 2C]``, ``push``/``pop``
   ``[B, T, 2]`` (top, bottom).
+* ``stack_rnn``: ``StackRNNTrace(stack [B, T, S, W], actions [B, T, 3])`` (push, pop, no-op);
+* ``tape_rnn``: ``TapeRNNTrace(tape [B, T, S, W], actions [B, T, 5])`` (write-stay,
+  write-left, write-right, jump-left, jump-right).
 
 Defaults and their sources (our choices are marked as such):
 
@@ -66,6 +69,30 @@ Defaults and their sources (our choices are marked as such):
   the previous write weights (``stop_usage_write_gradient=False``; DeepMind's
   ``dnc`` stops that gradient, the papers are silent).
 * Stack/Queue/DeQue: value width ``W = 64`` (our choice), pop bias -1 (seed 004).
+* Stack-RNN and Tape-RNN (Delétang et al. 2023, "Neural Networks and the Chomsky
+  Hierarchy", ICLR 2023, the baselines of its benchmark; the sizes are those of the
+  authors' released code): controller ``"rnn"``, an Elman cell
+  (``VanillaRNNCell``, their inner core; every other kind is accepted too),
+  ``hidden = 256``, cell width ``W = 8``. The output layer reads ``relu(h_t)``
+  (``relu_output=True``: their readout is a linear layer on the rectified core
+  output; the read reaches it through the next step's controller input,
+  ``read_to_output=False``). Output steps get zero inputs, as every model here
+  (their benchmark appends an "empty" token instead; the interface of this
+  package has no such token).
+
+  - Stack-RNN (Joulin & Mikolov 2015, "Inferring Algorithmic Patterns with
+    Stack-Augmented Recurrent Nets"): ``S = 30`` cells, ``k = 1`` top cell
+    fed back (``read_cells``; Joulin & Mikolov's ``s^k``); actions and pushed
+    value one linear layer of ``h_t`` (softmax, sigmoid: the kernel's).
+    The stack is fixed-size (not ``T_in + T_out`` as the Stack-LSTM's): a
+    push past the bottom drops the bottom cell.
+  - Tape-RNN: ``S = 40`` circular cells (the tape size of their released
+    example), five actions from one linear layer, the written value from an
+    MLP with hidden layers ``value_layers = (64, 64)`` (ReLU; the kernel's
+    tanh on its output), and the jump length ``L`` of each example its
+    number of real input steps (the sum of its ``input_mask``; padding does
+    not count), as Delétang et al. jump by the input length
+    (``jump_to_input_length=False``: ``L = 1``).
 * Transformer controller: ``controller_layers = 1``, ``controller_heads = 4``,
   ``max_steps = 256`` cache steps (enough for the algorithmic tasks' longest test,
   ``T = 83 + 81 = 164``; raise it for longer sequences; our choices).
@@ -82,14 +109,18 @@ from flax import nnx
 
 from panm_jax.kernels.scan import scan, select
 from panm_jax.modules.controllers import CONTROLLER_KINDS, make_controller
-from panm_jax.modules.memory import DNCMemory, NTMMemory, StackMemory
+from panm_jax.modules.memory import DNCMemory, NTMMemory, StackMemory, StackRNNMemory, TapeRNNMemory
 from panm_jax.models.registry import prepare_inputs, register_model
 
 __all__ = [
     "DNCConfig",
     "MemoryModel",
     "NTMConfig",
+    "RNN_CONTROLLER_KINDS",
     "StackLSTMConfig",
+    "StackRNNConfig",
+    "TapeRNNConfig",
+    "VanillaRNNCell",
     "build_memory_model",
 ]
 
@@ -188,6 +219,106 @@ class StackLSTMConfig(_ControllerConfig):
             raise ValueError(f"read_to_output: expected a bool, got {self.read_to_output!r}")
 
 
+class VanillaRNNCell(nnx.Module):
+    """An Elman RNN cell: ``h' = tanh(W_x x + b_x + W_h h + b_h)`` (the carry is ``h``).
+
+    The Stack-RNN and Tape-RNN controllers of Delétang et al. 2023, "Neural
+    Networks and the Chomsky Hierarchy" (their RNN baseline's cell, Haiku's
+    ``VanillaRNN``: two linear maps with biases, tanh). Answers the controllers'
+    interface: ``init_carry(batch_shape)``, ``__call__(h, x [..., I]) -> (h', h')``.
+    """
+
+    def __init__(self, in_features: int, hidden: int, *, rngs: nnx.Rngs):
+        self.in_features = in_features
+        self.hidden = hidden
+        self.input_proj = nnx.Linear(in_features, hidden, rngs=rngs)  # W_x, b_x [I, D]
+        self.hidden_proj = nnx.Linear(hidden, hidden, rngs=rngs)  # W_h, b_h [D, D]
+
+    def init_carry(self, batch_shape: tuple[int, ...] = (), dtype=jnp.float32) -> jax.Array:
+        return jnp.zeros((*batch_shape, self.hidden), dtype)
+
+    def __call__(self, h: jax.Array, x: jax.Array) -> tuple[jax.Array, jax.Array]:
+        h = jnp.tanh(self.input_proj(x) + self.hidden_proj(h))
+        return h, h
+
+
+# The controller kinds of the Stack-RNN and Tape-RNN: the Elman cell first (their default), then the rest.
+RNN_CONTROLLER_KINDS = ("rnn", *CONTROLLER_KINDS)
+
+
+def _check_bool(name: str, value) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name}: expected a bool, got {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class _RNNMemoryConfig(_ControllerConfig):
+    """The fields the Stack-RNN and the Tape-RNN share (module docstring: sources)."""
+
+    controller: str = "rnn"  # Delétang et al. 2023: an Elman RNN ("rnn"); any CONTROLLER_KINDS too
+    width: int = 8  # W, the width of a cell (Delétang et al. 2023: 8)
+    relu_output: bool = True  # y_t = W_y relu(h_t) + b (Delétang et al. 2023's readout); False: W_y h_t + b
+    read_to_output: bool = False  # add W_r r_t to the output (the read otherwise reaches it through h_{t+1})
+
+    CONTROLLERS: ClassVar[tuple[str, ...]] = RNN_CONTROLLER_KINDS
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.controller == "rnn" and self.controller_layers != 1:
+            raise ValueError(f"controller_layers: the 'rnn' controller has one layer, got {self.controller_layers}")
+        _positive_int("width", self.width)
+        _check_bool("relu_output", self.relu_output)
+        _check_bool("read_to_output", self.read_to_output)
+
+
+@dataclasses.dataclass(frozen=True)
+class StackRNNConfig(_RNNMemoryConfig):
+    """Stack-RNN hyperparameters (module docstring: sources)."""
+
+    stack_size: int = 30  # S cells (Delétang et al. 2023: 30)
+    read_cells: int = 1  # k, the top cells fed back (Delétang et al. 2023: 1; Joulin & Mikolov 2015's s^k)
+
+    def __post_init__(self):
+        super().__post_init__()
+        _positive_int("stack_size", self.stack_size)
+        _positive_int("read_cells", self.read_cells)
+        if self.read_cells > self.stack_size:
+            raise ValueError(
+                f"read_cells: expected at most stack_size = {self.stack_size} cells, got {self.read_cells}"
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class TapeRNNConfig(_RNNMemoryConfig):
+    """Tape-RNN hyperparameters (module docstring: sources)."""
+
+    tape_size: int = 40  # S cells, circular (Delétang et al. 2023's released example: 40)
+    value_layers: tuple[int, ...] = (64, 64)  # hidden widths of the write-value MLP (Delétang et al. 2023)
+    jump_to_input_length: bool = True  # L = the example's input length (Delétang et al. 2023); False: L = 1
+
+    def __post_init__(self):
+        super().__post_init__()
+        _positive_int("tape_size", self.tape_size)
+        layers = self.value_layers
+        if isinstance(layers, (str, bytes)) or not isinstance(layers, (list, tuple)):
+            raise ValueError(f"value_layers: expected a sequence of positive integers, got {layers!r}")
+        for n in layers:
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise ValueError(f"value_layers: expected a sequence of positive integers, got {layers!r}")
+        object.__setattr__(self, "value_layers", tuple(layers))  # a list (JSON, TOML) becomes a tuple
+        _check_bool("jump_to_input_length", self.jump_to_input_length)
+
+
+def _make_controller(config: _ControllerConfig, in_features: int, rngs: nnx.Rngs) -> nnx.Module:
+    """``make_controller`` for the shared kinds, ``VanillaRNNCell`` for ``"rnn"``."""
+    if config.controller == "rnn":
+        return VanillaRNNCell(in_features, config.hidden, rngs=rngs)
+    return make_controller(
+        config.controller, in_features, config.hidden, rngs=rngs, max_steps=config.max_steps,
+        **config.controller_options(),
+    )
+
+
 class MemoryModel(nnx.Module):
     """A controller driving one external memory, behind the one model interface.
 
@@ -197,9 +328,12 @@ class MemoryModel(nnx.Module):
       config: the model's config (its ``controller*`` fields choose the controller).
       input_size: ``D_in``, the width of an input row.
       output_size: ``K``, the number of output classes.
-      memory: a memory module (``NTMMemory``, ``DNCMemory`` or ``StackMemory``)
-        whose ``hidden`` equals ``config.hidden``.
+      memory: a memory module (``NTMMemory``, ``DNCMemory``, ``StackMemory``,
+        ``StackRNNMemory`` or ``TapeRNNMemory``) whose ``hidden`` equals
+        ``config.hidden``. A ``TapeRNNMemory`` needs a config with
+        ``jump_to_input_length`` (``TapeRNNConfig``).
       read_to_output: include ``W_r r_t`` in the output.
+      relu_output: the output layer reads ``relu(h_t)`` instead of ``h_t``.
       rngs: parameter initialisation.
     """
 
@@ -211,20 +345,15 @@ class MemoryModel(nnx.Module):
         memory: nnx.Module,
         *,
         read_to_output: bool = True,
+        relu_output: bool = False,
         rngs: nnx.Rngs,
     ):
         self.config = config
         self.input_size = input_size
         self.output_size = output_size
         self.memory = memory
-        self.controller = make_controller(
-            config.controller,
-            input_size + memory.read_size,  # [x_t; r_{t-1}]
-            config.hidden,
-            rngs=rngs,
-            max_steps=config.max_steps,
-            **config.controller_options(),
-        )
+        self.relu_output = bool(relu_output)
+        self.controller = _make_controller(config, input_size + memory.read_size, rngs)  # on [x_t; r_{t-1}]
         self.output_hidden = nnx.Linear(config.hidden, output_size, rngs=rngs)  # W_y (and the output bias)
         self.output_reads = (
             nnx.Linear(memory.read_size, output_size, use_bias=False, rngs=rngs) if read_to_output else None
@@ -240,9 +369,13 @@ class MemoryModel(nnx.Module):
             )
         return inputs, input_mask
 
-    def _init_memory(self, num_steps: int, dtype):
+    def _init_memory(self, num_steps: int, input_length: jax.Array, dtype):
+        # input_length: [] int32, this example's number of real input steps.
         if isinstance(self.memory, StackMemory):
             return self.memory.init_state((), capacity=num_steps, dtype=dtype)  # C = T_in + T_out
+        if isinstance(self.memory, TapeRNNMemory):
+            jump = input_length if self.config.jump_to_input_length else 1  # L (Delétang et al. 2023: N)
+            return self.memory.init_state((), dtype=dtype, jump_length=jump)
         return self.memory.init_state((), dtype=dtype)
 
     def __call__(
@@ -279,7 +412,7 @@ class MemoryModel(nnx.Module):
             # The kernel applies the mask to its own state (it knows which fields a
             # masked step can leave alone without a select, e.g. the DNC's [N, N] link).
             mem, read = self.memory.step(mem, controls, keep)
-            y = self.output_hidden(h)  # W_y h_t + b
+            y = self.output_hidden(jax.nn.relu(h) if self.relu_output else h)  # W_y h_t + b
             if self.output_reads is not None:
                 y = y + self.output_reads(read)  # + W_r r_t
             out = (y, self.memory.trace(mem, controls)) if return_traces else y
@@ -287,16 +420,17 @@ class MemoryModel(nnx.Module):
             new_ctrl, read = select(keep, (new_ctrl, read), (ctrl, prev_read))
             return (new_ctrl, mem, read), out
 
-        def run(x, mask):  # one example: x [T, D_in], mask [T]
+        def run(x, mask, length):  # one example: x [T, D_in], mask [T], length [] real input steps
             carry = (
                 self.controller.init_carry(()),
-                self._init_memory(num_steps, dtype),
+                self._init_memory(num_steps, length, dtype),
                 jnp.zeros((self.memory.read_size,), dtype),
             )
             _, outs = scan(body, carry, (x, mask), remat=self.config.remat)
             return outs
 
-        outs = jax.vmap(run)(xs, steps)
+        lengths = jnp.sum(input_mask, axis=1, dtype=jnp.int32)  # [B] real input steps
+        outs = jax.vmap(run)(xs, steps, lengths)
         if return_traces:
             ys, traces = outs
             return ys[:, t_in:], traces
@@ -304,7 +438,8 @@ class MemoryModel(nnx.Module):
 
 
 def build_memory_model(name: str, config, input_size: int, output_size: int, rngs: nnx.Rngs) -> MemoryModel:
-    """Build ``ntm``, ``dnc``, ``stack_lstm``, ``queue_lstm`` or ``deque_lstm`` from its config."""
+    """Build ``ntm``, ``dnc``, ``stack_lstm``, ``queue_lstm``, ``deque_lstm``, ``stack_rnn`` or
+    ``tape_rnn`` from its config."""
     if name == "ntm":
         memory = NTMMemory(
             config.hidden, config.num_slots, config.word_size, config.num_reads, config.num_writes,
@@ -318,10 +453,20 @@ def build_memory_model(name: str, config, input_size: int, output_size: int, rng
             stop_usage_write_gradient=config.stop_usage_write_gradient, rngs=rngs,
         )
         return MemoryModel(config, input_size, output_size, memory, rngs=rngs)
+    if name in ("stack_rnn", "tape_rnn"):
+        if name == "stack_rnn":
+            memory = StackRNNMemory(config.hidden, config.stack_size, config.width, config.read_cells, rngs=rngs)
+        else:
+            memory = TapeRNNMemory(config.hidden, config.tape_size, config.width, config.value_layers, rngs=rngs)
+        return MemoryModel(
+            config, input_size, output_size, memory,
+            read_to_output=config.read_to_output, relu_output=config.relu_output, rngs=rngs,
+        )
     kind = {"stack_lstm": "stack", "queue_lstm": "queue", "deque_lstm": "deque"}.get(name)
     if kind is None:
         raise ValueError(
-            f"name: expected one of ['ntm', 'dnc', 'stack_lstm', 'queue_lstm', 'deque_lstm'], got {name!r}"
+            f"name: expected one of ['ntm', 'dnc', 'stack_lstm', 'queue_lstm', 'deque_lstm', 'stack_rnn', "
+            f"'tape_rnn'], got {name!r}"
         )
     memory = StackMemory(kind, config.hidden, config.width, rngs=rngs)
     return MemoryModel(config, input_size, output_size, memory, read_to_output=config.read_to_output, rngs=rngs)
@@ -339,3 +484,7 @@ _register("dnc", DNCConfig,
 _register("stack_lstm", StackLSTMConfig, "Stack-LSTM (seed 004): LSTM controller + continuous neural Stack")
 _register("queue_lstm", StackLSTMConfig, "Queue-LSTM (seed 004): LSTM controller + continuous neural Queue")
 _register("deque_lstm", StackLSTMConfig, "DeQue-LSTM (seed 004): LSTM controller + continuous neural DeQue")
+_register("stack_rnn", StackRNNConfig,
+          "Stack-RNN (Joulin & Mikolov 2015; Delétang et al. 2023): RNN controller + soft push/pop/no-op stack")
+_register("tape_rnn", TapeRNNConfig,
+          "Tape-RNN (Delétang et al. 2023): RNN controller + tape with write-and-move and input-length jumps")

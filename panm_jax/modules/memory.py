@@ -39,6 +39,8 @@ from flax import nnx
 from panm_jax.kernels import dnc as dnc_kernel
 from panm_jax.kernels import ntm as ntm_kernel
 from panm_jax.kernels import stack as stack_kernel
+from panm_jax.kernels import stack_rnn as stack_rnn_kernel
+from panm_jax.kernels import tape_rnn as tape_rnn_kernel
 from panm_jax.kernels.validation import check_positive_int
 
 __all__ = [
@@ -49,7 +51,11 @@ __all__ = [
     "POP_BIAS_INIT",
     "STACK_KINDS",
     "StackMemory",
+    "StackRNNMemory",
+    "StackRNNTrace",
     "StackTrace",
+    "TapeRNNMemory",
+    "TapeRNNTrace",
 ]
 
 # Grefenstette et al. 2015 (seed 004 / TASKS.md §4): "pop bias initialised to -1",
@@ -101,6 +107,20 @@ class StackTrace(NamedTuple):
     strengths: jax.Array  # [..., C] s_t ([..., 2C] for the DeQue)
     push: jax.Array  # [..., E] d_t
     pop: jax.Array  # [..., E] u_t
+
+
+class StackRNNTrace(NamedTuple):
+    """One Stack-RNN step for plots (leading axes as the state's)."""
+
+    stack: jax.Array  # [..., S, W] s_t after the step, row 0 the top
+    actions: jax.Array  # [..., 3]    a_t = (push, pop, no-op)
+
+
+class TapeRNNTrace(NamedTuple):
+    """One Tape-RNN step for plots (leading axes as the state's)."""
+
+    tape: jax.Array  # [..., S, W] T_t after the step, row 0 under the head
+    actions: jax.Array  # [..., 5]    a_t = (write-stay, write-left, write-right, jump-left, jump-right)
 
 
 class NTMMemory(nnx.Module):
@@ -328,3 +348,164 @@ class StackMemory(nnx.Module):
         else:
             push, pop = controls.push[..., None], controls.pop[..., None]
         return StackTrace(strengths=state.strengths, push=push, pop=pop)
+
+
+def _read_cells(cells: jax.Array, k: int, mask) -> jax.Array:
+    # The top k cells [..., S, W] -> [..., k W]; zeros where mask is 0 (a padding step).
+    read = cells[..., :k, :].reshape(*cells.shape[:-2], k * cells.shape[-1])
+    if mask is None:
+        return read
+    keep = jnp.asarray(mask).astype(bool)
+    return jnp.where(keep[..., None], read, jnp.zeros_like(read))
+
+
+class StackRNNMemory(nnx.Module):
+    """The Stack-RNN's stack (Joulin & Mikolov 2015, "Inferring Algorithmic Patterns with
+    Stack-Augmented Recurrent Nets") behind a projection.
+
+    ``xi_t = W_xi h_t + b`` has ``3 + W`` numbers: the logits of (push, pop, no-op)
+    and the pushed value's pre-activation; ``stack_rnn.controls_from_interface``
+    applies ``a_t = softmax`` (Eq. 3) and ``v_t = sigmoid`` (Eq. 4), and
+    ``stack_rnn.step`` mixes the three shifted stacks (Eq. 4-5 with the no-op).
+    One linear layer for the actions and the value, as Joulin & Mikolov's ``A``
+    and ``D`` (and Delétang et al. 2023, "Neural Networks and the Chomsky
+    Hierarchy", whose Stack-RNN baseline this is); weights as ``nnx.Linear``'s
+    default (LeCun normal), biases 0.
+
+    The read is the top ``k = read_cells`` cells of the new stack, flattened to
+    ``read_size = k W`` (Joulin & Mikolov's Eq. 6 feeds ``s^k_{t-1}``, the top
+    ``k``, to the next step; Delétang et al. read the top cell, ``k = 1``).
+
+    Args:
+      hidden: ``D``. stack_size: ``S`` cells (fixed). width: ``W``, a cell's width.
+      read_cells: ``k``, ``1 <= k <= S``.
+    """
+
+    def __init__(self, hidden: int, stack_size: int, width: int, read_cells: int = 1, *, rngs: nnx.Rngs):
+        self.hidden = check_positive_int("hidden", hidden)
+        self.stack_size = check_positive_int("stack_size", stack_size)
+        self.width = check_positive_int("width", width)
+        self.read_cells = check_positive_int("read_cells", read_cells)
+        if read_cells > stack_size:
+            raise ValueError(f"read_cells: expected at most stack_size = {stack_size} cells, got {read_cells}")
+        self.interface_size = stack_rnn_kernel.interface_size(width)  # 3 + W
+        self.read_size = read_cells * width  # k W
+        self.projection = nnx.Linear(hidden, self.interface_size, rngs=rngs)  # [D, 3 + W]
+
+    def init_state(self, batch_shape: tuple[int, ...] = (), dtype=jnp.float32) -> stack_rnn_kernel.State:
+        """An empty (all-zero) ``[S, W]`` stack with ``batch_shape`` in front."""
+        state = stack_rnn_kernel.init_state(self.stack_size, self.width, dtype=dtype)
+        return _init_batched(state, tuple(batch_shape))
+
+    def controls(self, h: jax.Array) -> stack_rnn_kernel.Controls:
+        """``h [..., D] -> Controls`` (``actions [..., 3]``, ``value [..., W]``)."""
+        _check_hidden(h, self.hidden)
+        return stack_rnn_kernel.controls_from_interface(self.projection(h), self.width)
+
+    def step(self, state: stack_rnn_kernel.State, controls: stack_rnn_kernel.Controls, mask: jax.Array | None = None):
+        """``stack_rnn.step`` over the leading axes; returns ``(state, read [..., k W])``."""
+        lead = jnp.ndim(state.stack) - 2
+        new_state, read = _over_leading(stack_rnn_kernel.step, lead)(state, controls, mask)
+        if self.read_cells > 1:  # the kernel reads the top cell; the top k of the new stack
+            read = _read_cells(new_state.stack, self.read_cells, mask)
+        return new_state, read
+
+    def __call__(self, state, h, mask=None):
+        return self.step(state, self.controls(h), mask)
+
+    @staticmethod
+    def trace(state: stack_rnn_kernel.State, controls: stack_rnn_kernel.Controls) -> StackRNNTrace:
+        return StackRNNTrace(stack=state.stack, actions=controls.actions)
+
+
+class TapeRNNMemory(nnx.Module):
+    """The Tape-RNN's tape (Delétang et al. 2023, "Neural Networks and the Chomsky
+    Hierarchy") behind an action projection and a value network.
+
+    The five action logits (write-stay, write-left, write-right, jump-left,
+    jump-right) are one linear layer of ``h_t``; the written value's
+    pre-activation is a small MLP of ``h_t`` (hidden layers ``value_layers``, ReLU
+    between them, a linear last layer to ``W``), as the Tape-RNN of Delétang et
+    al. 2023 computes its write values with an MLP readout (hidden sizes 64, 64 in
+    the authors' released code) and its actions with one linear layer. The two
+    are joined into the raw interface ``[5 + W]`` and
+    ``tape_rnn.controls_from_interface`` applies the softmax (actions) and the
+    tanh (value). ``value_layers = ()`` makes the value one linear layer.
+
+    The jump length ``L`` is per example, in the state:
+    ``init_state(batch_shape, jump_length=...)``; Delétang et al. set it to the
+    input length (the model passes each example's count of real input steps).
+
+    The read is the cell under the head of the new tape, ``T_t[0]``
+    (``read_size = W``), as Delétang et al.'s Tape-RNN reads the current cell.
+
+    Args:
+      hidden: ``D``. tape_size: ``S`` cells (circular, fixed). width: ``W``.
+      value_layers: widths of the value MLP's hidden layers (each positive).
+    """
+
+    def __init__(
+        self, hidden: int, tape_size: int, width: int, value_layers: tuple[int, ...] = (64, 64), *, rngs: nnx.Rngs
+    ):
+        self.hidden = check_positive_int("hidden", hidden)
+        self.tape_size = check_positive_int("tape_size", tape_size)
+        self.width = check_positive_int("width", width)
+        if isinstance(value_layers, (str, bytes)) or not hasattr(value_layers, "__iter__"):
+            raise ValueError(f"value_layers: expected a sequence of positive integers, got {value_layers!r}")
+        self.value_layers = tuple(check_positive_int("value_layers", n) for n in value_layers)
+        self.interface_size = tape_rnn_kernel.interface_size(width)  # 5 + W
+        self.read_size = width
+        self.projection = nnx.Linear(hidden, len(tape_rnn_kernel.ACTIONS), rngs=rngs)  # [D, 5]: the action logits
+        widths = [hidden, *self.value_layers, width]
+        self.value_mlp = nnx.List(
+            [nnx.Linear(a, b, rngs=rngs) for a, b in zip(widths[:-1], widths[1:])]
+        )  # [D, 64], [64, 64], [64, W]
+
+    def init_state(
+        self, batch_shape: tuple[int, ...] = (), dtype=jnp.float32, jump_length=1
+    ) -> tape_rnn_kernel.State:
+        """An empty (all-zero) ``[S, W]`` tape with ``batch_shape`` in front.
+
+        ``jump_length``: a non-negative int, or an integer array of shape
+        ``batch_shape`` (one ``L`` per example).
+        """
+        batch_shape = tuple(batch_shape)
+        if hasattr(jump_length, "shape") and jnp.ndim(jump_length) > 0:
+            if tuple(jnp.shape(jump_length)) != batch_shape:
+                raise ValueError(
+                    f"jump_length: expected an integer or an integer array of shape {batch_shape}, "
+                    f"got shape {tuple(jnp.shape(jump_length))}"
+                )
+            if not jnp.issubdtype(jnp.result_type(jump_length), jnp.integer):
+                raise ValueError(f"jump_length: expected an integer array, got dtype {jnp.result_type(jump_length)}")
+            state = tape_rnn_kernel.init_state(self.tape_size, self.width, dtype=dtype, jump_length=0)
+            state = _init_batched(state, batch_shape)
+            return state._replace(jump=jnp.asarray(jump_length).astype(jnp.int32))
+        state = tape_rnn_kernel.init_state(self.tape_size, self.width, dtype=dtype, jump_length=jump_length)
+        return _init_batched(state, batch_shape)
+
+    def raw_interface(self, h: jax.Array) -> jax.Array:
+        """``h [..., D] -> [..., 5 + W]``: the action logits, then the value's pre-activation."""
+        _check_hidden(h, self.hidden)
+        value = h
+        for i, layer in enumerate(self.value_mlp):
+            value = layer(value)
+            if i < len(self.value_mlp) - 1:
+                value = jax.nn.relu(value)
+        return jnp.concatenate([self.projection(h), value], axis=-1)
+
+    def controls(self, h: jax.Array) -> tape_rnn_kernel.Controls:
+        """``h [..., D] -> Controls`` (``actions [..., 5]``, ``value [..., W]``)."""
+        return tape_rnn_kernel.controls_from_interface(self.raw_interface(h), self.width)
+
+    def step(self, state: tape_rnn_kernel.State, controls: tape_rnn_kernel.Controls, mask: jax.Array | None = None):
+        """``tape_rnn.step`` over the leading axes; returns ``(state, read [..., W])``."""
+        lead = jnp.ndim(state.tape) - 2
+        return _over_leading(tape_rnn_kernel.step, lead)(state, controls, mask)
+
+    def __call__(self, state, h, mask=None):
+        return self.step(state, self.controls(h), mask)
+
+    @staticmethod
+    def trace(state: tape_rnn_kernel.State, controls: tape_rnn_kernel.Controls) -> TapeRNNTrace:
+        return TapeRNNTrace(tape=state.tape, actions=controls.actions)
