@@ -1,22 +1,29 @@
-"""The attention baselines of seed 001 behind the one model interface.
+"""The attention baselines of Le et al. 2024 behind the one model interface.
 
-Seed ``001_f692c4b8a9aae130.txt`` §3.1 and App. D.1 compare PANM with "sequential
-attention models" (Content, Location and Hybrid attention), the Pointer Network
-and the Transformer, and §3.3 with the Transformer with relative positional
-encoding (RPE). Four names are registered here:
+Le et al. 2024 ("Plug, Play, and Generalize: Length Extrapolation with
+Pointer-Augmented Neural Memory", TMLR) §3.1 and App. D.1 compare PANM with
+"sequential attention models" (Content, Location and Hybrid attention), the
+Pointer Network and the Transformer, and §3.3 with the Transformer with relative
+positional encoding (RPE) and the Universal Transformer. Six names are registered
+here:
 
 * ``lstm_attention``: LSTM encoder, LSTM decoder with attention over the encoder
   outputs: ``attention="content"`` (Bahdanau et al. 2014's additive score),
   ``"location"`` (Luong et al. 2015, Eq. 8) or ``"hybrid"`` (both contexts
-  concatenated, seed 001 §3.1);
+  concatenated, Le et al. 2024 §3.1);
 * ``pointer_network``: Vinyals et al. 2015's pointer attention, whose output is the
   attention-weighted sum of the input tokens (App. D.1);
 * ``transformer``: encoder-decoder Transformer (Vaswani et al. 2017) with
   sinusoidal positions;
 * ``transformer_rpe``: the same with Transformer-XL relative positions (Dai et al.
-  2019) in the self-attentions, as in the TRM+RPE of Csordás et al. 2021 (§3.3).
+  2019) in the self-attentions, as in the TRM+RPE of Csordás et al. 2021 (§3.3);
+* ``universal_transformer`` / ``universal_transformer_rpe``: the Universal
+  Transformer (Dehghani et al. 2019), one shared encoder layer and one shared
+  decoder layer applied ``steps`` times, without / with those relative positions:
+  the U. TRM and U. TRM + RPE baselines of Le et al. 2024 (§3.3, Table 4).
 
-All decode without teacher forcing (TASKS.md §1, App. D.1: ``z_t = 0``) and
+All decode without teacher forcing (App. D.1: ``z_t = 0``; the one model interface
+passes no targets) and
 answer ``model(inputs [B, T_in, D_in], input_mask [B, T_in], num_outputs, *,
 train=False, key=None, return_traces=False) -> logits [B, T_out, K]`` (or
 ``(logits, traces)``). Nothing here is random at call time (no dropout: the
@@ -63,6 +70,8 @@ __all__ = [
     "TransformerConfig",
     "TransformerSeq2Seq",
     "TransformerTraces",
+    "UniversalTransformerConfig",
+    "UniversalTransformerSeq2Seq",
 ]
 
 ATTENTIONS = ("content", "location", "hybrid")
@@ -415,3 +424,166 @@ def _build_transformer(config, input_size: int, output_size: int, rngs: nnx.Rngs
 )
 def _build_transformer_rpe(config, input_size: int, output_size: int, rngs: nnx.Rngs) -> TransformerSeq2Seq:
     return TransformerSeq2Seq(config, input_size, output_size, relative=True, rngs=rngs)
+
+
+# ---------------------------------------------------------------------------------------------
+# universal_transformer, universal_transformer_rpe
+
+
+@dataclasses.dataclass(frozen=True)
+class UniversalTransformerConfig:
+    """Universal Transformer; ``universal_transformer`` and ``universal_transformer_rpe`` share it.
+
+    Defaults are the SCAN profile of Csordás et al. 2021 ("The Devil is in the
+    Detail: Simple Tricks Improve Systematic Generalization of Transformers",
+    their public code), whose Universal Transformers are the U. TRM and
+    U. TRM + RPE baselines of Le et al. 2024 (§3.3, Table 4): width 128, 8 heads,
+    FFN ``2 D``, the shared layer applied 3 times in the encoder and 3 times in
+    the decoder. Their Mathematics profile (Table 4 right, Table 19) is width
+    512, 8 heads, FFN ``4 D = 2048``, 6 steps.
+    """
+
+    d_model: int = 128  # D (Csordás et al. 2021, SCAN: 128)
+    num_heads: int = 8  # H (Csordás et al. 2021: 8)
+    steps: int = 3  # recurrent applications of the one shared layer, encoder and decoder (SCAN: 3)
+    ffn_hidden: int = 256  # FFN width (Csordás et al. 2021: 2 D)
+    coordinate_embedding: bool = True  # add PE(position) + TE(step) before every step (Dehghani et al. 2019)
+
+    def __post_init__(self):
+        for name in ("d_model", "num_heads", "steps", "ffn_hidden"):
+            _positive_int(name, getattr(self, name))
+        if self.d_model % self.num_heads:
+            raise ValueError(f"num_heads: expected a divisor of d_model = {self.d_model}, got {self.num_heads}")
+        if not isinstance(self.coordinate_embedding, bool):
+            raise ValueError(f"coordinate_embedding: expected a bool, got {self.coordinate_embedding!r}")
+
+
+class UniversalTransformerSeq2Seq(nnx.Module):
+    """Encoder-decoder Universal Transformer (Dehghani et al. 2019, "Universal Transformers", ICLR).
+
+    ``TransformerSeq2Seq`` with one encoder layer and one decoder layer, each
+    applied ``steps`` times with the same weights (Dehghani et al. §2.1: the
+    recurrent block is shared across depth), so the parameter count does not
+    depend on ``steps``. With ``T = steps`` and ``t = 1..T``:
+
+    Encoder: ``x^0_j = W_e inputs_j``; for ``t = 1..T``:
+    ``x^t = EncoderLayer(x^{t-1} + P^t)`` over the real input steps; ``memory =
+    LN(x^T)``.
+
+    Decoder (no teacher forcing, ``z_t = 0``, as ``TransformerSeq2Seq``):
+    ``y^0 = 0`` (``transformer``-like, absolute positions) or ``y^0 = (s, 0, 0,
+    ...)`` with the learned start vector ``s`` (relative positions: the
+    ``transformer_rpe`` start row, without which every decoder row would be
+    equal); for ``t = 1..T``: ``y^t = DecoderLayer(y^{t-1} + P^t, memory)``
+    (causal self-attention, content cross-attention); ``logits = W_o LN(y^T)``.
+
+    The coordinate embedding ``P^t`` (Dehghani et al. §2.1) is added before every
+    step: ``P^t_i = PE(i) + TE(t)``, both the sinusoid of Vaswani et al. 2017
+    (``sinusoidal_encoding``: ``TE(t)`` is it at the step index ``t``), with
+    ``PE(i)`` dropped under relative positions (RPE carries the positions, in
+    every self-attention, as in ``transformer_rpe``). With
+    ``coordinate_embedding=False`` there is no ``TE`` and ``PE`` is added once, to
+    the encoder's embedding and as the decoder's input, which is the Universal
+    Transformer of Csordás et al. 2021's code (the U. TRM baselines of Le et al.
+    2024, Table 4); then ``steps = 1`` is exactly ``TransformerSeq2Seq`` with
+    ``num_layers = 1`` and the same weights.
+
+    Adaptive computation time (ACT, Dehghani et al. §2.2) is omitted: the number
+    of steps is fixed, as in Csordás et al. 2021's Universal Transformers whose
+    numbers Le et al. 2024 report. Traces are ``TransformerTraces`` with one
+    entry per step on the ``N_l`` axis.
+    """
+
+    def __init__(
+        self,
+        config: UniversalTransformerConfig,
+        input_size: int,
+        output_size: int,
+        *,
+        relative: bool,
+        rngs: nnx.Rngs,
+    ):
+        d, h, f = config.d_model, config.num_heads, config.ffn_hidden
+        self.config = config
+        self.input_size = input_size
+        self.relative = relative
+        # Built in TransformerSeq2Seq's order, so one seed gives a 1-layer Transformer the same weights.
+        self.embed = nnx.Linear(input_size, d, rngs=rngs)  # W_e [D_in, D]
+        self.encoder_layer = EncoderLayer(d, h, f, relative=relative, rngs=rngs)  # shared over the steps
+        self.encoder_norm = LayerNorm(d, rngs=rngs)
+        self.decoder_layer = DecoderLayer(d, h, f, relative=relative, rngs=rngs)  # shared over the steps
+        self.decoder_norm = LayerNorm(d, rngs=rngs)
+        self.output = nnx.Linear(d, output_size, rngs=rngs)  # W_o [D, K]
+        if relative:
+            self.start = nnx.Param(jax.random.normal(rngs.params(), (d,)))  # s [D]
+
+    def coordinates(self, num_positions: int, step: int, dtype=jnp.float32) -> jax.Array:
+        """``P^t [T, D]``: ``PE(i) + TE(t)`` (``TE(t)`` alone under relative positions), ``t >= 1``."""
+        d = self.config.d_model
+        timestep = sinusoidal_encoding(jnp.asarray(step), d)  # [D]
+        if self.relative:
+            return jnp.broadcast_to(timestep, (num_positions, d)).astype(dtype)
+        return (sinusoidal_encoding(jnp.arange(num_positions), d) + timestep).astype(dtype)
+
+    def __call__(self, inputs, input_mask, num_outputs: int, *, train=False, key=None, return_traces=False):
+        inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
+        batch, t_in, _ = inputs.shape
+        d, steps = self.config.d_model, self.config.steps
+        per_step = self.config.coordinate_embedding
+        mask = jnp.asarray(input_mask, bool)
+        key_mask = mask[:, None, None, :]  # [B, 1(H), 1(T_q), T_in]
+
+        x = self.embed(inputs)  # [B, T_in, D]
+        if not self.relative and not per_step:
+            x = x + sinusoidal_encoding(jnp.arange(t_in), d).astype(x.dtype)
+        encoder_weights = []
+        for t in range(1, steps + 1):
+            if per_step:
+                x = x + self.coordinates(t_in, t, x.dtype)
+            x, w = self.encoder_layer(x, key_mask)
+            encoder_weights.append(w)
+        memory = self.encoder_norm(x)  # [B, T_in, D]
+
+        if self.relative:
+            first = (jnp.arange(num_outputs) == 0)[:, None]  # [T_out, 1]
+            y = jnp.where(first, self.start[...].astype(x.dtype), 0.0)  # [T_out, D]: s, 0, 0, ...
+        elif per_step:
+            y = jnp.zeros((num_outputs, d), x.dtype)  # z_t = 0; positions come with P^t
+        else:
+            y = sinusoidal_encoding(jnp.arange(num_outputs), d).astype(x.dtype)  # [T_out, D]: PE(t)
+        y = jnp.broadcast_to(y, (batch, num_outputs, d))
+        causal = causal_mask(num_outputs)  # [T_out, T_out]
+        self_weights, cross_weights = [], []
+        for t in range(1, steps + 1):
+            if per_step:
+                y = y + self.coordinates(num_outputs, t, y.dtype)
+            y, ws, wc = self.decoder_layer(y, memory, causal, key_mask)
+            self_weights.append(ws)
+            cross_weights.append(wc)
+        logits = self.output(self.decoder_norm(y))  # [B, T_out, K]
+        if return_traces:
+            encoder = _stack_layers(encoder_weights) * mask[:, :, None, None, None]
+            return logits, TransformerTraces(
+                cross_attention=_stack_layers(cross_weights),
+                decoder_self_attention=_stack_layers(self_weights),
+                encoder_self_attention=encoder,
+            )
+        return logits
+
+
+@register_model(
+    "universal_transformer",
+    UniversalTransformerConfig,
+    "Universal Transformer: one shared layer applied `steps` times, sinusoidal positions (Dehghani et al. 2019)",
+)
+def _build_universal_transformer(config, input_size: int, output_size: int, rngs: nnx.Rngs):
+    return UniversalTransformerSeq2Seq(config, input_size, output_size, relative=False, rngs=rngs)
+
+
+@register_model(
+    "universal_transformer_rpe",
+    UniversalTransformerConfig,
+    "Universal Transformer with Transformer-XL relative positions (U. TRM + RPE, Csordás et al. 2021)",
+)
+def _build_universal_transformer_rpe(config, input_size: int, output_size: int, rngs: nnx.Rngs):
+    return UniversalTransformerSeq2Seq(config, input_size, output_size, relative=True, rngs=rngs)

@@ -5,6 +5,16 @@ Seed ``001_f692c4b8a9aae130.txt``: an encoder writes the input into the memory
 with pointers (§2.3, Algorithm 1). The encoder is a constructor argument (PANM
 as a plug-in, Fig. 4); the default is the LSTM encoder of §3.1.
 
+``encoder="transformer"`` / ``"transformer_rpe"``: a pre-LN Transformer encoder
+(``modules.encoders.TransformerEncoder``, sinusoidal or Transformer-XL relative
+positions) writes ``M`` (Le et al. 2024, "Plug, Play, and Generalize: Length
+Extrapolation with Pointer-Augmented Neural Memory", §3.3 and App. D.3: the
+Transformer of Csordás et al. 2021 as the Encoder). Its width is ``hidden``
+(``h^c_0 = sum_i M[i]`` ties the memory to the Controller's width);
+``encoder_layers``, ``encoder_heads`` and ``encoder_ffn_hidden`` size it, with
+defaults from Csordás et al. 2021's SCAN Transformer (3 layers, 8 heads, FFN
+``2 D``). The LSTM and BiGRU encoders ignore these three.
+
 Base address (Algorithm 1 l. 3, App. B): with ``train=True`` each example draws
 ``a_B ~ U{0, ..., 2^b - 1}`` from ``key``; at evaluation ``a_B = 0`` unless the
 config sets ``random_base_at_eval`` (what the authors' code does).
@@ -26,11 +36,11 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from panm_jax.modules.encoders import BiGRUEncoder, LSTMEncoder
+from panm_jax.modules.encoders import BiGRUEncoder, LSTMEncoder, TransformerEncoder
 from panm_jax.modules.panm import DISTRACTOR_SAMPLING, PANMDecoder
 from panm_jax.models.registry import prepare_inputs, register_model
 
-__all__ = ["PANM", "PANMConfig"]
+__all__ = ["ENCODER_NAMES", "PANM", "PANMConfig", "build_encoder", "decoding_options"]
 
 SCORES = ("cosine", "scaled_dot")
 SNAP_POINTERS = ("never", "eval", "always")
@@ -45,7 +55,7 @@ class PANMConfig:
     pointer_heads: int = 2  # H^a Mode-1 pointers, started at a_B and a_E (App. C)
     mode2_heads: int = 1  # H^c Mode-2 pointers (App. C: 1)
     mlp_hidden: int = 128  # hidden width of g^a, g^c, g^o
-    encoder: str = "lstm"  # the backbone writing M (§3.1: LSTM; "bigru": the authors' code)
+    encoder: str = "lstm"  # the backbone writing M (§3.1: LSTM; "bigru": the authors' code; "transformer(_rpe)")
     score: str = "cosine"  # Eq. 2/5 "cosine", or "scaled_dot" (authors' code)
     inverse_temperature: float = 5.0  # initial tau of the pointer attentions (learned)
     random_base_at_eval: bool = False  # draw a_B at evaluation too (authors' code)
@@ -53,9 +63,12 @@ class PANMConfig:
     distractor_sampling: str = "uniform"  # "uniform" off the bank, or "neighbours": one bit away from it
     snap_pointers: str = "never"  # feed back the nearest address: "never", "eval" (only) or "always" (ours)
     remat: bool = False  # recompute each step in the backward pass (jax.checkpoint): less memory
+    encoder_layers: int = 3  # Transformer encoders only: N_l layers (Csordás et al. 2021, SCAN: 3)
+    encoder_heads: int = 8  # Transformer encoders only: heads, a divisor of hidden (Csordás et al. 2021: 8)
+    encoder_ffn_hidden: int | None = None  # Transformer encoders only: FFN width; None: 2 hidden (Csordás: 2 D)
 
     def __post_init__(self):
-        for name in ("hidden", "address_bits", "pointer_heads", "mlp_hidden"):
+        for name in ("hidden", "address_bits", "pointer_heads", "mlp_hidden", "encoder_layers", "encoder_heads"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}: expected a positive integer, got {value!r}")
@@ -71,8 +84,16 @@ class PANMConfig:
             raise ValueError(f"mode2_heads: expected a non-negative integer, got {self.mode2_heads!r}")
         if self.address_bits > 30:
             raise ValueError(f"address_bits: expected at most 30, got {self.address_bits}")
-        if self.encoder not in ENCODERS:
-            raise ValueError(f"encoder: expected one of {sorted(ENCODERS)}, got {self.encoder!r}")
+        if self.encoder not in ENCODER_NAMES:
+            raise ValueError(f"encoder: expected one of {sorted(ENCODER_NAMES)}, got {self.encoder!r}")
+        ffn = self.encoder_ffn_hidden
+        if ffn is not None and (isinstance(ffn, bool) or not isinstance(ffn, int) or ffn < 1):
+            raise ValueError(f"encoder_ffn_hidden: expected a positive integer or None, got {ffn!r}")
+        if self.encoder in TRANSFORMER_ENCODERS and self.hidden % self.encoder_heads:
+            raise ValueError(
+                f"encoder_heads: expected a divisor of hidden = {self.hidden} (the Transformer encoder's width), "
+                f"got {self.encoder_heads}"
+            )
         if self.score not in SCORES:
             raise ValueError(f"score: expected one of {list(SCORES)}, got {self.score!r}")
         if not self.inverse_temperature > 0:
@@ -86,6 +107,26 @@ ENCODERS = {
     # The authors' public code: a bidirectional GRU, directions summed.
     "bigru": lambda input_size, hidden, rngs, remat=False: BiGRUEncoder(input_size, hidden, remat=remat, rngs=rngs),
 }
+# The Transformer encoders (§3.3, App. D.3; sized by the config's encoder_* fields, see
+# build_encoder) and whether each uses relative positions.
+TRANSFORMER_ENCODERS = {"transformer": False, "transformer_rpe": True}
+ENCODER_NAMES = (*ENCODERS, *TRANSFORMER_ENCODERS)
+
+
+def build_encoder(config: PANMConfig, input_size: int, rngs: nnx.Rngs) -> nnx.Module:
+    """The encoder ``config.encoder`` of width ``config.hidden`` (Transformer ones sized by ``encoder_*``)."""
+    if config.encoder in TRANSFORMER_ENCODERS:
+        ffn = 2 * config.hidden if config.encoder_ffn_hidden is None else config.encoder_ffn_hidden
+        return TransformerEncoder(
+            input_size,
+            config.hidden,
+            num_layers=config.encoder_layers,
+            num_heads=config.encoder_heads,
+            ffn_hidden=ffn,
+            relative=TRANSFORMER_ENCODERS[config.encoder],
+            rngs=rngs,
+        )
+    return ENCODERS[config.encoder](input_size, config.hidden, rngs, config.remat)
 
 
 class PANM(nnx.Module):
@@ -94,9 +135,7 @@ class PANM(nnx.Module):
     def __init__(self, config: PANMConfig, input_size: int, output_size: int, *, rngs: nnx.Rngs, encoder=None):
         self.config = config
         self.input_size = input_size
-        self.encoder = (
-            encoder if encoder is not None else ENCODERS[config.encoder](input_size, config.hidden, rngs, config.remat)
-        )
+        self.encoder = encoder if encoder is not None else build_encoder(config, input_size, rngs)
         self.decoder = PANMDecoder(
             config.hidden,
             output_size,
@@ -123,22 +162,30 @@ class PANM(nnx.Module):
         return_traces: bool = False,
     ):
         inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
-        random_base = train or self.config.random_base_at_eval
-        if random_base and key is None:
-            raise ValueError(
-                "key: expected a PRNG key to draw the base addresses (train=True or random_base_at_eval), got None"
-            )
-        batch = inputs.shape[0]
-        if random_base:
-            base = jax.random.randint(key, (batch,), 0, 2**self.config.address_bits, dtype=jnp.int32)
-        else:
-            base = jnp.zeros((batch,), jnp.int32)
-        # Distractors (training only) draw from their own stream, so the bases stay those of `key`.
-        distractor_key = jax.random.fold_in(key, 1) if train and self.config.distractors else None
-        snap = self.config.snap_pointers == "always" or (self.config.snap_pointers == "eval" and not train)
+        base, options = decoding_options(self.config, inputs.shape[0], train, key)
         memory, _ = self.encoder(inputs, input_mask)
-        return self.decoder(memory, input_mask, base, num_outputs, distractor_key=distractor_key,
-                            snap_pointers=snap, return_traces=return_traces)
+        return self.decoder(memory, input_mask, base, num_outputs, return_traces=return_traces, **options)
+
+
+def decoding_options(config: PANMConfig, batch: int, train: bool, key) -> tuple[jax.Array, dict]:
+    """The base addresses ``a_B [B]`` and the decoder's per-call options (distractors, snapping).
+
+    ``a_B ~ U{0, ..., 2^b - 1}`` from ``key`` in training (or with
+    ``random_base_at_eval``), else 0 (Algorithm 1 l. 3).
+    """
+    random_base = train or config.random_base_at_eval
+    if random_base and key is None:
+        raise ValueError(
+            "key: expected a PRNG key to draw the base addresses (train=True or random_base_at_eval), got None"
+        )
+    if random_base:
+        base = jax.random.randint(key, (batch,), 0, 2**config.address_bits, dtype=jnp.int32)
+    else:
+        base = jnp.zeros((batch,), jnp.int32)
+    # Distractors (training only) draw from their own stream, so the bases stay those of `key`.
+    distractor_key = jax.random.fold_in(key, 1) if train and config.distractors else None
+    snap = config.snap_pointers == "always" or (config.snap_pointers == "eval" and not train)
+    return base, dict(distractor_key=distractor_key, snap_pointers=snap)
 
 
 @register_model("panm", PANMConfig, "Pointer-Augmented Neural Memory (seed 001): LSTM encoder, pointer decoder")

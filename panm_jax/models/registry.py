@@ -156,6 +156,7 @@ BUILTIN_MODEL_MODULES = (
     "panm_jax.models.panm",
     "panm_jax.models.attention_models",
     "panm_jax.models.memory_models",
+    "panm_jax.models.panm_transformer",
 )
 
 

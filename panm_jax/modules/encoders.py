@@ -8,8 +8,9 @@ from flax import nnx
 
 from panm_jax.kernels.scan import scan
 from panm_jax.modules.controllers import GRUCell, LSTMCell, LSTMState
+from panm_jax.modules.transformer import EncoderLayer, LayerNorm, sinusoidal_encoding
 
-__all__ = ["BiGRUEncoder", "LSTMEncoder"]
+__all__ = ["BiGRUEncoder", "LSTMEncoder", "TransformerEncoder"]
 
 
 class LSTMEncoder(nnx.Module):
@@ -75,3 +76,67 @@ class BiGRUEncoder(nnx.Module):
 
         finals, outputs = jax.vmap(run)(h0, h0, g_fwd, g_bwd, jnp.asarray(mask))
         return outputs, finals
+
+
+class TransformerEncoder(nnx.Module):
+    """A pre-LN Transformer encoder over the real input steps: one slot per input step.
+
+    The encoder half of ``models.attention_models.TransformerSeq2Seq`` (the same
+    operations in the same order, so with the same weights its slots are that
+    model's ``memory``), offered as a backbone that writes PANM's memory
+    ``M = Encoder(X)`` (Le et al. 2024, "Plug, Play, and Generalize: Length
+    Extrapolation with Pointer-Augmented Neural Memory", §2 and §3.3, where the
+    Transformer of Csordás et al. 2021 is the encoder):
+
+        x_j    = W_e inputs_j (+ PE(j) when relative=False: sinusoidal positions)
+        x      = EncoderLayer_l(x)  for l = 1..N_l  (self-attention over the real steps;
+                                                      Transformer-XL RPE when relative=True)
+        out_j  = LN(x_j) at real steps, 0 at padding steps
+
+    Padding steps are never attended (key mask) and output zeros, so trailing
+    padding changes no real slot. Any length works: the sinusoid and the relative
+    distances are defined at every position.
+
+    Call: ``(inputs [B, T, I], mask [B, T]) -> (outputs [B, T, D], weights [B, T, N_l, H, T])``,
+    the second the self-attention weights of each layer (rows of padding queries 0),
+    in place of a recurrent encoder's final state.
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        d_model: int,
+        *,
+        num_layers: int = 1,
+        num_heads: int = 8,
+        ffn_hidden: int | None = None,
+        relative: bool = False,
+        rngs: nnx.Rngs,
+    ):
+        ffn_hidden = d_model if ffn_hidden is None else ffn_hidden
+        for name, value in (("num_layers", num_layers), ("num_heads", num_heads), ("ffn_hidden", ffn_hidden)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+        if d_model % num_heads:
+            raise ValueError(f"num_heads: expected a divisor of d_model = {d_model}, got {num_heads}")
+        self.hidden = d_model
+        self.relative = relative
+        self.embed = nnx.Linear(in_features, d_model, rngs=rngs)  # W_e [I, D]
+        self.layers = nnx.List(
+            [EncoderLayer(d_model, num_heads, ffn_hidden, relative=relative, rngs=rngs) for _ in range(num_layers)]
+        )
+        self.norm = LayerNorm(d_model, rngs=rngs)
+
+    def __call__(self, inputs: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
+        mask = jnp.asarray(mask, bool)
+        x = self.embed(inputs)  # [B, T, D]
+        if not self.relative:
+            x = x + sinusoidal_encoding(jnp.arange(inputs.shape[-2]), self.hidden).astype(x.dtype)
+        key_mask = mask[:, None, None, :]  # [B, 1(H), 1(T_q), T]
+        weights = []
+        for layer in self.layers:
+            x, w = layer(x, key_mask)
+            weights.append(w)
+        outputs = jnp.where(mask[..., None], self.norm(x), 0.0)
+        weights = jnp.moveaxis(jnp.stack(weights, axis=1), 3, 1) * mask[:, :, None, None, None]  # [B, T, N_l, H, T]
+        return outputs, weights

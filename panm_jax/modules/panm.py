@@ -25,8 +25,10 @@ Choices where the paper is silent or differs from its authors' code (DESIGN.md):
   softmax, which cannot point sharply into a long memory. They are learned,
   positive (``softplus`` of a parameter) and start at ``inverse_temperature``;
   ``score="scaled_dot"`` selects the authors' code's scaled dot product instead.
-* ``z_t = 0`` (no teacher forcing, TASKS.md §1): the zero decoder input is left
-  out of the controller's input rather than multiplied by weights.
+* ``z_t = 0`` (no teacher forcing): the zero decoder input is left out of the
+  controller's input rather than multiplied by weights; a decoder built with
+  ``input_features > 0`` takes a given ``z_t`` instead (a decoder the Controller
+  is stacked on, §2.3.3 and App. D.3).
 * the controller and the memory share the width ``D`` (``h^c_0 = sum_i M[i]``
   needs it).
 
@@ -141,6 +143,13 @@ class PANMDecoder(nnx.Module):
 
     Call: ``(memory [B, L, D], mask [B, L], base [B] int, num_outputs) -> logits
     [B, T_out, K]`` (and ``PANMTraces`` with ``return_traces=True``).
+
+    ``input_features = Z > 0`` gives the Controller a decoding input ``z_t``
+    (Eq. 7: ``h^c_t = GRU_c([*p^a_t, *p^c_t, z_t], h^c_{t-1})``), passed per call as
+    ``decoder_inputs [B, T_out, Z]``: e.g. the output of a Transformer decoder the
+    Controller is stacked on (``models.panm_transformer``). With the default
+    ``input_features = 0`` there is none (``z_t = 0`` left out) and the decoder
+    is exactly the one above.
     """
 
     def __init__(
@@ -157,6 +166,7 @@ class PANMDecoder(nnx.Module):
         distractors: int = 0,
         distractor_sampling: str = "uniform",
         remat: bool = False,
+        input_features: int = 0,
         rngs: nnx.Rngs,
     ):
         if isinstance(distractors, bool) or not isinstance(distractors, int) or distractors < 0:
@@ -165,6 +175,8 @@ class PANMDecoder(nnx.Module):
             raise ValueError(
                 f"distractor_sampling: expected one of {list(DISTRACTOR_SAMPLING)}, got {distractor_sampling!r}"
             )
+        if isinstance(input_features, bool) or not isinstance(input_features, int) or input_features < 0:
+            raise ValueError(f"input_features: expected a non-negative integer, got {input_features!r}")
         if pointer_heads < 1 or mode2_heads < 0:
             raise ValueError(
                 f"pointer_heads / mode2_heads: expected >= 1 / >= 0, got {pointer_heads} / {mode2_heads}"
@@ -177,12 +189,13 @@ class PANMDecoder(nnx.Module):
         self.distractors = distractors  # off-bank addresses added to Eq. 2 in training
         self.distractor_sampling = distractor_sampling
         self.remat = remat  # recompute each decoding step in the backward pass (jax.checkpoint)
+        self.input_features = input_features  # Z, the width of z_t (0: no decoding input)
         d, a, ha, hc = hidden, address_bits, pointer_heads, mode2_heads
         self.address_embedding = MLP(a, mlp_hidden, d, rngs=rngs)  # g^a
         self.pointer_units = PointerUnits(ha, a, d, rngs=rngs)  # PU_1..H^a (Eq. 1)
         if hc:
             self.query_net = MLP(ha * d, mlp_hidden, hc * d, rngs=rngs)  # g^c
-        self.controller = GRUCell((ha + hc) * d, d, rngs=rngs)  # Ctrl (Eq. 7)
+        self.controller = GRUCell((ha + hc) * d + input_features, d, rngs=rngs)  # Ctrl (Eq. 7)
         self.output_net = MLP((ha + hc + 1) * d, mlp_hidden, num_classes, rngs=rngs)  # g^o
         tau = _inverse_softplus(inverse_temperature)
         self.pointer_temperature = nnx.Param(jnp.full((ha,), tau, jnp.float32))  # softplus -> tau_a
@@ -198,10 +211,21 @@ class PANMDecoder(nnx.Module):
         distractor_key: jax.Array | None = None,
         snap_pointers: bool = False,
         return_traces: bool = False,
+        decoder_inputs: jax.Array | None = None,
     ):
         b, length, d = memory.shape
         if d != self.hidden:
             raise ValueError(f"memory: expected width D = {self.hidden} on the last axis, got shape {memory.shape}")
+        if self.input_features:
+            expected = (b, num_outputs, self.input_features)
+            if decoder_inputs is None or tuple(decoder_inputs.shape) != expected:
+                got = None if decoder_inputs is None else tuple(decoder_inputs.shape)
+                raise ValueError(f"decoder_inputs: expected shape [B, T_out, Z] = {expected}, got {got}")
+            zs = jnp.swapaxes(decoder_inputs, 0, 1).astype(memory.dtype)  # [T_out, B, Z]
+        elif decoder_inputs is not None:
+            raise ValueError("decoder_inputs: this decoder was built with input_features = 0 and takes none")
+        else:
+            zs = None
         if length > 2**self.address_bits:
             raise ValueError(
                 f"inputs: expected at most 2^address_bits = {2**self.address_bits} memory slots, got L = {length}; "
@@ -241,7 +265,7 @@ class PANMDecoder(nnx.Module):
             lambda q, mem, m: pointer.relational_access(q, mem, m, score=self.score, inverse_temperature=tau_c)
         )
 
-        def step(c: _Carry, _):
+        def step(c: _Carry, z):
             pu_hidden = self.pointer_units(c.pu_hidden, c.pointers)  # Eq. 1
             w_all = attend(pu_hidden, keys, candidates)  # [B, H^a, L (+ K)] Eq. 2
             p_a = jax.vmap(pointer.pointer_values)(w_all, codes)  # [B, H^a, A] Eq. 3: p = A w
@@ -258,12 +282,13 @@ class PANMDecoder(nnx.Module):
             else:
                 w_c = jnp.zeros((b, 0, length), memory.dtype)
                 values = flat_a
-            ctrl_hidden, _ = self.controller(c.ctrl_hidden, values)  # Eq. 7 (z_t = 0 left out)
+            ctrl_in = values if z is None else jnp.concatenate([values, z], axis=-1)  # Eq. 7 ([.., z_t] if given)
+            ctrl_hidden, _ = self.controller(c.ctrl_hidden, ctrl_in)
             logits = self.output_net(jnp.concatenate([values, ctrl_hidden], axis=-1))  # g^o
             trace = (w_a, p_a, w_c) if return_traces else ()
             return _Carry(pu_hidden, p_a, ctrl_hidden), (logits, trace)
 
-        _, (logits, trace) = scan(step, carry, None, length=num_outputs, remat=self.remat)
+        _, (logits, trace) = scan(step, carry, zs, length=num_outputs, remat=self.remat)
         logits = jnp.swapaxes(logits, 0, 1)  # [B, T_out, K]
         if not return_traces:
             return logits

@@ -363,16 +363,26 @@ class DecoderLayer(nnx.Module):
     ``y += CrossAttn(LN(y), memory)`` (``memory_mask``; content only, as in the
     relative Transformer of Csordás et al. 2021), ``y += FFN(LN(y))``.
 
-    Call: ``(y [..., T_out, D], memory [..., T_in, D], self_mask, memory_mask) ->
-    (y, self_weights [..., H, T_out, T_out], cross_weights [..., H, T_out, T_in])``.
+    Call: ``(y [..., T_out, D], memory [..., T_in, D_m], self_mask, memory_mask) ->
+    (y, self_weights [..., H, T_out, T_out], cross_weights [..., H, T_out, T_in])``;
+    the memory width ``D_m`` is ``memory_features`` (``D`` when not given).
     """
 
-    def __init__(self, d_model: int, num_heads: int, ffn_hidden: int, *, relative: bool = False, rngs: nnx.Rngs):
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        ffn_hidden: int,
+        *,
+        relative: bool = False,
+        memory_features: int | None = None,
+        rngs: nnx.Rngs,
+    ):
         _positive_int("ffn_hidden", ffn_hidden)
         self.self_attention_norm = _layer_norm(d_model, rngs)
         self.self_attention = MultiHeadAttention(d_model, num_heads, relative=relative, rngs=rngs)
         self.cross_attention_norm = _layer_norm(d_model, rngs)
-        self.cross_attention = MultiHeadAttention(d_model, num_heads, rngs=rngs)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads, kv_features=memory_features, rngs=rngs)
         self.ffn_norm = _layer_norm(d_model, rngs)
         self.ffn = MLP(d_model, ffn_hidden, d_model, rngs=rngs)
 

@@ -29,6 +29,10 @@ SMALL = {
     "panm": dict(hidden=8, mlp_hidden=8, address_bits=5),
     "transformer": dict(d_model=8, num_heads=2, ffn_hidden=8, num_layers=1),
     "transformer_rpe": dict(d_model=8, num_heads=2, ffn_hidden=8, num_layers=1),
+    "universal_transformer": dict(d_model=8, num_heads=2, ffn_hidden=8, steps=2),
+    "universal_transformer_rpe": dict(d_model=8, num_heads=2, ffn_hidden=8, steps=2),
+    "panm_transformer": dict(hidden=8, mlp_hidden=8, address_bits=5, encoder_layers=1, encoder_heads=2,
+                             decoder_layers=1, decoder_heads=2),
 }
 # Every other model takes `hidden`; the memory models also run with a Transformer controller.
 CASES = [(name, SMALL.get(name, dict(hidden=8))) for name in list_models()] + [
