@@ -3,7 +3,9 @@
     panm-jax train --task copy --model panm --workdir runs/copy-panm
     panm-jax train --config configs/demo.toml --set model_options.hidden=128 --set num_steps=500
     panm-jax eval --workdir runs/copy-panm --modes L,2L+1 --with-traces
+    panm-jax eval --workdir runs/reverse_string-lstm-s0 --lengths 41-500 --examples-per-length 64
     panm-jax plot runs/copy-panm runs/copy-lstm --out copy.png
+    panm-jax plot --range runs/reverse_string-lstm-s0 runs/reverse_string-panm-s0 --out range.png
 
 A user's mistake (a bad config field, a workdir in use by another run or
 holding a run of other settings, a missing run) raises an error that
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -62,6 +65,12 @@ def register(subparsers) -> None:
     e.add_argument("--with-traces", action="store_true",
                    help="also plot per-step attention (pointer positions, read weights) for one example")
     e.add_argument("--out", help="results stem (default WORKDIR/eval)")
+    e.add_argument("--lengths", metavar="LO-HI",
+                   help="range evaluation instead of the modes: every length LO..HI on its own (the score is the "
+                   "headline metric averaged over them), one compilation per power-of-two length bucket; writes "
+                   "range.json, range.csv and range.png in WORKDIR")
+    e.add_argument("--examples-per-length", type=int, dest="examples_per_length",
+                   help=f"examples at each length with --lengths (default {DEFAULT_EXAMPLES_PER_LENGTH})")
     e.set_defaults(func=_eval)
 
     q = subparsers.add_parser("plot", help="plot accuracy against length from results files",
@@ -69,7 +78,13 @@ def register(subparsers) -> None:
     q.add_argument("results", nargs="+", help="results.json files or run folders")
     q.add_argument("--out", default="accuracy.png")
     q.add_argument("--labels", help="comma-separated line labels")
+    q.add_argument("--range", action="store_true", dest="range",
+                   help="plot range evaluations (range.json files or run folders, from panm-jax eval --lengths): "
+                   "accuracy at every length, the training lengths shaded")
     q.set_defaults(func=_plot)
+
+
+DEFAULT_EXAMPLES_PER_LENGTH = 64
 
 
 # The flags that set a config field: field -> (flag, argparse dest). A message about such a field names the flag.
@@ -127,6 +142,7 @@ def _eval(args) -> int:
     from panm_jax.train.loop import Run, note
 
     console = Console()
+    lengths = _check_range_args(args)  # before anything is read: a mistyped range fails at once
     workdir = Path(args.workdir)
     config_path = workdir / "config.json"
     if not config_path.is_file():
@@ -140,21 +156,52 @@ def _eval(args) -> int:
     # Read-only: evaluating never moves or deletes a checkpoint (a run may be training in this workdir).
     ckpt = Checkpointer(workdir, keep=config.keep_checkpoints, read_only=True, notify=note)
     try:
+        if lengths is not None:
+            return _evaluate_range(args, lengths, run, ckpt, workdir, console)
         return _evaluate_checkpoint(args, run, ckpt, workdir, console)
     finally:
         ckpt.close()
 
 
-def _evaluate_checkpoint(args, run, ckpt, workdir: Path, console: Console) -> int:
-    from panm_jax.train import evaluate as evaluation
-    from panm_jax.train import report
-    from panm_jax.train.loop import note, results_record
+def parse_lengths(text: str) -> tuple[int, int]:
+    """``"41-500"`` (or ``"41..500"``, or ``"41"`` alone) -> ``(41, 500)``; a malformed range raises ``UserError``
+    naming ``--lengths``."""
+    m = re.fullmatch(r"\s*(\d+)\s*(?:(?:-|\.\.)\s*(\d+)\s*)?", text)
+    if m is None:
+        raise UserError(f"--lengths: expected LO-HI, two positive integers (e.g. 41-500), got {text!r}")
+    lo = int(m.group(1))
+    hi = int(m.group(2)) if m.group(2) is not None else lo
+    if lo < 1:
+        raise UserError(f"--lengths: expected lengths of at least 1, got {text!r}")
+    if lo > hi:
+        raise UserError(f"--lengths: expected LO <= HI, got {text!r}")
+    return lo, hi
+
+
+def _check_range_args(args) -> tuple[int, int] | None:
+    """``(lo, hi)`` of ``--lengths`` (None without it), the flags it does not combine with refused."""
+    if args.lengths is None:
+        if args.examples_per_length is not None:
+            raise UserError("--examples-per-length: only used with --lengths (the range evaluation); "
+                            "use --examples for the modes")
+        return None
+    lengths = parse_lengths(args.lengths)
+    clash = [flag for flag, given in (("--modes", args.modes), ("--examples", args.examples is not None),
+                                      ("--with-traces", args.with_traces), ("--out", args.out)) if given]
+    if clash:
+        raise UserError(f"--lengths: a range evaluation writes range.* in WORKDIR and takes no {', '.join(clash)}; "
+                        "give them without --lengths")
+    if args.examples_per_length is not None and args.examples_per_length < 1:
+        raise UserError(f"--examples-per-length: expected a positive integer, got {args.examples_per_length}")
+    return lengths
+
+
+def _restore_params(args, run, ckpt, workdir: Path):
+    """The parameters of the checkpoint ``--checkpoint`` names (the latest when the best is missing or
+    unreadable), replicated on the run's mesh, and its metadata."""
+    from panm_jax.train.loop import note
     from panm_jax.train.sharding import replicate
 
-    modes = tuple(args.modes.split(",")) if args.modes else run.modes
-    unknown = [m for m in modes if m not in run.task.test_modes]
-    if unknown:
-        raise UserError(f"--modes: unknown mode(s) {unknown}; the task has {list(run.task.test_modes)}")
     template = jax.device_get(run.state)
     restored = None
     if args.checkpoint == "best" and ckpt.best.latest_step() is None:
@@ -166,7 +213,51 @@ def _evaluate_checkpoint(args, run, ckpt, workdir: Path, console: Console) -> in
     if restored is None:
         raise UserError(f"--workdir: no readable checkpoint in {str(workdir)!r}")
     state, meta = restored
-    params = replicate(state.params, run.mesh)
+    return replicate(state.params, run.mesh), meta
+
+
+def _evaluate_range(args, lengths: tuple[int, int], run, ckpt, workdir: Path, console: Console) -> int:
+    from panm_jax.train import report
+    from panm_jax.train.loop import results_record
+    from panm_jax.train.range_eval import range_evaluate
+    from panm_jax.train.sharding import is_primary
+
+    lo, hi = lengths
+    task = run.task
+    if not (task.lengths.contains(lo) and task.lengths.contains(hi)):
+        raise UserError(f"--lengths: expected lengths of task {task.name!r} ({task.lengths.expected()}), "
+                        f"got {args.lengths!r}")
+    examples = args.examples_per_length or DEFAULT_EXAMPLES_PER_LENGTH
+    batch_size = min(run.config.eval_batch_size, examples)
+    devices = int(run.mesh.devices.size)
+    if batch_size % devices:
+        raise UserError(f"--examples-per-length: expected a multiple of the {devices} devices (or at least "
+                        f"eval_batch_size, {run.config.eval_batch_size}), got {examples}")
+    params, meta = _restore_params(args, run, ckpt, workdir)
+    console.print(f"[bold]range evaluation[/] {run.config.model} on {task.name} (step {meta['step']}): lengths "
+                  f"{lo}..{hi}, {examples} examples each")
+    result = range_evaluate(run, params, range(lo, hi + 1), examples_per_length=examples, batch_size=batch_size)
+    record = result.with_step(meta["step"]).to_record()
+    base = results_record(run, {}, meta["step"])
+    record.update(config=base["config"], environment=base["environment"])
+    report.print_range(record, console)
+    if is_primary():
+        paths = report.write_range(record, workdir / "range")
+        paths.append(report.plot_range([record], workdir / "range.png"))
+        console.print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def _evaluate_checkpoint(args, run, ckpt, workdir: Path, console: Console) -> int:
+    from panm_jax.train import evaluate as evaluation
+    from panm_jax.train import report
+    from panm_jax.train.loop import results_record
+
+    modes = tuple(args.modes.split(",")) if args.modes else run.modes
+    unknown = [m for m in modes if m not in run.task.test_modes]
+    if unknown:
+        raise UserError(f"--modes: unknown mode(s) {unknown}; the task has {list(run.task.test_modes)}")
+    params, meta = _restore_params(args, run, ckpt, workdir)
     per_mode = run.evaluate(params, modes, evaluation.TEST_SEED)
     results = results_record(run, per_mode, meta["step"])
     stem = Path(args.out) if args.out else workdir / "eval"
@@ -212,6 +303,8 @@ def _plot_traces(run, params, mode: str, out: Path) -> Path:
 def _plot(args) -> int:
     from panm_jax.train import report
 
+    if args.range:
+        return _plot_range(args)
     runs = [report.load_results(p) for p in args.results]
     labels = args.labels.split(",") if args.labels else report.default_labels(runs, args.results)
     if len(labels) != len(runs):
@@ -220,5 +313,20 @@ def _plot(args) -> int:
     if len(tasks) > 1:
         print(f"warning: plotting runs of different tasks ({', '.join(tasks)}) on one axis", file=sys.stderr)
     out = report.plot_accuracy(runs, args.out, labels)
+    Console().print(f"wrote {out}")
+    return 0
+
+
+def _plot_range(args) -> int:
+    from panm_jax.train import report
+
+    records = [report.load_range(p) for p in args.results]
+    labels = args.labels.split(",") if args.labels else None
+    if labels is not None and len(labels) != len(records):
+        raise UserError(f"--labels: expected {len(records)} labels, got {len(labels)}")
+    tasks = list(dict.fromkeys(r["task"] for r in records))
+    if len(tasks) > 1:
+        print(f"warning: plotting runs of different tasks ({', '.join(tasks)}) on one axis", file=sys.stderr)
+    out = report.plot_range(records, args.out, labels)
     Console().print(f"wrote {out}")
     return 0

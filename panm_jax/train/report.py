@@ -10,6 +10,12 @@ A results file (``results.json``) holds one run's evaluation over length modes:
 ``plot_accuracy`` draws the headline metric against length for one or more
 results files (one line per run); ``plot_traces`` draws per-step attention
 (PANM's pointer weights, a memory's read weights) for one example.
+
+A range file (``range.json``, ``train/range_eval.py``) holds one run evaluated
+at every length of a range: ``RangeResult.to_record()``, its rows one per
+length. ``write_range`` writes it with its CSV twin, ``print_range`` prints it
+with lengths grouped, ``plot_range`` draws the headline metric against length
+(one line per run, the training lengths shaded).
 """
 
 from __future__ import annotations
@@ -27,8 +33,8 @@ from rich.table import Table
 
 from panm_jax.train.io import atomic_write_bytes, atomic_write_text
 
-__all__ = ["default_labels", "load_results", "plot_accuracy", "plot_title", "plot_traces", "print_results",
-           "save_figure", "write_results"]
+__all__ = ["default_labels", "load_range", "load_results", "plot_accuracy", "plot_range", "plot_title", "plot_traces",
+           "print_range", "print_results", "save_figure", "write_range", "write_results"]
 
 
 def _columns(results: dict[str, Any]) -> list[str]:
@@ -199,4 +205,145 @@ def plot_traces(traces: dict[str, np.ndarray], out: str | Path, title: str = "")
         fig.colorbar(im, ax=ax, fraction=0.046)
     if title:
         fig.suptitle(title)
+    return save_figure(fig, out)
+
+
+# ---- range evaluation: one row per length ------------------------------------------------------
+
+_RANGE_KEYS = ("task", "model", "metric", "score", "rows", "train_lengths")
+
+
+def _range_record(result) -> dict[str, Any]:
+    """A range record from a ``RangeResult`` or a record already."""
+    return result.to_record() if hasattr(result, "to_record") else result
+
+
+def _range_columns(record: dict[str, Any]) -> list[str]:
+    first = record["rows"][0] if record["rows"] else {}
+    rest = [k for k in first if k not in ("length", "bucket", record["metric"], "examples")]
+    return ["length", "bucket", record["metric"], *rest, "examples"]
+
+
+def write_range(result, stem: str | Path) -> list[Path]:
+    """Write ``<stem>.json`` (the whole record) and ``<stem>.csv`` (one row per length) atomically."""
+    record = _range_record(result)
+    stem = Path(stem)
+    json_path, csv_path = stem.with_suffix(".json"), stem.with_suffix(".csv")
+    atomic_write_text(json_path, json.dumps(record, indent=2) + "\n")
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=_range_columns(record), extrasaction="ignore")
+    writer.writeheader()
+    for row in record["rows"]:
+        writer.writerow(row)
+    atomic_write_text(csv_path, buf.getvalue())
+    return [json_path, csv_path]
+
+
+def load_range(path: str | Path) -> dict[str, Any]:
+    """The record in a range file, or in ``range.json`` of a run folder; a missing, unreadable or malformed
+    file raises ``UserError`` naming it."""
+    from panm_jax.errors import UserError
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / "range.json"
+    if not path.is_file():
+        raise UserError(f"range: expected a range.json file or a run folder holding one (panm-jax eval --lengths "
+                        f"writes it), got {str(path)!r}, which does not exist")
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise UserError(f"range: cannot parse {str(path)!r}: not UTF-8 text ({err})") from err
+    except json.JSONDecodeError as err:
+        raise UserError(f"range: cannot parse {str(path)!r}: {err}") from err
+    missing = [k for k in _RANGE_KEYS if not isinstance(record, dict) or k not in record]
+    if missing:
+        raise UserError(f"range: expected a range record (written by panm-jax eval --lengths) in {str(path)!r}, "
+                        f"missing {missing}")
+    return record
+
+
+def _group_size(num_lengths: int, max_rows: int = 24) -> int:
+    """Lengths per table row: 20 for 41..500 (23 rows), 1 up to ``max_rows`` lengths."""
+    return max(1, -(-num_lengths // max_rows))
+
+
+def print_range(result, console: Console | None = None, group: int | None = None) -> None:
+    """The range as a table, ``group`` consecutive lengths a row (their mean; default about 24 rows), then the
+    mean over all lengths (the score), the compile count and the wall time."""
+    console = console or Console()
+    record = _range_record(result)
+    metric = record["metric"]
+    rows = record["rows"]
+    group = group or _group_size(len(rows))
+    cols = [c for c in _range_columns(record) if c not in ("length", "bucket", "examples")]
+    step = f" (step {record['step']})" if record.get("step") is not None else ""
+    table = Table(title=f"{record['model']} on {record['task']}: {metric} by length{step}")
+    table.add_column("lengths", justify="left")
+    table.add_column("bucket" + ("s" if group > 1 else ""), justify="right")
+    for c in cols:
+        table.add_column(c, justify="right")
+
+    def cells(part: list[dict[str, Any]]) -> list[str]:
+        out = []
+        for c in cols:
+            v = float(np.mean([r[c] for r in part]))
+            out.append(f"{100 * v:.1f}%" if c != "loss" else f"{v:.4f}")
+        return out
+
+    for i in range(0, len(rows), group):
+        part = rows[i:i + group]
+        lo, hi = part[0]["length"], part[-1]["length"]
+        buckets = sorted({r["bucket"] for r in part})
+        table.add_row(f"{lo}" if lo == hi else f"{lo}..{hi}", ",".join(str(b) for b in buckets), *cells(part))
+    table.add_section()
+    table.add_row(f"mean ({len(rows)} lengths)", "", *cells(rows), style="bold")
+    console.print(table)
+    buckets = record.get("buckets_used") or []
+    console.print(f"score ({metric} averaged over lengths): {100 * record['score']:.2f}%; "
+                  f"{record.get('compiles', '?')} compilation(s) of the eval step for {len(buckets)} bucket(s) "
+                  f"{buckets}; wall time {record.get('wall_seconds', float('nan')):.1f} s "
+                  f"({record.get('examples_per_length', '?')} examples per length)")
+
+
+def _range_labels(records: Sequence[dict[str, Any]]) -> list[str]:
+    labels = [r["model"] for r in records]
+    if len(set(labels)) < len(labels):
+        labels = [f"{r['model']} (step {r.get('step')})" for r in records]
+    if len(set(labels)) < len(labels):
+        labels = [f"{label} #{i + 1}" for i, label in enumerate(labels)]
+    return labels
+
+
+def plot_range(results: Sequence, out: str | Path, labels: Sequence[str] | None = None) -> Path:
+    """The headline metric against length, one line per run (``RangeResult``s or range records), labelled by
+    model with its score; the training lengths shaded. Saved as PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    records = [_range_record(r) for r in results]
+    labels = list(labels) if labels else _range_labels(records)
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=120)
+    shaded = set()
+    for rec in records:
+        lo, hi = (int(v) for v in rec["train_lengths"])
+        if (lo, hi) not in shaded:
+            ax.axvspan(lo - 0.5, hi + 0.5, color="grey", alpha=0.15, lw=0,
+                       label="training lengths" if not shaded else None)
+            shaded.add((lo, hi))
+    for label, rec in zip(labels, records):
+        rows = sorted(rec["rows"], key=lambda r: r["length"])
+        xs = [r["length"] for r in rows]
+        ys = [100 * r[rec["metric"]] for r in rows]
+        ax.plot(xs, ys, lw=1.2, marker="." if len(xs) <= 60 else None,
+                label=f"{label} (mean {100 * rec['score']:.1f}%)")
+    ax.set_xlim(left=0)
+    ax.set_xlabel("test length")
+    ax.set_ylabel(f"{records[0]['metric']} (%)")
+    ax.set_ylim(0, 105)
+    ax.set_title(f"{', '.join(dict.fromkeys(r['task'] for r in records))}: accuracy at every length")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
     return save_figure(fig, out)
