@@ -46,9 +46,11 @@ Protocol (the paper's):
 * Metrics: ``token_accuracy`` (the headline: the paper's score is a per-token
   accuracy) then ``sequence_accuracy`` (exact match).
 * Lengths: training ``N ~ U{1..40}`` (``max_train_length``), one length per
-  batch; one test mode ``"41-500"``: ``N ~ U{41..500}`` (``max_train_length + 1
-  .. max_test_length``). Tasks with no instance at small ``N`` start higher
-  (``missing_duplicate`` at 2; ``solve_equation``, ``binary_addition`` and
+  batch; test mode ``"41-500"``: ``N ~ U{41..500}`` (``max_train_length + 1
+  .. max_test_length``); mode ``"1-40"`` (``min .. max_train_length``) draws fresh
+  examples at the training lengths, the in-distribution validation set that
+  selects checkpoints (``select_mode``) without looking at the test lengths.
+  Tasks with no instance at small ``N`` start higher (``missing_duplicate`` at 2; ``solve_equation``, ``binary_addition`` and
   ``binary_multiplication`` at 3); ``sample`` accepts any ``N`` up to 4096.
 
 Generation is vectorised over the batch where the task allows it (the string
@@ -140,7 +142,9 @@ class ChomskyTask(Task):
         self.output_size = len(self.output_vocab)
         self.lengths = LengthRange(self.min_length, MAX_LENGTH)
         self.train_lengths = LengthRange(self.min_length, L)
-        self.test_modes = {f"{L + 1}-{M}": LengthRange(L + 1, M)}
+        # The test range first; then the training range, an in-distribution validation mode
+        # (fresh examples) that picks a run's checkpoint without looking at the test lengths.
+        self.test_modes = {f"{L + 1}-{M}": LengthRange(L + 1, M), f"{self.min_length}-{L}": LengthRange(self.min_length, L)}
 
     # ---------------------------------------------------------------- shapes
 

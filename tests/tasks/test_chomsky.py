@@ -265,7 +265,7 @@ def test_length_modes(name):
     task = _task(name)
     lo = SPEC[name][3]
     assert (task.train_lengths.lo, task.train_lengths.hi) == (lo, 40)
-    assert list(task.test_modes) == ["41-500"]
+    assert list(task.test_modes) == ["41-500", f"{task.min_length}-40"]
     assert (task.test_modes["41-500"].lo, task.test_modes["41-500"].hi) == (41, 500)
     assert (task.lengths.lo, task.lengths.hi) == (lo, MAX_LENGTH)
     rng = np.random.default_rng(0)
@@ -278,7 +278,7 @@ def test_length_modes(name):
         assert len(set(test.tolist())) == 1 and 41 <= test[0] <= 500
     assert len(seen) > 20  # uniform over the range, not a fixed length
     other = _task(name, max_train_length=10, max_test_length=20)
-    assert other.train_lengths.hi == 10 and list(other.test_modes) == ["11-20"]
+    assert other.train_lengths.hi == 10 and list(other.test_modes) == ["11-20", f"{other.min_length}-10"]
     assert other.options() == {"max_train_length": 10, "max_test_length": 20}
     assert task.options() == {"max_train_length": 40, "max_test_length": 500}
 
