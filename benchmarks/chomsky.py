@@ -1,0 +1,194 @@
+"""Range evaluation on the Chomsky-hierarchy tasks: train short, score every long length.
+
+    .venv/bin/python -m benchmarks.chomsky [--tasks parity_check,reverse_string] [--models lstm,stack_rnn]
+        [--minutes 2] [--length-step 1] [--examples-per-length 64] [--seeds 0] [--name NAME]
+
+The protocol of Delétang et al. (2023), *Neural Networks and the Chomsky
+Hierarchy* (ICLR 2023): train on lengths ``N ~ U{1..40}``; test at every length
+``41..500``; score = token accuracy averaged over the test lengths (each length
+weighing the same). For each task, model and seed this trains a run with
+``panm_jax.train.train_and_evaluate`` (resumable: rerunning the command continues
+unfinished runs and reads finished ones back), keeps the checkpoint that is best
+on fresh examples at the *training* lengths (the task's ``"1-40"`` mode: no test
+length is looked at), and range-evaluates it
+(``panm_jax.train.range_eval.range_evaluate``: one compiled program per
+power-of-two length bucket). It writes, under ``benchmarks/results/<device>/``,
+``chomsky_<name>.{md,json,csv}`` (one row per task and model: score, per-level
+means, steps trained, the published score where the paper gives one) and
+``chomsky_<name>_<task>.png`` (accuracy against length, one line per model).
+Nothing is written to ``benchmarks/results`` without ``--name``.
+
+Our budget, not the paper's: the paper trains 1,000,000 steps per run over 10
+seeds and 3 learning rates and reports the best; here each run gets
+``--minutes`` of training (Adam 1e-3, global-norm clip 1, batch 128), and
+``--length-step k`` evaluates every ``k``-th length of ``41..500`` (plus 500) with
+``--examples-per-length`` examples each. Every table states the budget it ran
+under.
+
+Published scores (token accuracy %, the best of the paper's runs), for the
+cells this table can be compared with: Delétang et al. 2023, as listed beside
+the task specifications this library follows (Stack-RNN / LSTM): reverse string
+100 / 60.9, stack manipulation 100 / 59.1, duplicate string 52.8 / 57.6,
+parity check 100 / 100.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from benchmarks import common
+from panm_jax.tasks import get_task
+from panm_jax.train.config import OptimizerConfig, TrainConfig
+from panm_jax.train.io import atomic_write_text
+
+TASKS = ("parity_check", "modular_arithmetic", "reverse_string", "stack_manipulation", "duplicate_string",
+         "binary_addition")
+MODELS = ("lstm", "stack_rnn", "ntm", "dnc", "panm")
+
+# Delétang et al. 2023 (token accuracy %, best run), Stack-RNN and LSTM columns.
+PUBLISHED: dict[str, dict[str, float]] = {
+    "reverse_string": {"stack_rnn": 100.0, "lstm": 60.9},
+    "stack_manipulation": {"stack_rnn": 100.0, "lstm": 59.1},
+    "duplicate_string": {"stack_rnn": 52.8, "lstm": 57.6},
+    "parity_check": {"stack_rnn": 100.0, "lstm": 100.0},
+}
+
+
+def make_config(task: str, model: str, seed: int, minutes: float, max_train: int, max_test: int) -> TrainConfig:
+    """The CPU-budget run of ``model`` on ``task``: Adam 1e-3, clip 1, batch 128, ``minutes`` of training,
+    the checkpoint selected on the training lengths."""
+    t = get_task(task, max_train_length=max_train, max_test_length=max_test)
+    select = next(m for m in t.test_modes if t.test_modes[m].hi == max_train)
+    return TrainConfig(
+        task=task, model=model, seed=seed, num_steps=1_000_000, max_minutes=minutes, batch_size=128,
+        task_options={"max_train_length": max_train, "max_test_length": max_test},
+        optimizer=OptimizerConfig(name="adam", learning_rate=1e-3, clip_value=None, clip_norm=1.0),
+        eval_every=250, eval_examples=256, eval_batch_size=128, checkpoint_every=250, log_every=50,
+        select_mode=select, eval_modes=[select],
+    )
+
+
+def finished(workdir: Path, config: TrainConfig) -> bool:
+    """Whether ``workdir`` holds a finished run of exactly ``config``."""
+    path = workdir / "results.json"
+    if not path.exists():
+        return False
+    return json.loads(path.read_text()).get("config") == config.to_dict()
+
+
+def range_record(workdir: Path, config: TrainConfig, lengths: list[int], examples: int) -> dict[str, Any]:
+    """The range evaluation of the run's selected checkpoint, computed once and kept in ``range.json``."""
+    from panm_jax.train.checkpoint import Checkpointer
+    from panm_jax.train.loop import Run, config_check
+    from panm_jax.train.range_eval import range_evaluate
+    from panm_jax.train.sharding import replicate
+
+    path = workdir / "range.json"
+    key = {"lengths": lengths, "examples_per_length": examples}
+    if path.exists():
+        record = json.loads(path.read_text())
+        if record.get("protocol") == key:
+            return record
+    run = Run(config)
+    ckpt = Checkpointer(workdir, read_only=True)
+    template, check = jax.device_get(run.state), config_check(config, workdir)
+    found = ckpt.restore_best(template, check, then="evaluating the latest checkpoint instead")
+    found = found or ckpt.restore_latest(template, check)
+    ckpt.close()
+    if found is None:
+        raise SystemExit(f"{workdir}: no checkpoint to evaluate")
+    state, meta = found
+    params = replicate(state.params, run.mesh)
+    result = range_evaluate(run, params, lengths, examples_per_length=examples, batch_size=min(examples, 64))
+    record = result.with_step(meta["step"]).to_record()
+    record["protocol"] = key
+    atomic_write_text(path, json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tasks", default=",".join(TASKS))
+    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--seeds", default="0", help="comma-separated seeds")
+    p.add_argument("--minutes", type=float, default=2.0, help="training minutes per task, model and seed")
+    p.add_argument("--max-train-length", type=int, default=40)
+    p.add_argument("--max-test-length", type=int, default=500)
+    p.add_argument("--length-step", type=int, default=1, help="evaluate every k-th test length (and the last)")
+    p.add_argument("--examples-per-length", type=int, default=64)
+    p.add_argument("--workdir", default="runs/chomsky")
+    p.add_argument("--name", default=None, help="record the tables under benchmarks/results/<device>/chomsky_NAME.*")
+    args = p.parse_args(argv)
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    seeds = [int(s) for s in args.seeds.split(",")]
+    if args.minutes <= 0 or args.length_step < 1 or args.examples_per_length < 1:
+        raise SystemExit("--minutes, --length-step and --examples-per-length: expected positive numbers")
+    lo, hi = args.max_train_length + 1, args.max_test_length
+    lengths = sorted(set(range(lo, hi + 1, args.length_step)) | {hi})
+    from panm_jax.train.loop import train_and_evaluate
+    from panm_jax.train.report import plot_range
+
+    rows, per_task = [], {}
+    for task in tasks:
+        level = get_task(task).level
+        for model in models:
+            for seed in seeds:
+                config = make_config(task, model, seed, args.minutes, args.max_train_length, args.max_test_length)
+                workdir = Path(args.workdir) / task / f"{model}-s{seed}-{args.minutes:g}m"
+                if not finished(workdir, config):
+                    print(f"== {model} on {task}, seed {seed} -> {workdir}", flush=True)
+                    train_and_evaluate(config, workdir, progress=False)
+                record = range_record(workdir, config, lengths, args.examples_per_length)
+                logged = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()
+                          if line.strip().startswith("{")]
+                steps = max((r.get("step", 0) for r in logged if "loss" in r), default=0)
+                published = PUBLISHED.get(task, {}).get(model)
+                score = 100 * record["score"]
+                rows.append({
+                    "task": task, "level": level, "model": model, "seed": seed, "steps": steps,
+                    "selected_step": record.get("step"), "score": round(score, 1),
+                    "published": published if published is not None else "",
+                    "difference": round(score - published, 1) if published is not None else "",
+                    "compiles": record.get("compiles"), "eval_seconds": round(record.get("wall_seconds", 0.0), 1),
+                })
+                per_task.setdefault(task, []).append(record)
+                print(f"   {task} {model} s{seed}: {score:.1f}% over {len(lengths)} lengths ({steps} steps)", flush=True)
+    cols = ["task", "level", "model", "seed", "steps", "selected_step", "score", "published", "difference",
+            "compiles", "eval_seconds"]
+    print(common.markdown_table(rows, cols))
+    if not args.name:
+        print("(not recorded: give --name to write benchmarks/results/<device>/chomsky_NAME.*)")
+        return 0
+    name = f"chomsky_{args.name}"
+    command = ".venv/bin/python -m benchmarks.chomsky " + " ".join(argv if argv is not None else sys.argv[1:])
+    notes = (
+        f"Score: token accuracy (%) averaged over the test lengths {lo}..{hi} (every {args.length_step}-th length "
+        f"and {hi}: {len(lengths)} lengths, {args.examples_per_length} examples each), of the checkpoint best on "
+        f"fresh examples at the training lengths 1..{args.max_train_length}. Budget: {args.minutes:g} minutes of "
+        "training per run (Adam 1e-3, global-norm clip 1, batch 128, default model sizes), seeds "
+        f"{','.join(map(str, seeds))}; the paper's runs train 1,000,000 steps and it reports the best of 10 seeds "
+        "and 3 learning rates, so 'difference' measures the budget as much as the model. 'published': "
+        "Delétang et al. 2023, Neural Networks and the Chomsky Hierarchy (ICLR 2023), token accuracy of the "
+        "best run, where it gives one for that task and model. 'compiles': eval-step compilations of the range "
+        "evaluation (one per power-of-two length bucket); 'eval_seconds': its wall time."
+    )
+    env = common.environment()
+    common.write_results(name, "Chomsky-hierarchy tasks: range evaluation", rows, cols, env, notes, command)
+    out = common.RESULTS_DIR / common.device_slug()
+    lines = [",".join(cols)] + [",".join(str(r.get(c, "")) for c in cols) for r in rows]
+    atomic_write_text(out / f"{name}.csv", "\n".join(lines) + "\n")
+    for task, records in per_task.items():
+        plot_range(records, out / f"{name}_{task}.png")
+    print("wrote", out / f"{name}.md", ".json", ".csv", "and one plot per task")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

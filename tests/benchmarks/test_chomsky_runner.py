@@ -1,0 +1,28 @@
+"""benchmarks.chomsky: the run it configures selects on the training lengths and evaluates the test range."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import chomsky
+from panm_jax.tasks import get_task
+
+
+@pytest.mark.parametrize("task", chomsky.TASKS)
+def test_runs_select_on_the_training_lengths_never_on_the_test_range(task):
+    config = chomsky.make_config(task, "lstm", 0, 1.0, 40, 500)
+    t = get_task(task, **config.task_options)
+    selected = t.test_modes[config.select_mode]
+    assert selected.hi == 40 and selected.lo == t.train_lengths.lo  # fresh examples at the training lengths
+    assert list(config.eval_modes) == [config.select_mode]  # the test range is left to the range evaluation
+    assert config.max_minutes == 1.0 and config.optimizer.name == "adam"
+
+
+def test_every_published_cell_names_a_task_and_model_of_the_runner():
+    assert set(chomsky.PUBLISHED) <= set(chomsky.TASKS)
+    assert {m for cells in chomsky.PUBLISHED.values() for m in cells} <= set(chomsky.MODELS)
+
+
+def test_bad_budgets_are_refused():
+    with pytest.raises(SystemExit, match="expected positive numbers"):
+        chomsky.main(["--minutes", "0"])
