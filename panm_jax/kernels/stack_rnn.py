@@ -1,7 +1,7 @@
 """The Stack-RNN's continuous stack (Joulin & Mikolov 2015).
 
 Implements the stack of Joulin & Mikolov 2015, "Inferring Algorithmic Patterns
-with Stack-Augmented Recurrent Nets" (NeurIPS 2015), §3.1 (the pushdown
+with Stack-Augmented Recurrent Nets" (NeurIPS 2015), §3 (the pushdown
 network) with the no-op action the paper offers as a variant, in the form
 Delétang et al. 2023, "Neural Networks and the Chomsky Hierarchy" (ICLR 2023),
 use as their Stack-RNN baseline: a stack of ``S`` cells whose elements are vectors of width
@@ -119,7 +119,7 @@ def update(stack: jax.Array, actions: jax.Array, value: jax.Array) -> jax.Array:
     """The stack after one soft push / pop / no-op.
 
     Implements Joulin & Mikolov 2015, "Inferring Algorithmic Patterns with
-    Stack-Augmented Recurrent Nets", §3.1 Eq. (4)-(5), with the no-op action the
+    Stack-Augmented Recurrent Nets", §3, Eq. (4)-(5), with the no-op action the
     paper offers as a variant (a third term keeping each cell), for vector cells::
 
         s_t[0] = a_push v_t          + a_pop s_{t-1}[1]   + a_noop s_{t-1}[0]
@@ -221,7 +221,7 @@ def interface_size(width: int) -> int:
 def controls_from_interface(raw: jax.Array, width: int) -> Controls:
     """Split and activate a raw controller output into ``Controls``.
 
-    Joulin & Mikolov 2015, §3.1: ``a_t = softmax(A h_t)`` (Eq. 3) and the pushed
+    Joulin & Mikolov 2015, §3: ``a_t = softmax(A h_t)`` (Eq. 3) and the pushed
     value ``sigmoid(D h_t)`` (Eq. 4).
 
     Layout of ``raw`` (last axis, ``3 + W`` values): ``raw[..., 0:3]`` the
