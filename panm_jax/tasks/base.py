@@ -225,6 +225,15 @@ class Task(abc.ABC):
             known = ["train", *self.test_modes]
             raise ValueError(f"mode: expected one of {known}, got {mode!r}") from None
 
+    @property
+    def validation_mode(self) -> str:
+        """The test mode whose fresh examples select a run's checkpoint by default (``TrainConfig.select_mode``).
+
+        ``"L+1"`` where the task has it (Le et al. 2024 select on it), else its first
+        test mode; a task with a mode at its training lengths names that one instead.
+        """
+        return "L+1" if "L+1" in self.test_modes else next(iter(self.test_modes))
+
     def sample_lengths(self, rng: np.random.Generator, batch_size: int, mode: str = "train") -> np.ndarray:
         """Draw ``[B]`` lengths for ``mode`` (``"train"`` or a test mode name).
 

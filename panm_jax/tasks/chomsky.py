@@ -146,6 +146,11 @@ class ChomskyTask(Task):
         # (fresh examples) that picks a run's checkpoint without looking at the test lengths.
         self.test_modes = {f"{L + 1}-{M}": LengthRange(L + 1, M), f"{self.min_length}-{L}": LengthRange(self.min_length, L)}
 
+    @property
+    def validation_mode(self) -> str:
+        """The mode at the training lengths: checkpoints are selected without looking at the test lengths."""
+        return list(self.test_modes)[1]
+
     # ---------------------------------------------------------------- shapes
 
     def input_steps(self, length: int) -> int:

@@ -106,7 +106,9 @@ class TrainConfig:
     eval_modes: Sequence[str] = ()  # empty: every test mode of the task; a string: comma-separated modes
     eval_examples: int = 1_000
     eval_batch_size: int = 128
-    select_mode: str = "L+1"  # the validation mode that picks the best checkpoint (seed 001)
+    # The validation mode that picks the best checkpoint; "" (the default): the task's
+    # validation_mode ("L+1", Le et al. 2024's protocol, where the task has it).
+    select_mode: str = ""
     checkpoint_every: int = 1_000
     keep_checkpoints: int = 3
     log_every: int = 50
@@ -124,7 +126,7 @@ class TrainConfig:
         if isinstance(self.eval_modes, str):  # "L+1" or "L,2L+1", as `panm-jax eval --modes` takes them
             object.__setattr__(self, "eval_modes", [m.strip() for m in self.eval_modes.split(",") if m.strip()])
         _check_field_types("", self)
-        for name in ("task", "model", "select_mode"):
+        for name in ("task", "model"):
             if not getattr(self, name):
                 raise ConfigError(name, f"expected a non-empty string, got {getattr(self, name)!r}")
         for name in ("batch_size", "num_steps", "eval_every", "eval_examples", "eval_batch_size",
@@ -273,6 +275,8 @@ def _check_task(config: TrainConfig) -> None:
         task = get_task(config.task, **config.task_options)
     except (TypeError, ValueError) as err:
         raise ConfigError("task_options", str(err)) from err
+    if not config.select_mode:
+        object.__setattr__(config, "select_mode", task.validation_mode)
     for name, modes in (("eval_modes", config.eval_modes), ("select_mode", (config.select_mode,))):
         unknown = [m for m in modes if m not in task.test_modes]
         if unknown:

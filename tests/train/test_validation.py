@@ -225,3 +225,12 @@ def test_every_models_defaults_fit_their_type_hints():
         hints = typing.get_type_hints(type(config))
         for f in dataclasses.fields(config):
             check_type(f"{name}.{f.name}", getattr(config, f.name), hints[f.name])
+
+
+@pytest.mark.parametrize("task,expected", [("copy", "L+1"), ("dyck", "L+2"), ("reverse_string", "1-40"),
+                                           ("binary_addition", "3-40"), ("scan", "test")])
+def test_select_mode_defaults_to_the_task_validation_mode(task, expected):
+    # Every task trains with the default config; a Chomsky task selects on its training lengths, never on 41..500.
+    config = load_config(None, [f'task="{task}"', 'model="lstm"'])
+    assert config.select_mode == expected
+    assert load_config(None, [f'task="{task}"', 'model="lstm"', f'select_mode="{expected}"']) == config
