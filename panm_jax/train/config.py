@@ -61,6 +61,10 @@ class OptimizerConfig:
     learning_rate: float = 1e-4
     momentum: float = 0.9  # RMSprop/SGD momentum
     decay: float = 0.95  # RMSprop decay of the squared-gradient average
+    # RMSprop's epsilon, and where it goes: false (the default) is PyTorch's RMSprop, the
+    # authors' optimiser, g / (sqrt(v) + eps); true is optax's default, g / sqrt(v + eps).
+    eps: float = 1e-8
+    eps_in_sqrt: bool = False
     weight_decay: float = 0.0  # AdamW
     clip_value: float | None = 10.0  # clip every gradient value to [-v, v] (authors' code); false/null: off
     clip_norm: float | None = None  # clip the global gradient norm; false/null: off
@@ -75,6 +79,7 @@ class OptimizerConfig:
         _one_of("optimizer.name", self.name, OPTIMIZERS)
         _one_of("optimizer.schedule", self.schedule, SCHEDULES)
         _positive("optimizer.learning_rate", self.learning_rate)
+        _positive("optimizer.eps", self.eps)
         for name in ("momentum", "decay"):
             value = getattr(self, name)
             if not 0 <= value < 1:

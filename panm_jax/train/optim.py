@@ -27,7 +27,11 @@ def make_optimizer(config: OptimizerConfig, num_steps: int) -> optax.GradientTra
     """Clip (values, then global norm, if set), then the optimiser with its schedule."""
     schedule = make_schedule(config, num_steps)
     if config.name == "rmsprop":
-        opt = optax.rmsprop(schedule, decay=config.decay, momentum=config.momentum or None)
+        # PyTorch's RMSprop (eps_in_sqrt false): v = a v + (1 - a) g^2; b = m b + g / (sqrt(v) + eps);
+        # theta -= lr b. optax scales by the learning rate before its momentum trace, the same
+        # update under a constant learning rate.
+        opt = optax.rmsprop(schedule, decay=config.decay, eps=config.eps, eps_in_sqrt=config.eps_in_sqrt,
+                            momentum=config.momentum or None)
     elif config.name == "adam":
         opt = optax.adam(schedule)
     elif config.name == "adamw":
@@ -43,9 +47,10 @@ def make_optimizer(config: OptimizerConfig, num_steps: int) -> optax.GradientTra
 
 
 def paper_optimizer(learning_rate: float = 1e-4, clip_value: float = 10.0) -> optax.GradientTransformation:
-    """The optimiser of seed 001's authors' code (TASKS.md §1).
+    """The optimiser of the PANM authors' code (Le et al. 2024, the algorithmic tasks' protocol).
 
-    RMSprop with learning rate 1e-4, momentum 0.9 and decay 0.95, after clipping
-    every gradient value to ``[-10, 10]``: ``make_optimizer(OptimizerConfig())``.
+    PyTorch's RMSprop (epsilon 1e-8 outside the square root) with learning rate
+    1e-4, momentum 0.9 and decay 0.95, after clipping every gradient value to
+    ``[-10, 10]``: ``make_optimizer(OptimizerConfig())``.
     """
     return make_optimizer(OptimizerConfig(learning_rate=learning_rate, clip_value=clip_value), 1)
