@@ -79,7 +79,9 @@ def finished(workdir: Path, config: TrainConfig) -> bool:
     path = workdir / "results.json"
     if not path.exists():
         return False
-    return json.loads(path.read_text()).get("config") == config.to_dict()
+    stored = json.loads(path.read_text()).get("config")
+    # Read back through TrainConfig, so that fields added since the run (with their defaults) compare equal.
+    return stored is not None and TrainConfig.from_dict(stored).to_dict() == config.to_dict()
 
 
 def range_record(workdir: Path, config: TrainConfig, lengths: list[int], examples: int) -> dict[str, Any]:
