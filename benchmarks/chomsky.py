@@ -25,11 +25,10 @@ seeds and 3 learning rates and reports the best; here each run gets
 ``--examples-per-length`` examples each. Every table states the budget it ran
 under.
 
-Published scores (token accuracy %, the best of the paper's runs), for the
-cells this table can be compared with: Delétang et al. 2023, as listed beside
-the task specifications this library follows (Stack-RNN / LSTM): reverse string
-100 / 60.9, stack manipulation 100 / 59.1, duplicate string 52.8 / 57.6,
-parity check 100 / 100.
+Published scores (token accuracy %, the best of the paper's runs), from
+Delétang et al. 2023's table of scores per task and architecture, for the cells
+this runner compares with (Stack-RNN / LSTM): reverse string 100 / 60.9, stack
+manipulation 100 / 59.1, duplicate string 52.8 / 57.6, parity check 100 / 100.
 """
 
 from __future__ import annotations
