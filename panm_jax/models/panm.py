@@ -37,7 +37,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from panm_jax.modules.encoders import BiGRUEncoder, LSTMEncoder, TransformerEncoder
-from panm_jax.modules.panm import DISTRACTOR_SAMPLING, PANMDecoder
+from panm_jax.modules.panm import CONTROLLER_STARTS, DISTRACTOR_SAMPLING, PANMDecoder
 from panm_jax.models.registry import prepare_inputs, register_model
 
 __all__ = ["ENCODER_NAMES", "PANM", "PANMConfig", "build_encoder", "decoding_options"]
@@ -63,6 +63,7 @@ class PANMConfig:
     distractor_sampling: str = "uniform"  # "uniform" off the bank, or "neighbours": one bit away from it
     snap_pointers: str = "never"  # feed back the nearest address: "never", "eval" (only) or "always" (ours)
     remat: bool = False  # recompute each step in the backward pass (jax.checkpoint): less memory
+    controller_start: str = "sum"  # h^c_0: "sum" of the memory slots (Eq. 7) or their "mean" (ours)
     encoder_layers: int = 3  # Transformer encoders only: N_l layers (Csordás et al. 2021, SCAN: 3)
     encoder_heads: int = 8  # Transformer encoders only: heads, a divisor of hidden (Csordás et al. 2021: 8)
     encoder_ffn_hidden: int | None = None  # Transformer encoders only: FFN width; None: 2 hidden (Csordás: 2 D)
@@ -77,6 +78,10 @@ class PANMConfig:
         if self.distractor_sampling not in DISTRACTOR_SAMPLING:
             raise ValueError(
                 f"distractor_sampling: expected one of {list(DISTRACTOR_SAMPLING)}, got {self.distractor_sampling!r}"
+            )
+        if self.controller_start not in CONTROLLER_STARTS:
+            raise ValueError(
+                f"controller_start: expected one of {list(CONTROLLER_STARTS)}, got {self.controller_start!r}"
             )
         if self.snap_pointers not in SNAP_POINTERS:
             raise ValueError(f"snap_pointers: expected one of {list(SNAP_POINTERS)}, got {self.snap_pointers!r}")
@@ -148,6 +153,7 @@ class PANM(nnx.Module):
             distractors=config.distractors,
             distractor_sampling=config.distractor_sampling,
             remat=config.remat,
+            controller_start=config.controller_start,
             rngs=rngs,
         )
 

@@ -136,6 +136,7 @@ class PANMTransformer(nnx.Module):
             distractors=config.distractors,
             distractor_sampling=config.distractor_sampling,
             remat=config.remat,
+            controller_start=config.controller_start,
             input_features=dz,
             rngs=rngs,
         )

@@ -82,10 +82,13 @@ from panm_jax.kernels.scan import scan
 from panm_jax.modules.controllers import GRUCell
 from panm_jax.modules.layers import MLP
 
-__all__ = ["DISTRACTOR_SAMPLING", "PANMDecoder", "PANMTraces", "PointerUnits"]
+__all__ = ["CONTROLLER_STARTS", "DISTRACTOR_SAMPLING", "PANMDecoder", "PANMTraces", "PointerUnits"]
 
 # How the training distractors are drawn: uniformly off the bank, or one bit away from it.
 DISTRACTOR_SAMPLING = {"uniform": pointer.off_bank_addresses, "neighbours": pointer.neighbour_addresses}
+# The controller's start h^c_0: "sum" is Eq. 7's sum_i M[i] over the real slots (the paper's);
+# "mean" divides it by l(X), so its scale does not grow with the input length (ours).
+CONTROLLER_STARTS = ("sum", "mean")
 
 
 class PANMTraces(NamedTuple):
@@ -167,8 +170,11 @@ class PANMDecoder(nnx.Module):
         distractor_sampling: str = "uniform",
         remat: bool = False,
         input_features: int = 0,
+        controller_start: str = "sum",
         rngs: nnx.Rngs,
     ):
+        if controller_start not in CONTROLLER_STARTS:
+            raise ValueError(f"controller_start: expected one of {list(CONTROLLER_STARTS)}, got {controller_start!r}")
         if isinstance(distractors, bool) or not isinstance(distractors, int) or distractors < 0:
             raise ValueError(f"distractors: expected a non-negative integer, got {distractors!r}")
         if distractor_sampling not in DISTRACTOR_SAMPLING:
@@ -190,6 +196,7 @@ class PANMDecoder(nnx.Module):
         self.distractor_sampling = distractor_sampling
         self.remat = remat  # recompute each decoding step in the backward pass (jax.checkpoint)
         self.input_features = input_features  # Z, the width of z_t (0: no decoding input)
+        self.controller_start = controller_start  # h^c_0: "sum" (Eq. 7) or "mean" over the real slots
         d, a, ha, hc = hidden, address_bits, pointer_heads, mode2_heads
         self.address_embedding = MLP(a, mlp_hidden, d, rngs=rngs)  # g^a
         self.pointer_units = PointerUnits(ha, a, d, rngs=rngs)  # PU_1..H^a (Eq. 1)
@@ -200,6 +207,19 @@ class PANMDecoder(nnx.Module):
         tau = _inverse_softplus(inverse_temperature)
         self.pointer_temperature = nnx.Param(jnp.full((ha,), tau, jnp.float32))  # softplus -> tau_a
         self.mode2_temperature = nnx.Param(jnp.full((max(hc, 1),), tau, jnp.float32))  # softplus -> tau_c
+
+    def controller_start_state(self, memory: jax.Array, mask: jax.Array) -> jax.Array:
+        """``h^c_0`` ``[B, D]`` from the memory ``[B, L, D]`` and its slot mask ``[B, L]``.
+
+        ``"sum"``: ``sum_i M[i]`` over the real slots (Le et al. 2024, Eq. 7), whose
+        scale grows with ``l(X)``; ``"mean"``: that sum divided by ``l(X)`` (at least 1).
+        """
+        mask = jnp.asarray(mask).astype(bool)
+        total = jnp.sum(jnp.where(mask[..., None], memory, 0), axis=1)  # [B, D]
+        if self.controller_start == "sum":
+            return total
+        count = jnp.maximum(jnp.sum(mask, axis=1), 1).astype(memory.dtype)  # [B] l(X)
+        return total / count[:, None]
 
     def __call__(
         self,
@@ -239,11 +259,10 @@ class PANMDecoder(nnx.Module):
         end = jax.vmap(lambda a, n: pointer.end_address(a, n, bits))(base, lengths)  # [B] a_E
         starts = jnp.stack([base if h % 2 == 0 else end for h in range(self.pointer_heads)], axis=1)  # [B, H^a]
         p0 = jax.vmap(jax.vmap(lambda a: pointer.address_bits(a, bits)))(starts)  # [B, H^a, A]
-        masked_memory = memory * mask[..., None]
         carry = _Carry(
             pu_hidden=jnp.zeros((b, self.pointer_heads, d), memory.dtype),
             pointers=p0.astype(memory.dtype),
-            ctrl_hidden=jnp.sum(masked_memory, axis=1),  # h^c_0 = sum_i M[i] over real slots
+            ctrl_hidden=self.controller_start_state(memory, mask),
         )
         tau_a = jax.nn.softplus(self.pointer_temperature[...])
         tau_c = jax.nn.softplus(self.mode2_temperature[...])

@@ -1,0 +1,51 @@
+"""PANM's controller start h^c_0: Eq. 7's sum over the real slots (default) or their mean."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+from panm_jax.models.panm import PANMConfig
+from panm_jax.models.registry import build_model
+from panm_jax.modules.panm import PANMDecoder
+
+
+def _decoder(start: str) -> PANMDecoder:
+    return PANMDecoder(4, 3, address_bits=4, pointer_heads=2, mode2_heads=1, mlp_hidden=4,
+                       controller_start=start, rngs=nnx.Rngs(0))
+
+
+def test_sum_and_mean_over_the_real_slots_only():
+    rng = np.random.default_rng(0)
+    memory = rng.normal(size=(2, 5, 4)).astype(np.float32)
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    memory[0, 3:] = np.nan  # padded slots: never read
+    want_sum = np.stack([memory[0, :3].sum(0), memory[1].sum(0)])
+    np.testing.assert_allclose(_decoder("sum").controller_start_state(memory, mask), want_sum, rtol=1e-6)
+    np.testing.assert_allclose(_decoder("mean").controller_start_state(memory, mask),
+                               want_sum / np.array([[3.0], [5.0]]), rtol=1e-6)
+
+
+def test_the_mean_start_does_not_grow_with_the_input_length():
+    row = np.ones((1, 1, 4), np.float32)
+    for length in (3, 30):
+        memory, mask = np.repeat(row, length, axis=1), np.ones((1, length), bool)
+        np.testing.assert_allclose(_decoder("mean").controller_start_state(memory, mask), row[:, 0])
+        np.testing.assert_allclose(_decoder("sum").controller_start_state(memory, mask), length * row[:, 0])
+
+
+def test_the_option_reaches_the_model_and_changes_only_the_start():
+    x = jnp.asarray(np.random.default_rng(1).normal(size=(2, 4, 5)), jnp.float32)
+    mask = jnp.ones((2, 4), bool)
+    small = dict(hidden=8, mlp_hidden=8, address_bits=5)
+    default = build_model("panm", input_size=5, output_size=3, seed=0, **small)
+    mean = build_model("panm", input_size=5, output_size=3, seed=0, controller_start="mean", **small)
+    assert default.decoder.controller_start == "sum" and mean.decoder.controller_start == "mean"
+    # Same parameters (the option adds none); different logits, since h^c_0 differs by the factor l(X) = 4.
+    assert jax.tree_util.tree_structure(nnx.state(default)) == jax.tree_util.tree_structure(nnx.state(mean))
+    assert not np.allclose(default(x, mask, 3), mean(x, mask, 3))
+    with pytest.raises(ValueError, match=r"controller_start: expected one of \['sum', 'mean'\], got 'max'"):
+        PANMConfig(controller_start="max")
