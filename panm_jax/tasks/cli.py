@@ -63,7 +63,12 @@ def _list(args) -> int:
         table.add_column(col, no_wrap=col in ("name", "metric", "outputs"))
     for name in list_tasks():
         for options in ({}, *VARIANTS.get(name, ())):
-            row = get_task(name, **options).describe()
+            try:
+                row = get_task(name, **options).describe()
+            except ImportError as err:  # a task whose optional package is not installed (its message names the extra)
+                hint = str(err).split(" (import failed")[0]
+                table.add_row(name, "", "", "", "", "", f"not available: {hint}")
+                continue
             out = f"{row['output_size']} {'multi-hot' if row['target_kind'] == 'multi_hot' else 'classes'}"
             table.add_row(
                 row["name"],
@@ -91,7 +96,7 @@ def _show(args) -> int:
         else:
             length = task.train_lengths.hi if args.length is None else args.length
             batch = task.sample(rng, 1, length)
-    except ValueError as err:  # a name, option, length or mode the task refuses (the message names it)
+    except (ValueError, ImportError) as err:  # refused, or its optional package missing: the message names it
         raise UserError(str(err)) from err
     example = task.decode(batch, 0)
     console = Console()

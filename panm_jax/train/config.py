@@ -278,6 +278,8 @@ def _check_task(config: TrainConfig) -> None:
         raise ConfigError("task", f"expected one of {list_tasks()}, got {config.task!r}")
     try:
         task = get_task(config.task, **config.task_options)
+    except ImportError as err:  # the task's optional package is missing (the message names the extra to install)
+        raise ConfigError("task", str(err)) from err
     except (TypeError, ValueError) as err:
         raise ConfigError("task_options", str(err)) from err
     if not config.select_mode:

@@ -357,6 +357,23 @@ def test_without_the_package_the_error_names_the_extra(monkeypatch):
         MathematicsTask(bogus=1)
 
 
+def test_without_the_package_the_cli_and_config_name_the_extra(monkeypatch, capsys):
+    # `panm-jax tasks` still lists every task (this one as not available), and `tasks show` / a training
+    # config name the extra in one line instead of a traceback.
+    from panm_jax.cli import main
+    from panm_jax.train.config import ConfigError, load_config
+
+    monkeypatch.setitem(sys.modules, "mathematics_dataset", None)
+    monkeypatch.setitem(sys.modules, "mathematics_dataset.modules", None)
+    assert main(["tasks"]) == 0
+    listing = capsys.readouterr().out
+    assert "mathematics" in listing and "not available" in listing and "copy" in listing
+    assert main(["tasks", "show", "mathematics"]) == 2
+    assert "pip install 'panm_jax[math]'" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match=r"^task: .*pip install 'panm_jax\[math\]'"):
+        load_config(None, ['task="mathematics"', 'model="lstm"'])
+
+
 # ---------------------------------------------------- interface conformance
 
 INTERFACE_CHECKS = [
