@@ -40,7 +40,7 @@ from panm_jax.modules.encoders import BiGRUEncoder, LSTMEncoder, TransformerEnco
 from panm_jax.modules.panm import CONTROLLER_STARTS, DISTRACTOR_SAMPLING, PANMDecoder
 from panm_jax.models.registry import prepare_inputs, register_model
 
-__all__ = ["ENCODER_NAMES", "PANM", "PANMConfig", "build_encoder", "decoding_options"]
+__all__ = ["ENCODER_NAMES", "PANM", "PANMConfig", "build_decoder", "build_encoder", "decoding_options"]
 
 SCORES = ("cosine", "scaled_dot")
 SNAP_POINTERS = ("never", "eval", "always")
@@ -134,6 +134,27 @@ def build_encoder(config: PANMConfig, input_size: int, rngs: nnx.Rngs) -> nnx.Mo
     return ENCODERS[config.encoder](input_size, config.hidden, rngs, config.remat)
 
 
+def build_decoder(config: PANMConfig, output_size: int, rngs: nnx.Rngs, input_features: int = 0) -> PANMDecoder:
+    """The PANM decoder (address bank, Pointer Units, controller, output) of ``config``, ``hidden`` wide;
+    ``input_features``: the width of its decoding input ``z_t`` (0: none)."""
+    return PANMDecoder(
+        config.hidden,
+        output_size,
+        address_bits=config.address_bits,
+        pointer_heads=config.pointer_heads,
+        mode2_heads=config.mode2_heads,
+        mlp_hidden=config.mlp_hidden,
+        score=config.score,
+        inverse_temperature=config.inverse_temperature,
+        distractors=config.distractors,
+        distractor_sampling=config.distractor_sampling,
+        remat=config.remat,
+        controller_start=config.controller_start,
+        input_features=input_features,
+        rngs=rngs,
+    )
+
+
 class PANM(nnx.Module):
     """Encoder + PANM decoder, behind the one model interface (``models.registry``)."""
 
@@ -141,21 +162,7 @@ class PANM(nnx.Module):
         self.config = config
         self.input_size = input_size
         self.encoder = encoder if encoder is not None else build_encoder(config, input_size, rngs)
-        self.decoder = PANMDecoder(
-            config.hidden,
-            output_size,
-            address_bits=config.address_bits,
-            pointer_heads=config.pointer_heads,
-            mode2_heads=config.mode2_heads,
-            mlp_hidden=config.mlp_hidden,
-            score=config.score,
-            inverse_temperature=config.inverse_temperature,
-            distractors=config.distractors,
-            distractor_sampling=config.distractor_sampling,
-            remat=config.remat,
-            controller_start=config.controller_start,
-            rngs=rngs,
-        )
+        self.decoder = build_decoder(config, output_size, rngs)
 
     def __call__(
         self,

@@ -49,9 +49,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from panm_jax.modules.panm import PANMDecoder
 from panm_jax.modules.transformer import DecoderLayer, LayerNorm, causal_mask, sinusoidal_encoding
-from panm_jax.models.panm import TRANSFORMER_ENCODERS, PANMConfig, build_encoder, decoding_options
+from panm_jax.models.panm import TRANSFORMER_ENCODERS, PANMConfig, build_decoder, build_encoder, decoding_options
 from panm_jax.models.registry import prepare_inputs, register_model
 
 __all__ = ["PANMTransformer", "PANMTransformerConfig"]
@@ -124,22 +123,7 @@ class PANMTransformer(nnx.Module):
         self.backbone_norm = LayerNorm(dz, rngs=rngs)
         if self.relative:
             self.start = nnx.Param(jax.random.normal(rngs.params(), (dz,)))  # s [D_z]
-        self.decoder = PANMDecoder(
-            d,
-            output_size,
-            address_bits=config.address_bits,
-            pointer_heads=config.pointer_heads,
-            mode2_heads=config.mode2_heads,
-            mlp_hidden=config.mlp_hidden,
-            score=config.score,
-            inverse_temperature=config.inverse_temperature,
-            distractors=config.distractors,
-            distractor_sampling=config.distractor_sampling,
-            remat=config.remat,
-            controller_start=config.controller_start,
-            input_features=dz,
-            rngs=rngs,
-        )
+        self.decoder = build_decoder(config, output_size, rngs, input_features=dz)  # D = config.hidden = d
 
     def blank_inputs(self, batch: int, num_outputs: int, dtype=jnp.float32) -> jax.Array:
         """The decoder's inputs without teacher forcing, ``[B, T_out, D_z]``.
