@@ -1,0 +1,247 @@
+"""Ablations of the paper's PANM under the paper's protocol: one change at a time, several seeds, one table.
+
+    python -m benchmarks.ablation --tasks copy,reverse --seeds 0,1,2 \\
+        --variant default --variant optimizer.eps_in_sqrt=true --variant panm.controller_start=mean \\
+        [--parallel 6] [--minutes 20] [--workdir runs/ablation]
+
+Every run is ``benchmarks.reproduce``'s paper protocol for PANM (batch 128, 50,000
+steps, the authors' RMSprop, checkpoint selected on L+1, tested at L, L+1, 2L+1,
+4L+1 and 8L+1) with the changes its variant names:
+
+* ``default``: no change (the library's defaults, Le et al. 2024's model);
+* ``KEY=VALUE[,KEY=VALUE...]``: ``optimizer.FIELD`` changes the optimiser
+  (``OptimizerConfig``), ``panm.OPTION`` a model option, ``select=MODE`` the
+  validation length that picks the checkpoint; values parse as JSON when they
+  can (``true``, ``8``), else stay strings.
+
+Each (task, variant, seed) trains in its own folder,
+``<workdir>/<task>/<variant>-s<seed>``, resumable like any run: rerunning the
+command continues unfinished runs and reads finished ones back (a folder whose
+``results.json`` holds the same config). ``--parallel P`` trains P runs at once
+as separate processes (on a GPU, share it with NVIDIA MPS for the best
+throughput); each child's output goes to ``<folder>.log``. ``--minutes`` caps each
+run's training (the ``steps`` column then says how far it got).
+
+The table (``ablation_panm_<tasks>.{md,json,csv}`` under
+``benchmarks/results/<device>/``) has, per task, one row per variant (mean ±
+sample standard deviation over the seeds, token accuracy in %), the published
+row (Le et al. 2024, Tables 13 and 14; the same figures as ``benchmarks.reproduce``)
+and each variant's difference from it. The JSON keeps every seed's numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks import common
+from benchmarks.reproduce import MODES, PUBLISHED, finished_results, make_config
+from panm_jax.train import allocator
+from panm_jax.train.config import TrainConfig, parse_overrides
+from panm_jax.train.io import atomic_write_text
+
+MODEL = "panm"
+
+
+def parse_variant(text: str) -> dict[str, dict[str, Any]]:
+    """``"optimizer.eps_in_sqrt=true,panm.controller_start=mean"`` -> ``{"optimizer": {...}, "panm": {...}}``."""
+    out: dict[str, dict[str, Any]] = {"optimizer": {}, MODEL: {}, "run": {}}
+    if text == "default":
+        return out
+    items = [p.strip() for p in text.split(",") if p.strip()]
+    for key, value in parse_overrides(items):
+        if key == "select":
+            if value not in MODES:
+                raise SystemExit(f"--variant {text!r}: select expects one of {list(MODES)}, got {value!r}")
+            out["run"]["select_mode"] = value
+            continue
+        group, sep, field = key.partition(".")
+        if not sep or group not in ("optimizer", MODEL) or not field:
+            raise SystemExit(f"--variant {text!r}: expected 'default' or optimizer.FIELD=VALUE, {MODEL}.OPTION=VALUE "
+                             f"or select=MODE items, got {key!r}")
+        out[group][field] = value
+    return out
+
+
+def variant_config(task: str, variant: str, seed: int, minutes: float | None, steps: int | None = None) -> TrainConfig:
+    parts = parse_variant(variant)
+    config = make_config(task, MODEL, seed, quick=False, minutes=minutes,
+                         select=parts["run"].get("select_mode", "L+1"))
+    try:
+        if parts["optimizer"]:
+            config = config.replace(optimizer=dataclasses.replace(config.optimizer, **parts["optimizer"]))
+        if parts[MODEL]:
+            config = config.replace(model_options={**config.model_options, **parts[MODEL]})
+    except (TypeError, ValueError) as err:
+        raise SystemExit(f"--variant {variant!r}: {err}") from None
+    return config if steps is None else config.replace(num_steps=steps)
+
+
+def slug(variant: str) -> str:
+    return variant.replace("/", "_").replace(" ", "")
+
+
+def run_folder(workdir: Path, task: str, variant: str, seed: int) -> Path:
+    return workdir / task / f"{slug(variant)}-s{seed}"
+
+
+def train_one(task: str, variant: str, seed: int, minutes: float | None, steps: int | None,
+              workdir: Path) -> dict[str, Any]:
+    from panm_jax.train.loop import train_and_evaluate
+
+    config = variant_config(task, variant, seed, minutes, steps)
+    folder = run_folder(workdir, task, variant, seed)
+    results = finished_results(folder, config)
+    if results is None:
+        results = train_and_evaluate(config, folder, progress=False)
+    return results
+
+
+def read_run(task: str, variant: str, seed: int, minutes: float | None, steps: int | None,
+             workdir: Path) -> dict[str, Any] | None:
+    folder = run_folder(workdir, task, variant, seed)
+    results = finished_results(folder, variant_config(task, variant, seed, minutes, steps))
+    if results is None:
+        return None
+    logged = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()
+              if line.strip().startswith("{")]
+    results["steps_trained"] = max((r.get("step", 0) for r in logged if "loss" in r), default=0)
+    return results
+
+
+def run_all(jobs: list[tuple[str, str, int]], args, workdir: Path) -> None:
+    """Train the unfinished ``jobs`` with at most ``args.parallel`` child processes at once."""
+    todo = [j for j in jobs if read_run(*j, args.minutes, args.steps, workdir) is None]
+    print(f"{len(jobs) - len(todo)} of {len(jobs)} runs finished earlier; training {len(todo)}, "
+          f"{args.parallel} at a time", flush=True)
+    running: list[tuple[subprocess.Popen, tuple[str, str, int], Any]] = []
+    failed = []
+    while todo or running:
+        while todo and len(running) < args.parallel:
+            task, variant, seed = todo.pop(0)
+            folder = run_folder(workdir, task, variant, seed)
+            log_path = folder.parent / f"{folder.name}.log"
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            log = open(log_path, "a")
+            cmd = [sys.executable, "-m", "benchmarks.ablation", "--one", json.dumps([task, variant, seed]),
+                   "--workdir", str(workdir)] + (
+                ["--minutes", str(args.minutes)] if args.minutes else []) + (["--steps", str(args.steps)] if args.steps else [])
+            running.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy()),
+                            (task, variant, seed), log))
+            print(f"started {task} {variant} seed {seed} -> {log_path}", flush=True)
+        time.sleep(2)
+        still = []
+        for proc, job, log in running:
+            if proc.poll() is None:
+                still.append((proc, job, log))
+                continue
+            log.close()
+            print(f"finished {job[0]} {job[1]} seed {job[2]}: exit {proc.returncode}", flush=True)
+            if proc.returncode:
+                failed.append(job)
+        running = still
+    if failed:
+        raise SystemExit(f"{len(failed)} run(s) failed: {failed}; see their .log files")
+
+
+def _mean_std(values: list[float]) -> tuple[float, float]:
+    return (values[0], 0.0) if len(values) == 1 else (statistics.mean(values), statistics.stdev(values))
+
+
+def summarize(task: str, variants: list[str], runs: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    published = PUBLISHED[task][MODEL]
+    rows = []
+    for variant in variants:
+        results = runs[variant]
+        row: dict[str, Any] = {"task": task, "variant": variant, "seeds": len(results),
+                               "selected_on": results[0]["config"]["select_mode"] or "L+1",
+                               "steps": ",".join(str(r["steps_trained"]) for r in results),
+                               "best_step": ",".join(str(r["step"]) for r in results)}
+        per_seed = {}
+        for m in MODES:
+            vals = [100 * {x["mode"]: x for x in r["modes"]}[m][r["metric"]] for r in results]
+            per_seed[m] = [round(v, 2) for v in vals]
+            mean, std = _mean_std(vals)
+            row[m] = f"{mean:.1f} ± {std:.1f}"
+            row[f"_{m}"] = mean
+        row["_per_seed"] = per_seed
+        rows.append(row)
+    rows.append({"task": task, "variant": "published (Le et al. 2024)", "selected_on": "L+1",
+                 **{m: f"{v:g}" for m, v in zip(MODES, published)}})
+    for row in rows[:-1]:
+        rows.append({"task": task, "variant": f"{row['variant']} - published",
+                     **{m: f"{row[f'_{m}'] - v:+.1f}" for m, v in zip(MODES, published)}})
+    return rows
+
+
+def main(argv=None) -> int:
+    allocator.configure_from_environment()
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tasks", default="copy,reverse")
+    p.add_argument("--seeds", default="0,1,2")
+    p.add_argument("--variant", action="append", default=[],
+                   help="'default' or KEY=VALUE[,KEY=VALUE...] (optimizer.FIELD, panm.OPTION, select=MODE); "
+                        "repeatable, one table row each")
+    p.add_argument("--parallel", type=int, default=1, help="runs trained at once, as separate processes")
+    p.add_argument("--minutes", type=float, default=None, help="cap on each run's training minutes (off by default)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="training steps per run instead of the protocol's 50,000 (a smoke test; not the protocol)")
+    p.add_argument("--workdir", default="runs/ablation")
+    p.add_argument("--one", default=None, help=argparse.SUPPRESS)  # a child: train one [task, variant, seed]
+    args = p.parse_args(argv)
+    workdir = Path(args.workdir)
+    if args.one is not None:
+        task, variant, seed = json.loads(args.one)
+        train_one(task, variant, int(seed), args.minutes, args.steps, workdir)
+        return 0
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    for task in tasks:
+        if task not in PUBLISHED or MODEL not in PUBLISHED[task]:
+            raise SystemExit(f"--tasks: expected tasks among {sorted(PUBLISHED)}, got {task!r}")
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    variants = args.variant or ["default"]
+    for v in variants:  # every variant parses and builds a valid config before anything trains
+        variant_config(tasks[0], v, seeds[0], args.minutes, args.steps)
+    if args.parallel < 1:
+        raise SystemExit(f"--parallel: expected a positive number of processes, got {args.parallel}")
+    jobs = [(t, v, s) for t in tasks for v in variants for s in seeds]
+    run_all(jobs, args, workdir)
+    rows = []
+    for task in tasks:
+        runs = {v: [read_run(task, v, s, args.minutes, args.steps, workdir) for s in seeds] for v in variants}
+        rows += summarize(task, variants, runs)
+    cols = ["task", "variant", "selected_on", "seeds", "steps", "best_step", *MODES]
+    name = "ablation_panm_" + "_".join(tasks)
+    command = "python -m benchmarks.ablation " + " ".join(argv if argv is not None else sys.argv[1:])
+    notes = ("Token accuracy (%) of PANM under the paper protocol (batch 128, 50,000 steps, RMSprop 1e-4 with "
+             "momentum 0.9 and decay 0.95, gradient values clipped at 10, evaluation every 1,000 steps on 1,000 "
+             "examples), the checkpoint selected on 'selected_on', tested on 1,000 examples per length; mean ± "
+             f"sample standard deviation over seeds {seeds}. Each variant changes only what its name says from the "
+             "library's defaults. 'published' is Le et al. 2024 (Pointer-Augmented Neural Memory), Tables 13 "
+             "(Copy) and 14 (Reverse), means of 5 runs. Per-seed numbers are in the JSON file ('per_seed').")
+    if args.minutes:
+        notes += f" Each run capped at {args.minutes:g} minutes of training: 'steps' says how far it got."
+    if args.steps:
+        notes += f" Each run trained {args.steps:,} steps, not the protocol's 50,000."
+    public = [{**{k: v for k, v in r.items() if not k.startswith("_")},
+               **({"per_seed": r["_per_seed"]} if "_per_seed" in r else {})} for r in rows]
+    common.write_results(name, "PANM ablations under the paper protocol", public, cols, common.environment(), notes,
+                         command)
+    out_dir = common.RESULTS_DIR / common.device_slug()
+    lines = [",".join(cols)] + [",".join(str(r.get(c, "")).replace(",", ";") for c in cols) for r in public]
+    atomic_write_text(out_dir / f"{name}.csv", "\n".join(lines) + "\n")
+    print(common.markdown_table(public, cols))
+    print("wrote", out_dir / f"{name}.md", ".json", ".csv")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
