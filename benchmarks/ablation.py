@@ -17,10 +17,12 @@ steps, the authors' RMSprop, checkpoint selected on L+1, tested at L, L+1, 2L+1,
 Each (task, variant, seed) trains in its own folder,
 ``<workdir>/<task>/<variant>-s<seed>``, resumable like any run: rerunning the
 command continues unfinished runs and reads finished ones back (a folder whose
-``results.json`` holds the same config). ``--parallel P`` trains P runs at once
-as separate processes (on a GPU, share it with NVIDIA MPS for the best
-throughput); each child's output goes to ``<folder>.log``. ``--minutes`` caps each
-run's training (the ``steps`` column then says how far it got).
+``results.json`` holds the same config). The seeds of one (task, variant) train
+together in one compiled program (``panm_jax.train.seeds``: the same numbers as
+single runs up to rounding); ``--parallel P`` trains P such groups at once as
+separate processes (on a GPU, share it with NVIDIA MPS); each group's output goes
+to ``<workdir>/<task>/<variant>.log``. ``--minutes`` caps each group's training
+(the ``steps`` column then says how far it got).
 
 The table (``ablation_panm_<tasks>.{md,json,csv}`` under
 ``benchmarks/results/<device>/``) has, per task, one row per variant (mean ±
@@ -93,16 +95,15 @@ def run_folder(workdir: Path, task: str, variant: str, seed: int) -> Path:
     return workdir / task / f"{slug(variant)}-s{seed}"
 
 
-def train_one(task: str, variant: str, seed: int, minutes: float | None, steps: int | None,
-              workdir: Path) -> dict[str, Any]:
-    from panm_jax.train.loop import train_and_evaluate
+def train_group(task: str, variant: str, seeds: list[int], minutes: float | None, steps: int | None,
+                workdir: Path) -> None:
+    """Train the unfinished seeds of (task, variant) together (``train_seeds``)."""
+    from panm_jax.train.seeds import train_seeds
 
-    config = variant_config(task, variant, seed, minutes, steps)
-    folder = run_folder(workdir, task, variant, seed)
-    results = finished_results(folder, config)
-    if results is None:
-        results = train_and_evaluate(config, folder, progress=False)
-    return results
+    todo = [s for s in seeds if read_run(task, variant, s, minutes, steps, workdir) is None]
+    if todo:
+        train_seeds([variant_config(task, variant, s, minutes, steps) for s in todo],
+                    [run_folder(workdir, task, variant, s) for s in todo], progress=False)
 
 
 def read_run(task: str, variant: str, seed: int, minutes: float | None, steps: int | None,
@@ -117,39 +118,39 @@ def read_run(task: str, variant: str, seed: int, minutes: float | None, steps: i
     return results
 
 
-def run_all(jobs: list[tuple[str, str, int]], args, workdir: Path) -> None:
-    """Train the unfinished ``jobs`` with at most ``args.parallel`` child processes at once."""
-    todo = [j for j in jobs if read_run(*j, args.minutes, args.steps, workdir) is None]
-    print(f"{len(jobs) - len(todo)} of {len(jobs)} runs finished earlier; training {len(todo)}, "
-          f"{args.parallel} at a time", flush=True)
-    running: list[tuple[subprocess.Popen, tuple[str, str, int], Any]] = []
+def run_all(groups: list[tuple[str, str]], seeds: list[int], args, workdir: Path) -> None:
+    """Train the unfinished (task, variant) groups, at most ``args.parallel`` child processes at once."""
+    todo = [g for g in groups if any(read_run(*g, s, args.minutes, args.steps, workdir) is None for s in seeds)]
+    print(f"{len(groups) - len(todo)} of {len(groups)} groups of seeds {seeds} finished earlier; training "
+          f"{len(todo)}, {args.parallel} at a time", flush=True)
+    running: list[tuple[subprocess.Popen, tuple[str, str], Any]] = []
     failed = []
     while todo or running:
         while todo and len(running) < args.parallel:
-            task, variant, seed = todo.pop(0)
-            folder = run_folder(workdir, task, variant, seed)
-            log_path = folder.parent / f"{folder.name}.log"
+            task, variant = todo.pop(0)
+            log_path = workdir / task / f"{slug(variant)}.log"
             log_path.parent.mkdir(parents=True, exist_ok=True)
             log = open(log_path, "a")
-            cmd = [sys.executable, "-m", "benchmarks.ablation", "--one", json.dumps([task, variant, seed]),
-                   "--workdir", str(workdir)] + (
-                ["--minutes", str(args.minutes)] if args.minutes else []) + (["--steps", str(args.steps)] if args.steps else [])
+            cmd = [sys.executable, "-m", "benchmarks.ablation", "--one", json.dumps([task, variant]),
+                   "--seeds", ",".join(map(str, seeds)), "--workdir", str(workdir)] + (
+                ["--minutes", str(args.minutes)] if args.minutes else []) + (
+                ["--steps", str(args.steps)] if args.steps else [])
             running.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy()),
-                            (task, variant, seed), log))
-            print(f"started {task} {variant} seed {seed} -> {log_path}", flush=True)
+                            (task, variant), log))
+            print(f"started {task} {variant} seeds {seeds} -> {log_path}", flush=True)
         time.sleep(2)
         still = []
-        for proc, job, log in running:
+        for proc, group, log in running:
             if proc.poll() is None:
-                still.append((proc, job, log))
+                still.append((proc, group, log))
                 continue
             log.close()
-            print(f"finished {job[0]} {job[1]} seed {job[2]}: exit {proc.returncode}", flush=True)
+            print(f"finished {group[0]} {group[1]}: exit {proc.returncode}", flush=True)
             if proc.returncode:
-                failed.append(job)
+                failed.append(group)
         running = still
     if failed:
-        raise SystemExit(f"{len(failed)} run(s) failed: {failed}; see their .log files")
+        raise SystemExit(f"{len(failed)} group(s) failed: {failed}; see their .log files")
 
 
 def _mean_std(values: list[float]) -> tuple[float, float]:
@@ -190,30 +191,31 @@ def main(argv=None) -> int:
     p.add_argument("--variant", action="append", default=[],
                    help="'default' or KEY=VALUE[,KEY=VALUE...] (optimizer.FIELD, panm.OPTION, select=MODE); "
                         "repeatable, one table row each")
-    p.add_argument("--parallel", type=int, default=1, help="runs trained at once, as separate processes")
+    p.add_argument("--parallel", type=int, default=1,
+                   help="(task, variant) groups trained at once, as separate processes (each trains its seeds "
+                        "together)")
     p.add_argument("--minutes", type=float, default=None, help="cap on each run's training minutes (off by default)")
     p.add_argument("--steps", type=int, default=None,
                    help="training steps per run instead of the protocol's 50,000 (a smoke test; not the protocol)")
     p.add_argument("--workdir", default="runs/ablation")
-    p.add_argument("--one", default=None, help=argparse.SUPPRESS)  # a child: train one [task, variant, seed]
+    p.add_argument("--one", default=None, help=argparse.SUPPRESS)  # a child: train the seeds of [task, variant]
     args = p.parse_args(argv)
     workdir = Path(args.workdir)
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     if args.one is not None:
-        task, variant, seed = json.loads(args.one)
-        train_one(task, variant, int(seed), args.minutes, args.steps, workdir)
+        task, variant = json.loads(args.one)
+        train_group(task, variant, seeds, args.minutes, args.steps, workdir)
         return 0
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     for task in tasks:
         if task not in PUBLISHED or MODEL not in PUBLISHED[task]:
             raise SystemExit(f"--tasks: expected tasks among {sorted(PUBLISHED)}, got {task!r}")
-    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     variants = args.variant or ["default"]
     for v in variants:  # every variant parses and builds a valid config before anything trains
         variant_config(tasks[0], v, seeds[0], args.minutes, args.steps)
     if args.parallel < 1:
         raise SystemExit(f"--parallel: expected a positive number of processes, got {args.parallel}")
-    jobs = [(t, v, s) for t in tasks for v in variants for s in seeds]
-    run_all(jobs, args, workdir)
+    run_all([(t, v) for t in tasks for v in variants], seeds, args, workdir)
     rows = []
     for task in tasks:
         runs = {v: [read_run(task, v, s, args.minutes, args.steps, workdir) for s in seeds] for v in variants}

@@ -24,7 +24,7 @@ from panm_jax.tasks.base import Batch, Task
 from panm_jax.tasks.buckets import pad_batch
 from panm_jax.tasks.losses import check_batch
 
-__all__ = ["TEST_SEED", "VALIDATION_SEED", "eval_sets", "evaluate", "mode_seed"]
+__all__ = ["TEST_SEED", "VALIDATION_SEED", "eval_sets", "evaluate", "mode_seed", "split_seeds"]
 
 VALIDATION_SEED = 1_000_003  # the examples that select the best checkpoint
 TEST_SEED = 2_000_003  # the examples that are reported
@@ -62,7 +62,8 @@ def evaluate(
 ) -> dict[str, dict[str, Any]]:
     """``{mode: {"length": ..., metric: value, "examples": n}}`` over fixed evaluation sets.
 
-    ``eval_step(params, batch, key) -> metrics`` (jitted); ``shard(batch)`` places a
+    ``eval_step(params, batch, key) -> metrics`` (jitted; with a leading seed axis on ``params`` and on
+    each metric for a seed-batched step, whose results ``split_seeds`` splits); ``shard(batch)`` places a
     batch on the mesh when given. ``key`` is fixed by ``seed`` (the sets' seed),
     the mode (``mode_seed``) and the batch's index, for models that draw something at evaluation
     (PANM with ``random_base_at_eval``): an evaluation stays a deterministic
@@ -81,11 +82,24 @@ def evaluate(
             examples += n_seq
             for name in task.metric_names:
                 w = n_tok if name == "token_accuracy" else n_seq
-                sums[name] = sums.get(name, 0.0) + float(metrics[name]) * w
+                sums[name] = sums.get(name, 0.0) + np.asarray(metrics[name], np.float64) * w
                 weights[name] = weights.get(name, 0.0) + w
-            sums["loss"] = sums.get("loss", 0.0) + float(metrics["loss"]) * n_seq
+            sums["loss"] = sums.get("loss", 0.0) + np.asarray(metrics["loss"], np.float64) * n_seq
             weights["loss"] = weights.get("loss", 0.0) + n_seq
         row: dict[str, Any] = {"length": mode_length(task, mode), "examples": examples}
-        row.update({k: sums[k] / max(weights[k], 1e-12) for k in sums})
+        row.update({k: _plain(sums[k] / max(weights[k], 1e-12)) for k in sums})
         results[mode] = row
     return results
+
+
+def _plain(value):
+    """A float for one run's metric; a list of floats, one per seed, for a seed-batched step's."""
+    value = np.asarray(value, np.float64)
+    return float(value) if value.ndim == 0 else [float(v) for v in value]
+
+
+def split_seeds(results: dict[str, dict[str, Any]], num_seeds: int) -> list[dict[str, dict[str, Any]]]:
+    """``evaluate``'s results of a seed-batched ``eval_step`` (each metric a list over seeds) -> one
+    results dict per seed, each what ``evaluate`` gives for that seed's parameters alone."""
+    return [{mode: {k: (v[i] if isinstance(v, list) else v) for k, v in row.items()} for mode, row in results.items()}
+            for i in range(num_seeds)]

@@ -146,14 +146,16 @@ def replicate(tree, mesh: Mesh):
     return jax.tree_util.tree_map(lambda x: _global(np.asarray(jax.device_get(x)), sharding), tree)
 
 
-def shard_batch(batch, mesh: Mesh):
-    """Shard every leaf's leading (batch) axis ``[B, ...]`` over the mesh's data axis (``B`` a multiple of the
-    mesh's device count); with several processes ``batch`` is the global batch, the same in every process."""
+def shard_batch(batch, mesh: Mesh, axis: int = 0):
+    """Shard every leaf's batch axis (the leading one, ``[B, ...]``, or ``axis``: 1 for the seed-stacked
+    batches ``[S, B, ...]`` of ``train.seeds``) over the mesh's data axis (``B`` a multiple of the mesh's
+    device count); with several processes ``batch`` is the global batch, the same in every process."""
     num = mesh.devices.size
     for x in jax.tree_util.tree_leaves(batch):
-        if np.shape(x)[0] % num:
-            raise ValueError(f"batch_size: expected a multiple of the {num} devices of the mesh, got {np.shape(x)[0]}")
-    sharding = NamedSharding(mesh, PartitionSpec(DATA_AXIS))
+        if np.shape(x)[axis] % num:
+            raise ValueError(f"batch_size: expected a multiple of the {num} devices of the mesh, "
+                             f"got {np.shape(x)[axis]}")
+    sharding = NamedSharding(mesh, PartitionSpec(*([None] * axis), DATA_AXIS))
 
     def put(x):
         x = np.asarray(x)

@@ -1,0 +1,107 @@
+"""Seeds trained together against the same seeds trained one after another: training throughput.
+
+    python -m benchmarks.seeds_speed [--seeds 5] [--steps 200] [--model panm] [--task copy]
+
+The paper protocol trains 5 seeds of each model and task. This times the
+training loop's steady state both ways, at the paper's batch (128) and model,
+on this machine's devices:
+
+* sequential: one seed's ``train_step`` (``train.loop.Run``), fed the loop's own
+  batches (``training_batch``: host generation, padding, transfer), ``--steps``
+  steps, times S seeds (the S runs take S times as long: they are the same
+  program on other data);
+* batched: ``train.seeds.SeedGroup``'s ``jit(vmap(train_step))`` over the S
+  seeds, fed the stacked batches of all S, ``--steps`` steps.
+
+Compilation is left out of both (a warm-up step first; each run compiles once
+per bucket either way). The ratio is ``S * t_single / t_batched``, measured in one
+run; the goal on a GPU is at least 3x for 5 seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+
+from benchmarks import common
+from panm_jax.train import allocator
+from panm_jax.train.config import TrainConfig
+from panm_jax.train.loop import Run, training_batch
+from panm_jax.train.seeds import SeedGroup
+
+
+def time_single(config: TrainConfig, steps: int) -> float:
+    run = Run(config)
+    state = run.state
+    state, m = run.train_step(state, run.shard(training_batch(run.task, config, 0, run.buckets)))
+    jax.block_until_ready(m)
+    t0 = time.perf_counter()
+    for step in range(1, steps + 1):
+        state, m = run.train_step(state, run.shard(training_batch(run.task, config, step, run.buckets)))
+    jax.block_until_ready((state, m))
+    return time.perf_counter() - t0
+
+
+def time_batched(configs: list[TrainConfig], steps: int) -> float:
+    group = SeedGroup(configs)
+    active = jnp.ones(len(configs), bool)
+    state, m = group.train_step(group.state, group.batch([0] * len(configs)), active)
+    jax.block_until_ready(m)
+    t0 = time.perf_counter()
+    for step in range(1, steps + 1):
+        state, m = group.train_step(state, group.batch([step] * len(configs)), active)
+    jax.block_until_ready((state, m))
+    return time.perf_counter() - t0
+
+
+def main(argv=None) -> int:
+    allocator.configure_from_environment()
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seeds", type=int, default=5, help="number of seeds S")
+    p.add_argument("--steps", type=int, default=200, help="timed steps per run")
+    p.add_argument("--model", default="panm")
+    p.add_argument("--task", default="copy")
+    args = p.parse_args(argv)
+    if args.seeds < 1 or args.steps < 1:
+        raise SystemExit(f"--seeds, --steps: expected positive integers, got {args.seeds}, {args.steps}")
+    # One bucket (the longest training length): every timed step has the warm-up step's shapes, so nothing
+    # compiles inside the timing (at batch 128 nearly every Copy batch holds a length-10 example anyway).
+    top = TrainConfig(task=args.task, model=args.model)
+    from panm_jax.tasks import get_task
+
+    buckets = [get_task(args.task).train_lengths.hi]
+    configs = [top.replace(seed=s, buckets=buckets) for s in range(args.seeds)]
+    t_single = time_single(configs[0], args.steps)
+    t_batched = time_batched(configs, args.steps)
+    seq_rate = args.steps / t_single  # steps/s of one seed alone; S seeds one after another: the same per seed
+    bat_rate = args.seeds * args.steps / t_batched  # seed-steps/s
+    rows = [
+        {"case": f"{args.seeds} seeds one after another", "seconds_per_step": f"{t_single / args.steps:.4g}",
+         "seed_steps_per_s": f"{seq_rate:.1f}", "sequences_per_s": f"{seq_rate * configs[0].batch_size:.4g}",
+         "ratio": "1"},
+        {"case": f"{args.seeds} seeds batched (vmap)", "seconds_per_step": f"{t_batched / args.steps:.4g}",
+         "seed_steps_per_s": f"{bat_rate:.1f}", "sequences_per_s": f"{bat_rate * configs[0].batch_size:.4g}",
+         "ratio": f"{bat_rate / seq_rate:.2f}"},
+    ]
+    cols = ["case", "seconds_per_step", "seed_steps_per_s", "sequences_per_s", "ratio"]
+    command = "python -m benchmarks.seeds_speed " + " ".join(argv if argv is not None else sys.argv[1:])
+    notes = (f"{args.model} on {args.task} at the paper protocol's settings (batch {configs[0].batch_size}, the "
+             f"model's defaults, one length bucket), {args.steps} timed training steps after one warm-up step, the "
+             "loop's own batches "
+             "(host generation, padding and transfer included). 'seconds_per_step' is one step of one seed "
+             "(sequential) or of all seeds at once (batched); 'ratio' is the batched throughput over the "
+             "sequential, in seed-steps per second, both measured in this run.")
+    name = f"seeds_speed_{args.model}_{args.task}_s{args.seeds}"
+    common.write_results(name, "Seeds trained together against one after another", rows, cols,
+                         common.environment(), notes, command)
+    print(common.markdown_table(rows, cols))
+    print("wrote", common.RESULTS_DIR / common.device_slug() / f"{name}.md")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

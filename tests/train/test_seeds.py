@@ -1,0 +1,129 @@
+"""Seeds trained together (``train.seeds``) against the same seeds trained alone.
+
+Each seed of a batched run must write what its single run writes: the same
+training losses, validation scores, selected checkpoint, checkpoints and test
+results, up to floating-point rounding (the batched program's contractions and,
+where the seeds' batches fall into different length buckets, its padding round
+differently; see ``panm_jax/train/seeds.py``). The tiny run's training lengths
+1..3 at batch 8 put the seeds of one step in different buckets at some steps,
+so the padding path is exercised too.
+"""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import numpy as np
+import pytest
+
+from panm_jax.errors import UserError
+from panm_jax.train.checkpoint import Checkpointer
+from panm_jax.train.loop import train_and_evaluate
+from panm_jax.train.seeds import check_seed_configs, train_seeds
+from tests.train.tiny import tiny_config
+
+SEEDS = (0, 1, 2)
+RTOL, ATOL = 2e-5, 2e-6  # rounding of float32 over 12 steps, with margin
+
+
+def _config(seed, **changes):
+    return tiny_config(**{"seed": seed, "num_steps": 12, "eval_every": 4, "checkpoint_every": 4, **changes})
+
+
+def _log(workdir):
+    rows = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    losses = {r["step"]: r["loss"] for r in rows if "loss" in r and "validation" not in r}
+    vals = {r["step"]: r["validation"] for r in rows if "validation" in r}
+    return losses, vals
+
+
+def _params(workdir, config, step):
+    from panm_jax.train.loop import Run
+
+    ckpt = Checkpointer(workdir, keep=config.keep_checkpoints, read_only=True)
+    try:
+        state, meta = ckpt.restore_latest(jax.device_get(Run(config).state))
+    finally:
+        ckpt.close()
+    assert meta["step"] == step
+    return state
+
+
+@pytest.fixture(scope="module")
+def single_runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("single")
+    return {s: (root / f"s{s}", train_and_evaluate(_config(s), root / f"s{s}", progress=False)) for s in SEEDS}
+
+
+def _assert_same_run(batched_dir, batched_result, single_dir, single_result, seed):
+    losses_b, vals_b = _log(batched_dir)
+    losses_s, vals_s = _log(single_dir)
+    assert sorted(losses_b) == sorted(losses_s) == list(range(1, 13))
+    np.testing.assert_allclose([losses_b[k] for k in sorted(losses_b)], [losses_s[k] for k in sorted(losses_s)],
+                               rtol=RTOL, atol=ATOL, err_msg=f"seed {seed}: training losses")
+    assert sorted(vals_b) == sorted(vals_s) == [4, 8, 12]
+    for step in vals_b:
+        for mode, row in vals_s[step].items():
+            for key, value in row.items():
+                if isinstance(value, float):
+                    assert vals_b[step][mode][key] == pytest.approx(value, rel=RTOL, abs=ATOL), (seed, step, key)
+    assert batched_result["step"] == single_result["step"], f"seed {seed}: a different checkpoint was selected"
+    for rb, rs in zip(batched_result["modes"], single_result["modes"]):
+        assert rb["mode"] == rs["mode"]
+        for key, value in rs.items():
+            if isinstance(value, float):
+                assert rb[key] == pytest.approx(value, rel=RTOL, abs=ATOL), (seed, rs["mode"], key)
+    assert batched_result["config"] == single_result["config"]
+    config = _config(seed)
+    a, b = _params(batched_dir, config, 12), _params(single_dir, config, 12)
+    leaves_a, leaves_b = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    assert len(leaves_a) == len(leaves_b)
+    # Adam's update is about lr * sign(g) where |g| is tiny, so a rounding difference in such a gradient moves its
+    # parameter by a fraction of one step (lr = 3e-3): atol 1e-4 is 3 % of a step; the losses above agree to 2e-5.
+    for x, y in zip(leaves_a, leaves_b):
+        np.testing.assert_allclose(np.asarray(x, np.float64), np.asarray(y, np.float64), rtol=1e-4, atol=1e-4)
+
+
+def test_three_seeds_batched_equal_three_single_runs(single_runs, tmp_path):
+    dirs = [tmp_path / f"s{s}" for s in SEEDS]
+    results = train_seeds([_config(s) for s in SEEDS], dirs, progress=False)
+    assert [r["config"]["seed"] for r in results] == list(SEEDS)
+    for s, d, r in zip(SEEDS, dirs, results):
+        _assert_same_run(d, r, *single_runs[s], seed=s)
+        assert (d / "results.json").is_file() and (d / "accuracy.png").is_file()
+        assert json.loads((d / "config.json").read_text()) == _config(s).to_dict()
+    # The seeds differ from one another (independent initialisations and data), so equality above is no accident.
+    assert _log(dirs[0])[0][1] != _log(dirs[1])[0][1]
+
+
+def test_resume_per_seed_from_different_steps(single_runs, tmp_path):
+    """Seed 0 trained alone to step 8, seed 2 not at all: the batched run brings seed 2 to step 8 with seed 0
+    held, then trains both to 12; each ends where its single run did."""
+    d0, d2 = tmp_path / "s0", tmp_path / "s2"
+    train_and_evaluate(_config(0, num_steps=8), d0, progress=False)
+    results = train_seeds([_config(0), _config(2)], [d0, d2], progress=False)
+    _assert_same_run(d0, results[0], *single_runs[0], seed=0)
+    _assert_same_run(d2, results[1], *single_runs[2], seed=2)
+    resumed = [json.loads(line) for line in (d0 / "metrics.jsonl").read_text().splitlines() if "resumed" in line]
+    assert [r["step"] for r in resumed] == [8]
+
+
+def test_finished_seeds_are_not_trained_again(single_runs, tmp_path):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    train_seeds([_config(0), _config(1)], dirs, progress=False)
+    before = [(d / "metrics.jsonl").read_text() for d in dirs]
+    again = train_seeds([_config(0), _config(1)], dirs, progress=False)
+    after = [(d / "metrics.jsonl").read_text() for d in dirs]
+    for b, a in zip(before, after):
+        assert a.startswith(b) and all('"loss"' not in line for line in a[len(b):].splitlines())
+    assert [r["step"] for r in again] == [single_runs[0][1]["step"], single_runs[1][1]["step"]]
+
+
+def test_configs_must_differ_only_in_seed():
+    with pytest.raises(UserError, match=r"differ only in their seed; seed 1 differs from seed 0 in \['batch_size'\]"):
+        check_seed_configs([_config(0), _config(1, batch_size=16)])
+    with pytest.raises(UserError, match=r"expected distinct seeds, got \[3, 3\]"):
+        check_seed_configs([_config(3), _config(3)])
+    with pytest.raises(UserError, match="one folder per seed"):
+        train_seeds([_config(0), _config(1)], ["x"], progress=False)
