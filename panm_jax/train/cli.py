@@ -48,6 +48,9 @@ def register(subparsers) -> None:
     p.add_argument("--batch-size", type=int, dest="batch_size")
     p.add_argument("--lr", type=float, help="learning rate")
     p.add_argument("--seed", type=int)
+    p.add_argument("--seeds", metavar="S1,S2,...",
+                   help="train several seeds of the same settings together, in one compiled program (each seed's "
+                   "folder is what its single run writes); with --workdir W, seed S goes to W/s<S>")
     p.add_argument("--on-nan", choices=["stop", "skip-batch"], dest="on_nan",
                    help="on a NaN or infinite loss: stop with an error naming the step (default), or skip the batch "
                    "(parameters and optimiser state unchanged)")
@@ -121,9 +124,12 @@ def _train(args) -> int:
 
     from panm_jax.train.sharding import is_primary, maybe_initialize_distributed
 
+    seeds = _parse_seeds(args)
     config = _config_from_args(args)  # the whole config is checked before anything is created
     maybe_initialize_distributed()  # before the first JAX call below (a multi-process run: docs/distributed.md)
     console = Console(quiet=not is_primary())  # with several processes, process 0 alone prints
+    if seeds is not None:
+        return _train_seeds(args, config, seeds, console)
     workdir = Path(args.workdir or f"runs/{config.task}-{config.model}-s{config.seed}")
     console.print(f"[bold]panm-jax train[/] {config.model} on {config.task} -> {workdir} "
                   f"({jax.device_count()} x {jax.devices()[0].device_kind})")
@@ -133,6 +139,43 @@ def _train(args) -> int:
         return _error(str(err), code=1)
     report.print_results(results, console)
     console.print(f"wrote {workdir / 'results.json'} (.csv, .md) and {workdir / 'accuracy.png'}")
+    return 0
+
+
+def _parse_seeds(args) -> list[int] | None:
+    """``--seeds 0,1,2`` -> ``[0, 1, 2]`` (None without it); malformed lists and ``--seed`` beside it refused."""
+    if args.seeds is None:
+        return None
+    if args.seed is not None:
+        raise UserError("--seeds: give either --seed or --seeds, not both")
+    parts = [p.strip() for p in args.seeds.split(",")]
+    if not all(re.fullmatch(r"-?\d+", p) for p in parts):
+        raise UserError(f"--seeds: expected comma-separated integers (e.g. 0,1,2,3,4), got {args.seeds!r}")
+    seeds = [int(p) for p in parts]
+    if len(set(seeds)) != len(seeds):
+        raise UserError(f"--seeds: expected distinct seeds, got {args.seeds!r}")
+    return seeds
+
+
+def _train_seeds(args, config, seeds: list[int], console: Console) -> int:
+    from panm_jax.train import report
+    from panm_jax.train.loop import NonFiniteLossError
+    from panm_jax.train.seeds import train_seeds
+
+    configs = [config.replace(seed=s) for s in seeds]
+    if args.workdir:
+        workdirs = [Path(args.workdir) / f"s{s}" for s in seeds]
+    else:
+        workdirs = [Path(f"runs/{config.task}-{config.model}-s{s}") for s in seeds]
+    console.print(f"[bold]panm-jax train[/] {config.model} on {config.task}, seeds {','.join(map(str, seeds))} "
+                  f"together -> {', '.join(map(str, workdirs))} ({jax.device_count()} x "
+                  f"{jax.devices()[0].device_kind})")
+    try:
+        records = train_seeds(configs, workdirs, progress=not args.no_progress, console=console)
+    except NonFiniteLossError as err:
+        return _error(str(err), code=1)
+    report.print_seed_summary(records, console)
+    console.print(f"wrote results.json (.csv, .md) and accuracy.png in each of {', '.join(map(str, workdirs))}")
     return 0
 
 

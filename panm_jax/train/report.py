@@ -132,6 +132,28 @@ def print_results(results: dict[str, Any], console: Console | None = None) -> No
     console.print(table)
 
 
+def print_seed_summary(records: list[dict[str, Any]], console: Console | None = None) -> None:
+    """One table of several seeds' results: each seed's headline metric per mode, and mean ± standard
+    deviation (sample, over the seeds)."""
+    import statistics
+
+    console = console or Console()
+    first = records[0]
+    metric = first["metric"]
+    table = Table(title=f"{first['model']} on {first['task']}: {metric} by length, {len(records)} seeds")
+    table.add_column("mode")
+    table.add_column("length", justify="right")
+    for r in records:
+        table.add_column(f"seed {r['config']['seed']} (step {r['step']})", justify="right")
+    table.add_column("mean ± std", justify="right")
+    for i, row in enumerate(first["modes"]):
+        values = [100 * r["modes"][i][metric] for r in records]
+        std = statistics.stdev(values) if len(values) > 1 else 0.0
+        table.add_row(row["mode"], str(row["length"]), *(f"{v:.1f}%" for v in values),
+                      f"{statistics.mean(values):.1f} ± {std:.1f}")
+    console.print(table)
+
+
 def _length_value(row: dict[str, Any]) -> float:
     # "21" -> 21; "65..128" -> its midpoint; "12..14 (even)" -> 13
     text = str(row["length"]).split(" ")[0]

@@ -127,3 +127,31 @@ def test_configs_must_differ_only_in_seed():
         check_seed_configs([_config(3), _config(3)])
     with pytest.raises(UserError, match="one folder per seed"):
         train_seeds([_config(0), _config(1)], ["x"], progress=False)
+
+
+def test_cli_trains_seeds_together(tmp_path, capsys):
+    from panm_jax.cli import main
+    from tests.train.tiny import TINY
+
+    sets = [a for item in TINY + ["num_steps=4", "eval_every=2"] for a in ("--set", item)]
+    code = main(["train", "--task", "copy", "--model", "panm", "--seeds", "3,4", "--workdir", str(tmp_path / "w"),
+                 "--no-progress", *sets])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "2 seeds" in out and "mean ± std" in out
+    for seed in (3, 4):
+        record = json.loads((tmp_path / "w" / f"s{seed}" / "results.json").read_text())
+        assert record["config"]["seed"] == seed
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--seeds", "0,x"], "--seeds: expected comma-separated integers"),
+    (["--seeds", "1,1"], "--seeds: expected distinct seeds"),
+    (["--seeds", "0,1", "--seed", "2"], "--seeds: give either --seed or --seeds"),
+])
+def test_cli_seeds_errors(flags, message, capsys):
+    from panm_jax.cli import main
+
+    assert main(["train", "--task", "copy", *flags]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
