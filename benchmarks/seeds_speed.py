@@ -25,7 +25,6 @@ import sys
 import time
 
 import jax
-import jax.numpy as jnp
 
 from benchmarks import common
 from panm_jax.train import allocator
@@ -48,7 +47,7 @@ def time_single(config: TrainConfig, steps: int) -> float:
 
 def time_batched(configs: list[TrainConfig], steps: int) -> float:
     group = SeedGroup(configs)
-    active = jnp.ones(len(configs), bool)
+    active = [True] * len(configs)
     state, m = group.train_step(group.state, group.batch([0] * len(configs)), active)
     jax.block_until_ready(m)
     t0 = time.perf_counter()

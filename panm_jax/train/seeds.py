@@ -29,7 +29,7 @@ Resume is per seed: each folder resumes from its own latest checkpoint. When
 the seeds stand at different steps (one trained further alone, or a crash
 between the seeds' saves), the ones behind train first, the others' states held
 (``where(active, new, old)`` in the step, no recompilation), until all stand at
-the same step; from there all advance together.
+the same step; from there all advance together (a program without the masking).
 
 Differences from single runs, by design: a NaN loss under ``on_nan = "stop"``
 in one seed stops all of them (each keeps its checkpoints); ``max_minutes`` is
@@ -141,13 +141,22 @@ class SeedGroup:
         train_step = make_train_step(self.graphdef, self.optimizer, self.task,
                                      skip_nonfinite=c.on_nan == "skip-batch")
 
-        def step(state, batch, active):
+        def masked_step(state, batch, active):
             # An inactive seed (ahead of the others after a resume) keeps its state: step, key and all.
             new, metrics = train_step(state, batch)
             return jax.tree_util.tree_map(lambda n, o: jnp.where(active, n, o), new, state), metrics
 
-        self.train_step = jax.jit(jax.vmap(step), donate_argnums=0)
+        # Two programs: every seed advancing (the usual case, nothing but the vmapped step), and the masked
+        # one, compiled only when a resume finds the seeds at different steps.
+        self._step_all = jax.jit(jax.vmap(train_step), donate_argnums=0)
+        self._step_masked = jax.jit(jax.vmap(masked_step), donate_argnums=0)
         self.eval_step = jax.jit(jax.vmap(make_eval_step(self.graphdef, self.task), in_axes=(0, None, None)))
+
+    def train_step(self, state, batch, active: Sequence[bool]):
+        """Advance the seeds whose ``active`` entry is true (all of them: ``jit(vmap(train_step))``)."""
+        if all(active):
+            return self._step_all(state, batch)
+        return self._step_masked(state, batch, jnp.asarray(active))
 
     @property
     def size(self) -> int:
@@ -250,7 +259,7 @@ def _train(group: SeedGroup, ckpts: list[Checkpointer], workdirs: list[Path], *,
         while min(pos) < c.num_steps:
             lo = min(pos)
             active = [p == lo for p in pos]
-            state, metrics = group.train_step(state, group.batch(pos), jnp.asarray(active))
+            state, metrics = group.train_step(state, group.batch(pos), active)
             for s in range(S):
                 if active[s]:
                     pos[s] += 1
