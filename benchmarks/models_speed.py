@@ -4,7 +4,7 @@ Run: ``python -m benchmarks.models_speed [--quick] [--models ntm,dnc]``. Writes
 ``benchmarks/results/<device>/models_speed.{json,md}`` (``--quick`` records
 nothing: fewer repeats, for a smoke test).
 
-What is timed (issue 8): for every model in the registry (the memory models, PANM
+What is timed: for every model in the registry (the memory models, PANM
 and the baselines, whoever registered them), one full training step (forward,
 loss, backward, gradient-value clip, RMSprop update: ``paper_optimizer``, the
 optimiser of seed 001's authors' code) on Copy at length 20 with B = 32, i.e.

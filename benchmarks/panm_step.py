@@ -3,7 +3,7 @@
 Run: ``python -m benchmarks.panm_step [--quick]``. Writes
 ``benchmarks/results/<device>/panm_step.{json,md}``.
 
-What is timed (issue 7): one full training step (forward, loss, backward,
+What is timed: one full training step (forward, loss, backward,
 gradient-value clip, RMSprop update; the optimiser of seed 001's authors' code)
 of PANM on Copy with B = 128 and the defaults of seed 001 §3 (H^a = 2, H^c = 1,
 b = 10 address bits, LSTM encoder, 128-wide MLPs), with the GRU width D = 256
@@ -140,7 +140,7 @@ def run(quick: bool = False) -> list[dict]:
             f"D = {hidden}: expected training step over n ~ U{{1..10}} with buckets {BUCKETS}: "
             f"**{1e3 * expected:.1f} ms** ({1 / expected:.1f} steps/s, {BATCH / expected:.0f} sequences/s)."
         )
-    lines.append("Reference (issue 7, same CPU class): the authors' PyTorch code takes 0.68 s (D = 256) and "
+    lines.append("Reference (same CPU class): the authors' PyTorch code takes 0.68 s (D = 256) and "
                  "0.30 s (D = 128) per training step at L = 10, and 2.7 s for an evaluation batch at length 81.")
     notes = "\n\n".join(lines)
     print(notes)

@@ -71,7 +71,7 @@ PUBLISHED: dict[str, dict[str, tuple[float, ...]]] = {
     "id_sort": {"panm": (100, 100, 56, 25, 15), "best other": (98, 56, 28, 17, 13)},
 }
 
-# The yard-stick of issue 10: the authors' PANM code, its default config, one seed,
+# A yardstick measured on this CPU class: the authors' PANM code, its default config, one seed,
 # 10,000 steps (23 minutes) on this 2-core CPU class. Its default pipeline
 # (run_algo_task.py, -genlen 2) evaluates every 200 steps on length int(10 * 2) + 1
 # = 21 and keeps the best checkpoint there, which its test mode loads: its
@@ -262,7 +262,7 @@ def main(argv=None) -> int:
              "checkpoint.")
     if args.task == "copy":
         notes += (" The authors' code row is its default pipeline, which picks its checkpoint on length 21 (2L+1) "
-                  "(the figure given in issue 10, measured on this CPU class).")
+                  "(measured with the authors' code on this CPU class).")
     if model_sets:
         notes += " Model options changed from their defaults: " + "; ".join(
             f"{m}: {', '.join(f'{k}={v}' for k, v in o.items())}" for m, o in model_sets.items()) + "."

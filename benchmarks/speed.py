@@ -34,7 +34,7 @@ setting under ``malloc``): XLA's per-call temporary buffer is then not mapped
 and zeroed afresh by the kernel on every step. It helps the NTM step and slows
 the DNC's, so it is not the default.
 
-Peer figures (issue 10; the peers' own model classes under PyTorch 2.13 on this
+Peer figures (the peers' own model classes under PyTorch 2.13 on this
 2-core CPU class, median step): the PANM authors' code 0.68 s (width 256) and
 0.30 s (128) per training step at L = 10, 2.7 s for an evaluation batch at
 length 81; pytorch-ntm 2.0 s (B = 128) and 0.126 s (B = 1) at L = 20;
@@ -236,7 +236,7 @@ def main(argv=None) -> int:
              "place). GFLOP and MB_state counted from each step's jaxpr with loops multiplied out "
              "(benchmarks/cost.py); matmul_GFLOPs measured at the step's controller shape; floor = max(GFLOP / matmul rate, bytes / bandwidth).")
     if accelerator:
-        notes += (" The peers' figures were measured on a 2-core CPU (issue 10), so speedup_vs_peer compares this "
+        notes += (" The peers' figures were measured on a 2-core CPU, so speedup_vs_peer compares this "
                   "accelerator with that CPU. The rows at B > 128 are the throughput sweep: each batch x4 until one "
                   "does not fit in device memory; sequences_per_s = B / median_s.")
     command = common.env_prefix() + "python -m benchmarks.speed" + (

@@ -1,6 +1,6 @@
 """DNC kernel speed: ``dnc.step`` rolled out with the scan wrapper, vmapped over a batch.
 
-Sizes (issue 5): N in {16, 64, 256, 1024} slots, W = 64, R = 4 read heads, B = 16
+Sizes: N in {16, 64, 256, 1024} slots, W = 64, R = 4 read heads, B = 16
 examples (``jax.vmap``), T = 50 steps; random activated controls. Compilation and
 steady state are timed apart (``benchmarks.common.time_compiled``). The temporal link
 update is O(N^2) per step (an [N, N] outer sum and product, and two [N, N] x [N]

@@ -1,6 +1,6 @@
 """NTM kernel: a jitted ``scan`` rollout against a Python loop over a jitted step.
 
-Configuration (issue 3): T = 100 steps, N = 128 slots, W = 20, one read and one
+Configuration: T = 100 steps, N = 128 slots, W = 20, one read and one
 write head, B = 32 examples (``vmap``), random raw interface vectors split by
 ``controls_from_interface``; B = 1 is measured beside it. Both variants run the
 same step function; the loop variant dispatches one compiled step per time step
