@@ -453,6 +453,12 @@ class MathematicsTask(Task):
         return {"extrapolate": LengthRange(int(n.min()), int(n.max()))}
 
     @property
+    def validation_mode(self) -> str:
+        """``"train"``: checkpoints are selected on fresh draws from the training pool, never on the
+        extrapolation pool, which is the whole test set."""
+        return "train"
+
+    @property
     def lengths(self) -> LengthRange:
         counts = self._lengths_index()[4]
         occurring = np.flatnonzero(counts)

@@ -228,9 +228,17 @@ def test_every_models_defaults_fit_their_type_hints():
 
 
 @pytest.mark.parametrize("task,expected", [("copy", "L+1"), ("dyck", "L+2"), ("reverse_string", "1-40"),
-                                           ("binary_addition", "3-40"), ("scan", "test")])
+                                           ("binary_addition", "3-40"), ("scan", "train")])
 def test_select_mode_defaults_to_the_task_validation_mode(task, expected):
-    # Every task trains with the default config; a Chomsky task selects on its training lengths, never on 41..500.
+    # Every task trains with the default config; a Chomsky task selects on its training lengths, never on 41..500;
+    # SCAN on its training split, never on its (finite) test split.
     config = load_config(None, [f'task="{task}"', 'model="lstm"'])
     assert config.select_mode == expected
     assert load_config(None, [f'task="{task}"', 'model="lstm"', f'select_mode="{expected}"']) == config
+
+
+def test_train_selects_but_is_never_reported():
+    config = load_config(None, ['task="copy"', 'model="lstm"', 'select_mode="train"'])
+    assert config.select_mode == "train"
+    with pytest.raises(ConfigError, match=r"eval_modes: unknown mode\(s\) \['train'\]"):
+        load_config(None, ['task="copy"', 'model="lstm"', 'eval_modes=["train"]'])
