@@ -1,14 +1,16 @@
 # Two commands on a fresh machine (only python3 and make needed):
 #   make demo   the main job
 #   make test   the test suite (what CI runs)
+#   make docs   the API reference site, into site/ (CI builds it too)
 # Each bootstraps .venv and installs the package on first use.
 
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+DOCS_STAMP := $(VENV)/.docs-installed
 
-.PHONY: demo ntm-demo test bench-kernels clean
+.PHONY: demo ntm-demo test docs bench-kernels clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,8 +35,17 @@ TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile tests
 
+# The API reference site (mkdocs.yml) from the docstrings, into site/. --strict: a
+# warning (a broken link, a docstring griffe cannot parse) fails the build.
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 bench-kernels: $(STAMP)
 	$(BIN)/python -m benchmarks.kernels
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache site

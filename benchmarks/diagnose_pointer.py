@@ -14,7 +14,7 @@ that follows the task's rule best:
   the steps where it does and where it does not;
 * ``first miss``: the first output step at which the head misses on most
   examples. At evaluation the base address is 0, and the Pointer Units never see
-  the data (seed 001, principle II), so every example of one length follows the
+  the data (Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR), §1, principle II), so every example of one length follows the
   same pointer path and the misses sit at the same steps;
 * the path itself (the slot of the largest weight at each step) for the first
   example at the longest mode, in the notes.

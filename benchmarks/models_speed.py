@@ -7,14 +7,14 @@ nothing: fewer repeats, for a smoke test).
 What is timed: for every model in the registry (the memory models, PANM
 and the baselines, whoever registered them), one full training step (forward,
 loss, backward, gradient-value clip, RMSprop update: ``paper_optimizer``, the
-optimiser of seed 001's authors' code) on Copy at length 20 with B = 32, i.e.
+optimiser of the code of Le et al. 2024, Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory) on Copy at length 20 with B = 32, i.e.
 ``T_in = 22`` input steps (20 tokens and two delimiters) and ``T_out = 20``
 output steps. Compilation (lowering + XLA) and the steady-state step are timed
 apart (``benchmarks.common.time_compiled``).
 
 The common configuration: each model's width field (``hidden``, or ``d_model``
 for the Transformers) is set to 256; memory sizes where they apply are
-``N = 128`` (the NTM/DNC default, seed 001 App. D.1); every other field is the
+``N = 128`` (the NTM/DNC default, Le et al. 2024, App. D.1); every other field is the
 model's default (``panm-jax models`` lists them).
 """
 

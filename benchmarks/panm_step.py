@@ -4,8 +4,9 @@ Run: ``python -m benchmarks.panm_step [--quick]``. Writes
 ``benchmarks/results/<device>/panm_step.{json,md}``.
 
 What is timed: one full training step (forward, loss, backward,
-gradient-value clip, RMSprop update; the optimiser of seed 001's authors' code)
-of PANM on Copy with B = 128 and the defaults of seed 001 §3 (H^a = 2, H^c = 1,
+gradient-value clip, RMSprop update; the optimiser of the code of Le et al. 2024,
+Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory)
+of PANM on Copy with B = 128 and the defaults of Le et al. 2024, §3 (H^a = 2, H^c = 1,
 b = 10 address bits, LSTM encoder, 128-wide MLPs), with the GRU width D = 256
 (the paper) and D = 128 (what the authors' public code builds); and a forward
 pass at the test length 81 (8L+1). Compilation and steady state are timed apart.
@@ -148,7 +149,7 @@ def run(quick: bool = False) -> list[dict]:
             "GFLOP/s", "floor_ms", "x_floor"]
     print(common.markdown_table(rows, cols))
     if not quick:
-        paths = common.write_results("panm_step", "PANM training step on Copy (B = 128), seed 001 configuration",
+        paths = common.write_results("panm_step", "PANM training step on Copy (B = 128), Le et al. 2024 configuration",
                                      rows, cols, env, notes, command="python -m benchmarks.panm_step")
         print("wrote", *paths)
     return rows

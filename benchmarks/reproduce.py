@@ -1,17 +1,19 @@
-"""Reproduce seed 001's algorithmic-task tables: train, select on L+1, test at five lengths.
+"""Reproduce the algorithmic-task tables of Le et al. 2024: train, select on L+1, test at five lengths.
+
+Le et al. 2024: Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR (docs/references.md).
 
     python -m benchmarks.reproduce --task copy --models panm,lstm,ntm,dnc,stack_lstm [--quick] [--seeds 0,1,2]
 
 For each model and seed this trains a run with ``panm_jax.train.train_and_evaluate``
 (resumable: rerunning the command continues unfinished runs), selects the
 checkpoint on the L+1 validation set, evaluates it on the test sets at L, L+1,
-2L+1, 4L+1 and 8L+1, and writes a table with the published numbers of seed
-001 (Tables 13-18, as TASKS.md §1 lists them) beside ours, ``ours - published``
+2L+1, 4L+1 and 8L+1, and writes a table with the published numbers of
+Le et al. 2024 (Tables 13-18, listed in docs/tasks.md) beside ours, ``ours - published``
 per cell, as Markdown, CSV, JSON and a plot, under ``benchmarks/results/<device>/``.
 
 Protocols:
 
-* default: TASKS.md §1, the paper's: batch 128, 50,000 steps (100,000 for ID
+* default: the paper's (docs/tasks.md): batch 128, 50,000 steps (100,000 for ID
   Sort), RMSprop 1e-4 with momentum 0.9 and decay 0.95, gradient values clipped
   at 10, evaluation every 1,000 steps on 1,000 examples per length;
   ``--minutes`` caps it (the run folder's tag becomes ``paper<minutes>m``, and
@@ -54,8 +56,8 @@ from panm_jax.train.report import save_figure
 
 MODES = ("L", "L+1", "2L+1", "4L+1", "8L+1")
 
-# Seed 001, Tables 13-18, token accuracy (%), mean over 5 runs, at the five test
-# modes (TASKS.md §1). "best other" is the best of the 11 baselines at each length.
+# Le et al. 2024, Tables 13-18, token accuracy (%), mean over 5 runs, at the five test
+# modes (listed in docs/tasks.md). "best other" is the best of the 11 baselines at each length.
 PUBLISHED: dict[str, dict[str, tuple[float, ...]]] = {
     "copy": {
         "panm": (100, 100, 84, 52, 36),
@@ -195,7 +197,7 @@ def plot(task: str, rows: list[dict[str, Any]], out: Path) -> None:
     ax.set_ylim(0, 105)
     ax.set_xlabel("test length mode")
     ax.set_ylabel("token accuracy (%)")
-    ax.set_title(f"{task}: ours against seed 001")
+    ax.set_title(f"{task}: ours against Le et al. 2024")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
     save_figure(fig, out)
@@ -213,7 +215,7 @@ def main(argv=None) -> int:
                         "'8,panm=23'. --quick: the budget (default 20). Paper protocol: a cap, off by default; a "
                         "capped run stops early, and the table's 'steps' column says how many of the 50,000 it ran")
     p.add_argument("--select", default="L+1", choices=MODES,
-                   help="the validation length that picks each run's checkpoint: L+1 is seed 001's protocol; "
+                   help="the validation length that picks each run's checkpoint: L+1 is the protocol of Le et al. 2024; "
                         "the authors' public code picks on 2L+1 (length 21 for Copy)")
     p.add_argument("--set", action="append", default=[], metavar="MODEL.OPTION=VALUE",
                    help="change one model option of one model, e.g. panm.score=scaled_dot (repeatable)")
@@ -257,8 +259,8 @@ def main(argv=None) -> int:
         f"_{m}{options_tag(o, sep='-')}" for m, o in sorted(model_sets.items()))
     command = "python -m benchmarks.reproduce " + " ".join(argv if argv is not None else sys.argv[1:])
     notes = ("Token accuracy (%) of the checkpoint selected on the validation set of length mode 'selected_on' "
-             "(seed 001's protocol: L+1), on fixed test sets at each length mode. 'published' rows are seed 001's "
-             "Tables 13-18 (TASKS.md §1); 'steps' is the number of training steps run, 'best_step' the selected "
+             "(L+1 in the protocol of Le et al. 2024, Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory), on fixed test sets at each "
+             "length mode. 'published' rows are Le et al. 2024, Tables 13-18 (listed in docs/tasks.md); 'steps' is the number of training steps run, 'best_step' the selected "
              "checkpoint.")
     if args.task == "copy":
         notes += (" The authors' code row is its default pipeline, which picks its checkpoint on length 21 (2L+1) "
@@ -274,7 +276,7 @@ def main(argv=None) -> int:
         notes += (f" Paper protocol capped at these minutes of training per model and seed: {budgets}; "
                   "'steps' says how far each run got of its 50,000.")
     public_rows = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
-    common.write_results(name, f"{args.task}: reproduction of seed 001", public_rows, cols, env, notes, command)
+    common.write_results(name, f"{args.task}: reproduction of Le et al. 2024 (PANM)", public_rows, cols, env, notes, command)
     out_dir = common.RESULTS_DIR / common.device_slug()
     lines = [",".join(cols)] + [",".join(str(r.get(c, "")).replace(",", ";") for c in cols) for r in public_rows]
     atomic_write_text(out_dir / f"{name}.csv", "\n".join(lines) + "\n")

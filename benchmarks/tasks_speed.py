@@ -10,8 +10,8 @@ trial never overwrites the recorded results.
 For each task (and Dyck with ``n = 3``) it times ``task.sample(rng, 128, length)``
 over 1,000 batches at the upper end of the task's last test mode (81 for the
 algorithmic tasks, 153 tokens for M10AE, 96 / 192 brackets for D_2 / D_3, 128 source
-words for the transduction tasks), after a few warm-up batches. The goal of the
-task-suite issue: generation is never the bottleneck, under 2 ms per batch for
+words for the transduction tasks), after a few warm-up batches. The goal:
+generation is never the bottleneck, under 2 ms per batch for
 the algorithmic tasks. Generation runs on the host CPU only; the JAX device is
 recorded for completeness.
 """

@@ -1,8 +1,11 @@
-"""Train a model on an algorithmic task of seed 001 and evaluate it over the length modes.
+"""Train a model on an algorithmic task of Le et al. 2024 and evaluate it over the length modes.
+
+Le et al. 2024: Plug, Play, and Generalize: Length Extrapolation with
+Pointer-Augmented Neural Memory, TMLR (docs/references.md).
 
 A short, self-contained training run (the full trainer, with checkpoints, configs
-and the ``panm-jax train`` command, is the training issue's). Training draws a
-fresh length n ~ U{1..L} per batch (TASKS.md §1), pads it to the buckets
+and the ``panm-jax train`` command, is ``panm_jax.train``). Training draws a
+fresh length n ~ U{1..L} per batch (docs/tasks.md, algorithmic tasks), pads it to the buckets
 (1, 2, 4, 8, L) so the step compiles a handful of times, and stops after
 ``--steps`` steps or ``--minutes`` minutes, whichever comes first. Every
 ``--eval-every`` steps it measures token accuracy on fixed evaluation sets at

@@ -7,15 +7,45 @@ carry order, ``controls_from_interface`` (the split-and-activate of a raw
 controller output), and one public function per equation.
 
 Modules:
-  scan        the one recurrence wrapper (masks, remat, unroll)
-  addressing  content addressing and the NTM location-addressing primitives
-  ntm         the Neural Turing Machine memory
-  dnc         the Differentiable Neural Computer memory
-  stack       the neural Stack, Queue and DeQue
-  stack_rnn   the Stack-RNN's stack of soft push / pop / no-op actions (Joulin & Mikolov 2015)
-  tape_rnn    the Tape-RNN's tape of soft write-and-move actions (Delétang et al. 2023)
-  pointer     PANM's address bank, pointer attention, Mode-1/Mode-2 access
-  validation  entry checks with named errors (shapes and dtypes at trace time, ranges eagerly)
 
-Import the family you need: ``from panm_jax.kernels import ntm``.
+* ``scan``: the one recurrence wrapper (masks, remat, unroll).
+* ``addressing``: content addressing and the NTM location-addressing primitives.
+* ``ntm``: the Neural Turing Machine memory (Graves et al. 2014).
+* ``dnc``: the Differentiable Neural Computer memory (Graves et al. 2016).
+* ``stack``: the neural Stack, Queue and DeQue (Grefenstette et al. 2015).
+* ``stack_rnn``: the Stack-RNN's stack of soft push / pop / no-op actions
+  (Joulin & Mikolov 2015).
+* ``tape_rnn``: the Tape-RNN's tape of soft write-and-move actions (Delétang et
+  al. 2023).
+* ``pointer``: PANM's address bank, pointer attention and Mode-1/Mode-2 access
+  (Le et al. 2024, "Plug, Play, and Generalize: Length Extrapolation with
+  Pointer-Augmented Neural Memory").
+* ``validation``: entry checks with named errors (shapes and dtypes at trace
+  time, ranges eagerly).
+
+Import the family you need: ``from panm_jax.kernels import ntm``. Importing this
+package imports none of them; each loads on first use.
 """
+
+from __future__ import annotations
+
+import importlib
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+
+__all__ = ["addressing", "dnc", "ntm", "pointer", "scan", "stack", "stack_rnn", "tape_rnn", "validation"]
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from panm_jax.kernels import addressing, dnc, ntm, pointer, scan, stack, stack_rnn, tape_rnn, validation
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return importlib.import_module(f"{__name__}.{name}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

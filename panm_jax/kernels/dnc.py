@@ -737,10 +737,12 @@ def step(
     * ``read_previous_memory=False`` (default): ``M = M_t``, the memory after this
       step's write, as in Graves et al. 2016 (Nature, Methods) and DeepMind's
       ``dnc`` code, so a vector written at step t can be found by content at step t;
-      the reading-comprehension DNC paper also writes ``M_t`` there.
-    * ``read_previous_memory=True``: ``M = M_{t-1}``, as printed in seed 002
-      (``c^{r,i}_t = C(M_{t-1}, k^{r,i}_t, beta^{r,i}_t)``). The read itself
-      (step 6) uses ``M_t`` in both cases, as both seeds print.
+      the reading-comprehension DNC paper (Back et al. 2018, MemoReader, EMNLP,
+      supplementary §1) also writes ``M_t`` there.
+    * ``read_previous_memory=True``: ``M = M_{t-1}``, as printed in Reina Campo 2022
+      (MPSoC-NTM documentation, "Turing Machine" chapter, Differentiable Neural
+      Computer: ``c^{r,i}_t = C(M_{t-1}, k^{r,i}_t, beta^{r,i}_t)``). The read itself
+      (step 6) uses ``M_t`` in both cases, as both sources print.
 
     Gradient of the usage (step 1); the papers are silent on it:
 

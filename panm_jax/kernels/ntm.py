@@ -1,16 +1,19 @@
 """Neural Turing Machine memory: addressing chain, read, erase-then-add write.
 
-Implements seed ``000_260939df825cb3ee.txt`` Eq. 11-13 (interface split,
-activations, content -> interpolation -> shift -> sharpen) and seed
-``002_44e42d2b9681fe3e.txt`` (Neural Turing Machine: Reading, Writing,
-Addressing), for any number of read heads ``R`` and write heads ``H``.
+Implements Eq. 11-13 of the M10AE appendix (App. A of a paper whose authors
+and title we could not establish; see docs/references.md): interface split,
+activations, content -> interpolation -> shift -> sharpen; and the NTM of
+Graves et al. 2014 (Neural Turing Machines) as restated in Reina Campo 2022
+(MPSoC-NTM documentation, "Turing Machine" chapter: Neural Turing Machine,
+Reading, Writing, Addressing), for any number of read heads ``R`` and write
+heads ``H``.
 
 One example at a time; modules add the batch axis with ``jax.vmap``.
 
-Order within a step (our choice where the seeds leave it open; documented in
+Order within a step (our choice where the sources leave it open; documented in
 ``step``): the write heads address over ``M_{t-1}`` and write, giving ``M_t``;
-the read heads then address over ``M_t`` and read it, as seed 002 writes
-``r_t = sum_i w_t(i) M_t(i)`` and seed 000 Eq. 13 addresses ``M_t``. A vector
+the read heads then address over ``M_t`` and read it, as Reina Campo 2022 writes
+``r_t = sum_i w_t(i) M_t(i)`` and the M10AE appendix's Eq. 13 addresses ``M_t``. A vector
 written at step ``t`` can therefore be read at step ``t``.
 
 Notation: ``N`` slots, ``W`` word size, ``R`` read heads, ``H`` write heads,
@@ -28,7 +31,7 @@ rounding error (a strength of ``1e8`` times a cosine's rounding): keep the
 pre-activations bounded (Collier & Beel clip them to ``[-20, 20]``) or use float64.
 
 Layout: the memory is stored word-major, ``[W, N]``, the transpose of the
-seeds' ``N x W`` matrix ``M_t`` (row ``i`` of ``M_t`` is column ``i`` here). Every
+sources' ``N x W`` matrix ``M_t`` (row ``i`` of ``M_t`` is column ``i`` here). Every
 per-slot quantity (row norms, weightings, the erase and add outer products) then
 runs along the contiguous last axis, and every sum over the word (a row norm, a
 key's dot product, ``dw``'s contractions) adds ``W`` whole vectors of ``N``
@@ -97,7 +100,7 @@ class NTMState(NamedTuple):
 
 
 class HeadControls(NamedTuple):
-    """Activated addressing controls of a group of heads (seed 000 Eq. 11-12)."""
+    """Activated addressing controls of a group of heads (the M10AE appendix, Eq. 11-12)."""
 
     key: jax.Array  # [K, W] k (identity activation)
     strength: jax.Array  # [K]    beta >= 0 (softplus)
@@ -165,8 +168,8 @@ def init_state(
 def address(memory: jax.Array, previous: jax.Array, head: HeadControls) -> jax.Array:
     """The NTM addressing chain: content -> interpolation -> shift -> sharpen.
 
-    Implements seed ``000_260939df825cb3ee.txt`` Eq. 13 (and seed ``002``, NTM
-    "Addressing")::
+    Implements Eq. 13 of the M10AE appendix (and Reina Campo 2022, Neural
+    Turing Machine, "Addressing")::
 
         w_c[i] = softmax_i(beta * cos(k, M[i]))
         w_g    = g w_c + (1 - g) w_prev
@@ -210,7 +213,7 @@ def similarity(keys: jax.Array, memory: jax.Array) -> jax.Array:
 def read(memory: jax.Array, weights: jax.Array) -> jax.Array:
     """Read each head's weighted sum of memory rows.
 
-    Implements ``r_t = sum_i w_t(i) M_t(i)`` (seed ``002``, NTM "Reading").
+    Implements ``r_t = sum_i w_t(i) M_t(i)`` (Reina Campo 2022, Neural Turing Machine, "Reading").
 
     Args:
       memory: ``[W, N]``.
@@ -225,7 +228,7 @@ def read(memory: jax.Array, weights: jax.Array) -> jax.Array:
 def write(memory: jax.Array, weights: jax.Array, erase: jax.Array, add: jax.Array) -> jax.Array:
     """Erase, then add, with any number of write heads.
 
-    Implements seed ``002`` NTM "Writing"::
+    Implements Reina Campo 2022, Neural Turing Machine, "Writing"::
 
         M~_t(i) = M_{t-1}(i) [1 - w_t(i) e_t]
         M_t(i)  = M~_t(i) + w_t(i) a_t
@@ -434,8 +437,8 @@ def memory_step(memory: jax.Array, prev_write: jax.Array, prev_read: jax.Array, 
         w^r_t = address(M_t, w^r_{t-1}, read_head)
         r_t   = read(M_t, w^r_t)
 
-    (seed ``000`` Eq. 13 and seed ``002`` NTM "Reading", "Writing",
-    "Addressing"). ``keep`` is a scalar: 1 for a real step, 0 for a padding
+    (the M10AE appendix, Eq. 13, and Reina Campo 2022, Neural Turing Machine,
+    "Reading", "Writing", "Addressing"). ``keep`` is a scalar: 1 for a real step, 0 for a padding
     step, whose write is then ``M (1 - 0 e) + 0 a = M`` exactly.
 
     Why: under autodiff the backward pass of a step made about nine passes that
@@ -465,7 +468,7 @@ def memory_step(memory: jax.Array, prev_write: jax.Array, prev_read: jax.Array, 
     exactly zero vector, whose gradient is then the one ``normalize`` defines). The
     ``[K, N]`` chains from ``D`` to the weights have their own written-out VJP
     (``_chain_bwd``) from what the forward pass kept (``_chain_fwd``). The
-    formulas are in the seeds' ``[N, W]`` orientation; the code computes their
+    formulas are in the sources' ``[N, W]`` orientation; the code computes their
     transposes (``G^T``, ``K^T``, ...) in the ``[W, N]`` layout. The tests
     compare this with autodiff through ``address``, ``write``
     and ``read`` in float64. Being a ``custom_vjp``, it has reverse-mode
@@ -547,7 +550,7 @@ memory_step.defvjp(_memory_step_fwd, _memory_step_bwd)
 def interface_size(word_size: int, num_reads: int = 1, num_writes: int = 1, shift_width: int = 3) -> int:
     """The length of the raw interface vector that ``controls_from_interface`` splits.
 
-    Per seed 000 Eq. 11: a read head takes ``[k (W), beta, g, s (S), gamma]``,
+    Per the M10AE appendix, Eq. 11: a read head takes ``[k (W), beta, g, s (S), gamma]``,
     ``W + S + 3`` values; a write head also ``e (W)`` and ``a (W)``,
     ``3W + S + 3`` values. Total ``R (W + S + 3) + H (3W + S + 3)``.
     """

@@ -1,6 +1,7 @@
 """Pointer-Augmented Neural Memory (PANM): address bank, address attention, Mode 1 and Mode 2.
 
-Implements the parameter-free part of seed ``001_f692c4b8a9aae130.txt`` (PANM):
+Implements the parameter-free part of PANM, Le et al. 2024 (Plug, Play, and
+Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR):
 the address bank of §2.2 and Algorithm 1 (lines 3-5), the address attention and
 soft pointer of the Pointer Unit (§2.3.1, Eq. 2-3), pointer dereference (§2.3.2,
 Mode 1) and relational access (§2.3.2, Mode 2, Eq. 5-6). The GRUs of Eq. 1 and 7,
@@ -184,7 +185,7 @@ def _to_bits(values: jax.Array, bits: int, dtype) -> jax.Array:
 def binary_addresses(base: jax.Array, length: int, bits: int, *, dtype=jnp.float32) -> jax.Array:
     """The address bank: ``L`` consecutive ``b``-bit addresses from the base, wrapping at ``2^b``.
 
-    Implements Algorithm 1, lines 3-5 of seed ``001_f692c4b8a9aae130.txt`` (PANM),
+    Implements Algorithm 1, lines 3-5 of Le et al. 2024 (PANM),
     and the address bank of §2.2: ``a_B`` is ``base``, ``b`` is ``bits``, ``l(M)``
     is ``length``::
 
@@ -224,7 +225,7 @@ def binary_addresses(base: jax.Array, length: int, bits: int, *, dtype=jnp.float
 def end_address(base: jax.Array, length: jax.Array, bits: int) -> jax.Array:
     """The end address: the address of the last real slot.
 
-    Implements ``a_E`` of seed ``001_f692c4b8a9aae130.txt`` (PANM) §2.2, with
+    Implements ``a_E`` of Le et al. 2024 (PANM) §2.2, with
     ``a_B`` = ``base`` and ``l(X)`` = ``length``::
 
         a_E = (a_B + l(X) - 1) mod 2^b
@@ -249,8 +250,8 @@ def end_address(base: jax.Array, length: jax.Array, bits: int) -> jax.Array:
 def address_bits(address: jax.Array, bits: int, *, dtype=jnp.float32) -> jax.Array:
     """The ``b``-bit binary code of one address, least-significant bit first.
 
-    Used for the Pointer Units' initial pointers of seed
-    ``001_f692c4b8a9aae130.txt`` (PANM) §2.3.1 and §3: ``p_0 = a_B`` (the base) or
+    Used for the Pointer Units' initial pointers of Le et al. 2024 (PANM)
+    §2.3.1 and §3: ``p_0 = a_B`` (the base) or
     ``p_0 = a_E`` (the end address). ``address`` is taken mod ``2^b`` and may be
     traced.
 
@@ -270,8 +271,8 @@ def address_bits(address: jax.Array, bits: int, *, dtype=jnp.float32) -> jax.Arr
 def off_bank_addresses(key: jax.Array, base: jax.Array, length: jax.Array, count: int, bits: int) -> tuple[jax.Array, jax.Array]:
     """Addresses drawn uniformly from those that no real slot holds (distractors).
 
-    Used by the PANM option ``distractors`` (``panm_jax.modules.panm``; not in seed
-    ``001_f692c4b8a9aae130.txt``): during training, the softmax of Eq. 2 also runs
+    Used by the PANM option ``distractors`` (``panm_jax.modules.panm``; not in
+    Le et al. 2024): during training, the softmax of Eq. 2 also runs
     over ``count`` addresses outside the bank, which hold no data. The bank holds
     ``a_B, ..., a_E`` (``l(X)`` addresses, §2.2); the others are the ``2^b - l(X)``
     addresses from ``a_E + 1`` on, so each distractor is::
@@ -307,7 +308,7 @@ def neighbour_addresses(key: jax.Array, base: jax.Array, length: jax.Array, coun
     """Distractors one bit away from the bank: a random bank address with one random bit flipped.
 
     Used by the PANM option ``distractors`` with ``distractor_sampling="neighbours"``
-    (``panm_jax.modules.panm``; not in seed ``001_f692c4b8a9aae130.txt``). Each draw
+    (``panm_jax.modules.panm``; not in Le et al. 2024). Each draw
     takes a real slot ``n_k`` and a bit ``j_k`` uniformly and independently, and
     flips that bit of the slot's address ``A[n_k] = (a_B + n_k) mod 2^b`` (§2.2)::
 
@@ -549,7 +550,7 @@ def address_attention(
 ) -> jax.Array:
     """Address attention of the Pointer Units: where each Mode-1 pointer points.
 
-    Implements Eq. 2 of seed ``001_f692c4b8a9aae130.txt`` (PANM): ``keys`` are the
+    Implements Eq. 2 of Le et al. 2024 (PANM): ``keys`` are the
     Pointer Units' hidden states ``h^a_t`` (one per head), ``embedded_addresses``
     are ``g^a(A[n])`` (the address bank through the address embedding)::
 
@@ -578,7 +579,7 @@ def address_attention(
 def pointer_values(weights: jax.Array, addresses: jax.Array) -> jax.Array:
     """The soft pointer: the attention-weighted average of the binary addresses.
 
-    Implements Eq. 3 of seed ``001_f692c4b8a9aae130.txt`` (PANM), ``p^a_t = A w^a_t``,
+    Implements Eq. 3 of Le et al. 2024 (PANM), ``p^a_t = A w^a_t``,
     with ``A`` = ``addresses`` (rows are slots here) and ``w^a_t`` = ``weights``::
 
         p^a_t[k] = sum_n w^a_t[n] A[n, k]
@@ -602,9 +603,8 @@ def pointer_values(weights: jax.Array, addresses: jax.Array) -> jax.Array:
 def dereference(weights: jax.Array, memory: jax.Array) -> jax.Array:
     """Mode 1: the memory value a pointer points at.
 
-    Implements pointer dereference (Mode 1, §2.3.2) of seed
-    ``001_f692c4b8a9aae130.txt`` (PANM), ``*p^a_t = M w^a_t``, using the binding
-    ``A[n] = &M[n]``: ``weights`` are the address attention ``w^a_t`` and
+    Implements pointer dereference (Mode 1, §2.3.2) of Le et al. 2024 (PANM),
+    ``*p^a_t = M w^a_t``, using the binding ``A[n] = &M[n]``: ``weights`` are the address attention ``w^a_t`` and
     ``memory`` is ``M`` (rows are slots here)::
 
         *p^a_t = sum_n w^a_t[n] M[n]
@@ -644,7 +644,7 @@ def relational_access(
 ) -> RelationalRead:
     """Mode 2: attend over the memory contents with a query made from the Mode-1 values.
 
-    Implements Eq. 5-6 of seed ``001_f692c4b8a9aae130.txt`` (PANM), §2.3.2 Mode 2:
+    Implements Eq. 5-6 of Le et al. 2024 (PANM), §2.3.2 Mode 2:
     ``queries`` are ``q_t`` (one per Mode-2 head), ``memory`` is ``M``::
 
         w^c_t[n] = softmax_n( beta q_t . M[n] / (|q_t| |M[n]|) ),  1 <= n <= l(X)   (Eq. 5)
@@ -678,7 +678,7 @@ def snap_to_address(pointers: jax.Array) -> jax.Array:
     """The nearest binary address to a soft pointer, with a straight-through gradient.
 
     Used by the PANM option ``snap_pointers`` (``panm_jax.modules.panm``; not in
-    seed ``001_f692c4b8a9aae130.txt``, whose Eq. 3 pointer ``p^a_t = A w^a_t`` stays
+    Le et al. 2024, whose Eq. 3 pointer ``p^a_t = A w^a_t`` stays
     soft). Each bit is rounded to 0 or 1 (a bit of exactly 0.5 rounds to 0, half to
     even), so a pointer whose largest weight is above 1/2 snaps to exactly that
     address; every bit is decided by the weighted majority of the addresses::

@@ -1,9 +1,9 @@
 """Continuous neural Stack, Queue and DeQue (Grefenstette et al. 2015).
 
-Implements seed ``004_b0829f06197779e5.txt``: the neural Stack (Eq. 1-3) and the
-neural Queue (Eq. 4-5), and the neural DeQue of the same paper (§3.3, Eq. 6-11 of
-the paper; not in the seed text, transcribed from the paper's prose: push, pop
-and read at both ends).
+Implements Grefenstette et al. 2015 (Learning to Transduce with Unbounded Memory, NeurIPS):
+the neural Stack (§3.1, Eq. 1-3) and the neural Queue (§3.2, Eq. 4-5), and the
+neural DeQue of the same paper (§3.3, Eq. 6-11; transcribed from the paper's
+prose: push, pop and read at both ends).
 
 Each structure is a value matrix ``V_t`` whose rows are the pushed vectors and a
 strength vector ``s_t`` saying how much of each row is still "on" the structure.
@@ -177,11 +177,10 @@ class DequeRead(NamedTuple):
 def left_max(x: jax.Array | float, y: jax.Array | float) -> jax.Array:
     """``max(x, y)`` whose derivative at ``x == y`` goes to the left argument ``x``.
 
-    Implements footnote 1 of seed ``004_b0829f06197779e5.txt`` (Grefenstette et
-    al. 2015): "we arbitrarily take the partial differentiation of the left
-    argument in these cases". Written as ``where(x >= y, x, y)``: at a tie the
-    ``x`` branch is selected, so ``d/dx = 1`` and ``d/dy = 0``. (``jnp.maximum``
-    gives ``0.5`` to each argument at a tie.) Broadcasts like ``jnp.where``.
+    Implements footnote 1 of Grefenstette et al. 2015: "we arbitrarily take the
+    partial differentiation of the left argument in these cases". Written as
+    ``where(x >= y, x, y)``: at a tie the ``x`` branch is selected, so
+    ``d/dx = 1`` and ``d/dy = 0``. (``jnp.maximum`` gives ``0.5`` to each argument at a tie.) Broadcasts like ``jnp.where``.
     """
     return jnp.where(x >= y, x, y)
 
@@ -189,7 +188,7 @@ def left_max(x: jax.Array | float, y: jax.Array | float) -> jax.Array:
 def left_min(x: jax.Array | float, y: jax.Array | float) -> jax.Array:
     """``min(x, y)`` whose derivative at ``x == y`` goes to the left argument ``x``.
 
-    Footnote 1 of seed ``004_b0829f06197779e5.txt``, as ``left_max``:
+    Footnote 1 of Grefenstette et al. 2015, as ``left_max``:
     ``where(x <= y, x, y)`` (``jnp.minimum`` splits the derivative 0.5 / 0.5).
     """
     return jnp.where(x <= y, x, y)
@@ -232,8 +231,8 @@ def _read_weights(strengths: jax.Array, met: jax.Array) -> jax.Array:
 def stack_pop_strengths(strengths: jax.Array, pop: jax.Array) -> jax.Array:
     """Pop from the top of a Stack: strengths after removing ``u_t`` from the top.
 
-    Implements Eq. (2), first case, of seed ``004_b0829f06197779e5.txt``
-    (Grefenstette et al. 2015). ``strengths`` is ``s_{t-1}``, ``pop`` is ``u_t``:
+    Implements Eq. (2), first case, of Grefenstette et al. 2015. ``strengths`` is
+    ``s_{t-1}``, ``pop`` is ``u_t``:
 
         s_t[i] = max(0, s_{t-1}[i] - max(0, u_t - sum_{j=i+1}^{t-1} s_{t-1}[j]))
 
@@ -259,8 +258,8 @@ def stack_pop_strengths(strengths: jax.Array, pop: jax.Array) -> jax.Array:
 def queue_pop_strengths(strengths: jax.Array, pop: jax.Array) -> jax.Array:
     """Pop from the front of a Queue: strengths after removing ``u_t`` from the front.
 
-    Implements Eq. (4), first case, of seed ``004_b0829f06197779e5.txt``
-    (Grefenstette et al. 2015). ``strengths`` is ``s_{t-1}``, ``pop`` is ``u_t``:
+    Implements Eq. (4), first case, of Grefenstette et al. 2015. ``strengths`` is
+    ``s_{t-1}``, ``pop`` is ``u_t``:
 
         s_t[i] = max(0, s_{t-1}[i] - max(0, u_t - sum_{j=1}^{i-1} s_{t-1}[j]))
 
@@ -308,8 +307,8 @@ def push(
 ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """Push ``v_t`` with strength ``d_t`` onto a Stack or the back of a Queue.
 
-    Implements Eq. (1) and the second case of Eq. (2) (and of Eq. (4)) of seed
-    ``004_b0829f06197779e5.txt`` (Grefenstette et al. 2015). ``values`` is
+    Implements Eq. (1) and the second case of Eq. (2) (and of Eq. (4)) of
+    Grefenstette et al. 2015. ``values`` is
     ``V_{t-1}``, ``strengths`` the popped ``s_t[1..t-1]``, ``size`` is ``t - 1``,
     ``value`` is ``v_t``, ``strength`` is ``d_t``:
 
@@ -344,8 +343,7 @@ def push(
 def stack_read_weights(strengths: jax.Array) -> jax.Array:
     """Read weights of a Stack: the top unit of strength, taken from the top down.
 
-    Implements the weights of Eq. (3) of seed ``004_b0829f06197779e5.txt``
-    (Grefenstette et al. 2015). ``strengths`` is ``s_t``:
+    Implements the weights of Eq. (3) of Grefenstette et al. 2015. ``strengths`` is ``s_t``:
 
         w_t[i] = min(s_t[i], max(0, 1 - sum_{j=i+1}^{t} s_t[j]))
 
@@ -367,8 +365,7 @@ def stack_read_weights(strengths: jax.Array) -> jax.Array:
 def stack_read(values: jax.Array, strengths: jax.Array) -> jax.Array:
     """Read a Stack: the strength-weighted sum of the rows nearest the top.
 
-    Implements Eq. (3) of seed ``004_b0829f06197779e5.txt`` (Grefenstette et al.
-    2015). ``values`` is ``V_t``, ``strengths`` is ``s_t``:
+    Implements Eq. (3) of Grefenstette et al. 2015. ``values`` is ``V_t``, ``strengths`` is ``s_t``:
 
         r_t = sum_{i=1}^{t} min(s_t[i], max(0, 1 - sum_{j=i+1}^{t} s_t[j])) V_t[i]
 
@@ -385,8 +382,8 @@ def stack_read(values: jax.Array, strengths: jax.Array) -> jax.Array:
 def queue_read_weights(strengths: jax.Array) -> jax.Array:
     """Read weights of a Queue: the front unit of strength, taken from the front up.
 
-    Implements the weights of Eq. (5) of Grefenstette et al. 2015 (the Queue read;
-    seed ``004_b0829f06197779e5.txt`` announces it in §3.2, "Equations 4-5").
+    Implements the weights of Eq. (5) of Grefenstette et al. 2015 (the Queue read,
+    announced in §3.2 as "Equations 4-5").
     ``strengths`` is ``s_t``:
 
         w_t[i] = min(s_t[i], max(0, 1 - sum_{j=1}^{i-1} s_t[j]))
@@ -407,8 +404,8 @@ def queue_read_weights(strengths: jax.Array) -> jax.Array:
 def queue_read(values: jax.Array, strengths: jax.Array) -> jax.Array:
     """Read a Queue: the strength-weighted sum of the rows nearest the front.
 
-    Implements Eq. (5) of Grefenstette et al. 2015 (announced in §3.2 of seed
-    ``004_b0829f06197779e5.txt``). ``values`` is ``V_t``, ``strengths`` is ``s_t``:
+    Implements Eq. (5) of Grefenstette et al. 2015 (announced in §3.2,
+    "Equations 4-5"). ``values`` is ``V_t``, ``strengths`` is ``s_t``:
 
         r_t = sum_{i=1}^{t} min(s_t[i], max(0, 1 - sum_{j=1}^{i-1} s_t[j])) V_t[i]
 
@@ -428,8 +425,8 @@ def queue_read(values: jax.Array, strengths: jax.Array) -> jax.Array:
 def deque_pop_strengths(strengths: jax.Array, pop_top: jax.Array, pop_bottom: jax.Array) -> jax.Array:
     """Pop both ends of a DeQue: first ``u_t^top`` from the top, then ``u_t^bot`` from the bottom.
 
-    Implements Eq. (7)-(8) of Grefenstette et al. 2015 (§3.3, the DeQue; not in
-    the text of seed ``004_b0829f06197779e5.txt``). ``strengths`` is ``s_{t-1}``,
+    Implements Eq. (7)-(8) of Grefenstette et al. 2015 (§3.3, the DeQue;
+    transcribed from the paper's prose). ``strengths`` is ``s_{t-1}``,
     ``pop_top`` is ``u_t^top``, ``pop_bottom`` is ``u_t^bot``:
 
         s^top_t[i]  = max(0, s_{t-1}[i] - max(0, u^top_t - sum_{j > i} s_{t-1}[j]))   (Eq. 7)
@@ -462,8 +459,8 @@ def deque_push(
 ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """Push ``v_t^top`` above the top and ``v_t^bot`` below the bottom of a DeQue.
 
-    Implements Eq. (6) and (9) of Grefenstette et al. 2015 (§3.3, the DeQue; not
-    in the text of seed ``004_b0829f06197779e5.txt``). ``values`` is
+    Implements Eq. (6) and (9) of Grefenstette et al. 2015 (§3.3, the DeQue;
+    transcribed from the paper's prose). ``values`` is
     ``V_{t-1}``, ``strengths`` is ``s^both_t``, ``size`` is ``t - 1``:
 
         V_t = [v_t^bot; V_{t-1}; v_t^top]                      (Eq. 6)
@@ -498,8 +495,8 @@ def deque_push(
 def deque_read(values: jax.Array, strengths: jax.Array) -> DequeRead:
     """Read both ends of a DeQue.
 
-    Implements Eq. (10)-(11) of Grefenstette et al. 2015 (§3.3; not in the text
-    of seed ``004_b0829f06197779e5.txt``): ``values`` is ``V_t``, ``strengths``
+    Implements Eq. (10)-(11) of Grefenstette et al. 2015 (§3.3; transcribed
+    from the paper's prose): ``values`` is ``V_t``, ``strengths``
     is ``s_t``:
 
         r^top_t = sum_i min(s_t[i], max(0, 1 - sum_{j > i} s_t[j])) V_t[i]   (Eq. 10, the Stack read)

@@ -117,7 +117,7 @@ class AdditiveAttention(nnx.Module):
 
 @dataclasses.dataclass(frozen=True)
 class LSTMAttentionConfig:
-    """LSTM encoder-decoder with attention; defaults from seed 001 §3.1 / App. D.1.
+    """LSTM encoder-decoder with attention; defaults from Le et al. 2024, §3.1 / App. D.1.
 
     At the defaults, with the algorithmic tasks' 12-wide inputs and 10 classes:
     4.23M parameters (content), 4.63M (hybrid); App. D.1 reports "around 1-3
@@ -148,7 +148,7 @@ class LSTMAttention(nnx.Module):
 
     * ``s_t = LSTM(s_{t-1}, h~_{t-1})``, with ``h~_0 = 0``;
     * content: ``a_t = softmax_j(v^T tanh(W_q s_t + W_k h_j))`` (Bahdanau et al.'s
-      additive score, the "Content Attention" seed 001 §3.1 cites);
+      additive score, the "Content Attention" Le et al. 2024 §3.1 cites);
       location: ``a_t = softmax(W_a s_t)[:T_in]`` (Luong et al. Eq. 8, one learned
       score per position up to ``max_input_length``); hybrid: both;
     * ``c_t = sum_j a_tj h_j`` (one per attention), ``h~_t = tanh(W_c [c_t; s_t])``,
@@ -205,7 +205,7 @@ class LSTMAttention(nnx.Module):
 @register_model(
     "lstm_attention",
     LSTMAttentionConfig,
-    "LSTM encoder-decoder with content/location/hybrid attention (seed 001 §3.1)",
+    "LSTM encoder-decoder with content/location/hybrid attention (Le et al. 2024 §3.1)",
 )
 def _build_lstm_attention(config, input_size: int, output_size: int, rngs: nnx.Rngs) -> LSTMAttention:
     return LSTMAttention(config, input_size, output_size, rngs=rngs)
@@ -217,7 +217,7 @@ def _build_lstm_attention(config, input_size: int, output_size: int, rngs: nnx.R
 
 @dataclasses.dataclass(frozen=True)
 class PointerNetworkConfig:
-    """Pointer Network; seed 001 App. D.1: "hyperparameters are the same as attention models".
+    """Pointer Network; Le et al. 2024, App. D.1: "hyperparameters are the same as attention models".
 
     2.66M parameters at the defaults with 12-wide inputs.
     """
@@ -237,7 +237,7 @@ class PointerNetworkTraces(NamedTuple):
 
 
 class PointerNetwork(nnx.Module):
-    """Pointer Network (Vinyals et al. 2015) predicting tokens, as seed 001 App. D.1 uses it.
+    """Pointer Network (Vinyals et al. 2015) predicting tokens, as Le et al. 2024, App. D.1 uses it.
 
     LSTM encoder ``e_j [B, T_in, D]``; LSTM decoder ``d_t`` from the encoder's
     final state on zero inputs (``z_t = 0``); pointer
@@ -288,7 +288,7 @@ class PointerNetwork(nnx.Module):
         return logits
 
 
-@register_model("pointer_network", PointerNetworkConfig, "Pointer Network predicting tokens (seed 001 App. D.1)")
+@register_model("pointer_network", PointerNetworkConfig, "Pointer Network predicting tokens (Le et al. 2024 App. D.1)")
 def _build_pointer_network(config, input_size: int, output_size: int, rngs: nnx.Rngs) -> PointerNetwork:
     return PointerNetwork(config, input_size, output_size, rngs=rngs)
 
@@ -306,7 +306,7 @@ class TransformerConfig:
     and the start vector).
     """
 
-    d_model: int = 512  # D (seed 001 App. D.1: hidden 512 for the baselines)
+    d_model: int = 512  # D (Le et al. 2024, App. D.1: hidden 512 for the baselines)
     num_heads: int = 8  # H (Vaswani et al. 2017's base model; App. D.1 does not say)
     num_layers: int = 1  # N_l encoder layers and N_l decoder layers (App. D.1: 1 layer was best)
     ffn_hidden: int = 512  # FFN width; D rather than Vaswani's 4D keeps the size near App. D.1's 1-3M
@@ -335,7 +335,7 @@ class TransformerSeq2Seq(nnx.Module):
     Encoder: ``x_j = W_e inputs_j`` (+ ``PE(j)`` with absolute positions), ``N_l``
     self-attention layers over the real input steps, final LN -> ``memory``.
 
-    Decoder inputs, with no teacher forcing (``z_t = 0``, TASKS.md §1):
+    Decoder inputs, with no teacher forcing (``z_t = 0``, docs/tasks.md):
 
     * ``relative=False`` (``transformer``): ``y_t = z_t + PE(t) = PE(t)``, so the
       decoder's queries are position encodings only;
@@ -412,7 +412,7 @@ class TransformerSeq2Seq(nnx.Module):
         return logits
 
 
-@register_model("transformer", TransformerConfig, "Encoder-decoder Transformer, sinusoidal positions (seed 001 §3.1)")
+@register_model("transformer", TransformerConfig, "Encoder-decoder Transformer, sinusoidal positions (Le et al. 2024 §3.1)")
 def _build_transformer(config, input_size: int, output_size: int, rngs: nnx.Rngs) -> TransformerSeq2Seq:
     return TransformerSeq2Seq(config, input_size, output_size, relative=False, rngs=rngs)
 
@@ -420,7 +420,7 @@ def _build_transformer(config, input_size: int, output_size: int, rngs: nnx.Rngs
 @register_model(
     "transformer_rpe",
     TransformerConfig,
-    "Encoder-decoder Transformer, Transformer-XL relative positions (seed 001 §3.3)",
+    "Encoder-decoder Transformer, Transformer-XL relative positions (Le et al. 2024 §3.3)",
 )
 def _build_transformer_rpe(config, input_size: int, output_size: int, rngs: nnx.Rngs) -> TransformerSeq2Seq:
     return TransformerSeq2Seq(config, input_size, output_size, relative=True, rngs=rngs)

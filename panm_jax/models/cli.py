@@ -4,7 +4,7 @@
                            options, parameter count at the default config, traces
 
 Parameter counts are for the default config built with ``input_size = 12`` and
-``output_size = 10`` (the algorithmic tasks' sizes, TASKS.md §1). The traces
+``output_size = 10`` (the algorithmic tasks' sizes, docs/tasks.md). The traces
 column names what ``return_traces=True`` returns, found by an abstract call
 (``jax.eval_shape``: traced, not run); models are built abstractly
 (``nnx.eval_shape``) where their builder allows it, so the card runs in seconds. Every model in the registry is listed,
@@ -25,7 +25,7 @@ from panm_jax.models.registry import build_model, get_config, list_models
 
 __all__ = ["model_card", "register"]
 
-CARD_INPUT_SIZE = 12  # TASKS.md §1: 10 symbols + 2 delimiters
+CARD_INPUT_SIZE = 12  # docs/tasks.md, algorithmic tasks: 10 symbols + 2 delimiters
 CARD_OUTPUT_SIZE = 10  # 10 classes
 
 

@@ -1,9 +1,9 @@
-"""The LSTM encoder-decoder baseline (seed 001's "LSTM"), behind the one interface.
+"""The LSTM encoder-decoder baseline ("LSTM" of Le et al. 2024), behind the one interface.
 
 The encoder LSTM reads the input (padding steps carry the state); the decoder
 LSTM starts from the encoder's final state and runs ``num_outputs`` steps on a
-zero input (no teacher forcing, TASKS.md §1), each hidden state projected to the
-output classes.
+zero input (no teacher forcing, docs/tasks.md), each hidden state projected to the
+output classes. Le et al. 2024: Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ __all__ = ["LSTMSeq2Seq", "LSTMSeq2SeqConfig"]
 
 @dataclasses.dataclass(frozen=True)
 class LSTMSeq2SeqConfig:
-    hidden: int = 512  # seed 001 App. D.1: 512-dimensional baselines
+    hidden: int = 512  # Le et al. 2024, App. D.1: 512-dimensional baselines
 
     def __post_init__(self):
         if isinstance(self.hidden, bool) or not isinstance(self.hidden, int) or self.hidden < 1:
@@ -50,6 +50,6 @@ class LSTMSeq2Seq(nnx.Module):
         return logits
 
 
-@register_model("lstm", LSTMSeq2SeqConfig, "LSTM encoder-decoder baseline (seed 001 §3.1)")
+@register_model("lstm", LSTMSeq2SeqConfig, "LSTM encoder-decoder baseline (Le et al. 2024 §3.1)")
 def _build(config: LSTMSeq2SeqConfig, input_size: int, output_size: int, rngs: nnx.Rngs) -> LSTMSeq2Seq:
     return LSTMSeq2Seq(config, input_size, output_size, rngs=rngs)

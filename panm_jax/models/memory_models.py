@@ -2,26 +2,30 @@
 
 One architecture, seven memories, behind the one model interface
 (``models.registry``). Per step ``t`` of ONE ``scan`` over the whole sequence of
-``T = T_in + T_out`` steps (TASKS.md §1: read the input, then emit the outputs on
+``T = T_in + T_out`` steps (docs/tasks.md: read the input, then emit the outputs on
 blank steps whose input is zero, no teacher forcing):
 
     x_t     = inputs[t] for t < T_in, 0 on the T_out blank steps
     c_t, h_t = Controller(c_{t-1}, [x_t; r_{t-1}])          the input joined with the previous reads
     xi_t    = W_xi h_t + b                                    memory module: the raw interface
     S_t, r_t = kernel.step(S_{t-1}, controls(xi_t))           NTM / DNC / Stack / Queue / DeQue / Stack-RNN / Tape
-    y_t     = W_y h_t + W_r r_t                               seed 002 "Output Vector" (Stack/Tape-RNN: W_y relu(h_t))
+    y_t     = W_y h_t + W_r r_t                               Reina Campo 2022 "Output Vector" (Stack/Tape-RNN: W_y relu(h_t))
     logits  = y_t at the T_out blank steps                    [B, T_out, K]
 
-Sources: seed ``002_44e42d2b9681fe3e.txt`` (NTM and DNC with feed-forward, LSTM
+Sources: Reina Campo 2022 (MPSoC-NTM documentation, "Turing Machine" chapter,
+restating Graves et al. 2014 and 2016: NTM and DNC with feed-forward, LSTM
 and Transformer controllers; the interface ``xi_t = W_xi h_t``; the output
 ``y_t = W_y h_t + sum_i W_r^i r_t^i``, written here as one ``W_r`` over the
-concatenated reads, the same thing); seed ``003_6adbd108c178b20b.txt`` (the DNC
-interface vector); seed ``004_b0829f06197779e5.txt`` (the Stack/Queue/DeQue-LSTM:
-"the controller's input is the input concatenated with the previous read; its
+concatenated reads, the same thing); the M10AE appendix (App. A of a paper
+whose authors and title we could not establish, see docs/references.md: the NTM
+interface and its activations); Back et al. 2018 (MemoReader: Large-Scale
+Reading Comprehension through Neural Memory Controller, EMNLP), supplementary §1
+(the DNC interface vector); Grefenstette et al. 2015 (Learning to Transduce with
+Unbounded Memory, NeurIPS; the Stack/Queue/DeQue-LSTM: "the controller's input is the input concatenated with the previous read; its
 output is projected to push, pop, value and output"; the pop bias starts at -1).
 For the Stack/Queue/DeQue models the output therefore defaults to ``y_t = W_y h_t``
 (the read reaches the output through the next step's controller input);
-``read_to_output=True`` adds seed 002's ``W_r r_t`` term.
+``read_to_output=True`` adds Reina Campo 2022's ``W_r r_t`` term.
 
 Masks: on an input padding step (``input_mask == 0``) the controller carry, the
 memory state and the previous read are carried unchanged (the memory kernel's own
@@ -54,21 +58,21 @@ output steps last; a masked step's trace is zeros):
 
 Defaults and their sources (our choices are marked as such):
 
-* controller ``"lstm"``, ``hidden = D = 256``: seed ``001_f692c4b8a9aae130.txt``
+* controller ``"lstm"``, ``hidden = D = 256``: Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR),
   App. D.1 ran NTM and DNC from public code "with default controller's hidden state
   of 256 dimensions and 128-slot external memory"; the same width for the stack
-  models (our choice: seed 004's sizes are not in the seed text).
-* NTM: ``N = 128`` (seed 001), ``W = 20``, one read and one write head, shift
+  models (our choice: Grefenstette et al. 2015's sizes were not available to us).
+* NTM: ``N = 128`` (Le et al. 2024), ``W = 20``, one read and one write head, shift
   width ``S = 3`` (shifts -1, 0, +1): Graves et al. 2014's copy configuration
   (128 x 20 memory, one head each, ±1 shifts).
-* DNC: ``N = 128`` (seed 001), ``W = 20`` (as the NTM, so the two compare at one
+* DNC: ``N = 128`` (Le et al. 2024), ``W = 20`` (as the NTM, so the two compare at one
   memory size; our choice), ``R = 4`` read heads (DeepMind ``dnc``'s default
   ``num_read_heads``), ``H = 1`` write head (``num_writes``; Graves et al. 2016's
   DNC has one, DeepMind's ``dnc`` allows several); content reads over ``M_t``
   (``read_previous_memory=False``, Graves et al. 2016); the usage differentiable in
   the previous write weights (``stop_usage_write_gradient=False``; DeepMind's
   ``dnc`` stops that gradient, the papers are silent).
-* Stack/Queue/DeQue: value width ``W = 64`` (our choice), pop bias -1 (seed 004).
+* Stack/Queue/DeQue: value width ``W = 64`` (our choice), pop bias -1 (Grefenstette et al. 2015).
 * Stack-RNN and Tape-RNN (Delétang et al. 2023, "Neural Networks and the Chomsky
   Hierarchy", ICLR 2023, the baselines of its benchmark; the sizes are those of the
   authors' released code): controller ``"rnn"``, an Elman cell
@@ -134,8 +138,8 @@ def _positive_int(name: str, value) -> None:
 class _ControllerConfig:
     """The controller fields every memory model shares."""
 
-    controller: str = "lstm"  # one of CONTROLLER_KINDS (seed 002: feed-forward, LSTM, Transformer; + GRU)
-    hidden: int = 256  # D, the controller width (seed 001 App. D.1: 256)
+    controller: str = "lstm"  # one of CONTROLLER_KINDS (Reina Campo 2022: feed-forward, LSTM, Transformer; + GRU)
+    hidden: int = 256  # D, the controller width (Le et al. 2024, App. D.1: 256)
     controller_layers: int = 1  # feed-forward / Transformer layers (LSTM and GRU: 1)
     controller_heads: int = 4  # Transformer attention heads
     max_steps: int = 256  # Transformer cache: the most steps T_in + T_out of one sequence
@@ -171,7 +175,7 @@ class _ControllerConfig:
 class NTMConfig(_ControllerConfig):
     """NTM hyperparameters (module docstring: sources)."""
 
-    num_slots: int = 128  # N (seed 001 App. D.1)
+    num_slots: int = 128  # N (Le et al. 2024, App. D.1)
     word_size: int = 20  # W (Graves et al. 2014, copy)
     num_reads: int = 1  # R read heads
     num_writes: int = 1  # H write heads
@@ -189,11 +193,11 @@ class NTMConfig(_ControllerConfig):
 class DNCConfig(_ControllerConfig):
     """DNC hyperparameters (module docstring: sources)."""
 
-    num_slots: int = 128  # N (seed 001 App. D.1)
+    num_slots: int = 128  # N (Le et al. 2024, App. D.1)
     word_size: int = 20  # W (our choice, as the NTM)
     num_reads: int = 4  # R read heads (DeepMind dnc default)
     num_writes: int = 1  # H write heads (Graves et al. 2016: one)
-    read_previous_memory: bool = False  # content reads over M_{t-1} (seed 002 as printed) instead of M_t
+    read_previous_memory: bool = False  # content reads over M_{t-1} (Reina Campo 2022 as printed) instead of M_t
     stop_usage_write_gradient: bool = False  # DeepMind dnc's stop_gradient on w^w_{t-1} in the usage
 
     def __post_init__(self):
@@ -210,7 +214,7 @@ class StackLSTMConfig(_ControllerConfig):
     """Stack/Queue/DeQue-LSTM hyperparameters (module docstring: sources)."""
 
     width: int = 64  # W, the width of the pushed values (the paper's m; our choice)
-    read_to_output: bool = False  # add W_r r_t to the output (seed 002's form); seed 004: output from h_t only
+    read_to_output: bool = False  # add W_r r_t to the output (Reina Campo 2022's form); Grefenstette et al. 2015: output from h_t only
 
     def __post_init__(self):
         super().__post_init__()
@@ -478,12 +482,12 @@ def _register(name: str, config_cls: type, description: str) -> None:
         return build_memory_model(name, config, input_size, output_size, rngs)
 
 
-_register("ntm", NTMConfig, "Neural Turing Machine (seeds 000, 002): controller + content/location-addressed memory")
+_register("ntm", NTMConfig, "Neural Turing Machine (Graves et al. 2014; M10AE appendix; Reina Campo 2022): controller + content/location-addressed memory")
 _register("dnc", DNCConfig,
-          "Differentiable Neural Computer (seeds 002, 003): allocation, temporal links, R read, H write heads")
-_register("stack_lstm", StackLSTMConfig, "Stack-LSTM (seed 004): LSTM controller + continuous neural Stack")
-_register("queue_lstm", StackLSTMConfig, "Queue-LSTM (seed 004): LSTM controller + continuous neural Queue")
-_register("deque_lstm", StackLSTMConfig, "DeQue-LSTM (seed 004): LSTM controller + continuous neural DeQue")
+          "Differentiable Neural Computer (Graves et al. 2016; Reina Campo 2022; Back et al. 2018): allocation, temporal links, R read, H write heads")
+_register("stack_lstm", StackLSTMConfig, "Stack-LSTM (Grefenstette et al. 2015): LSTM controller + continuous neural Stack")
+_register("queue_lstm", StackLSTMConfig, "Queue-LSTM (Grefenstette et al. 2015): LSTM controller + continuous neural Queue")
+_register("deque_lstm", StackLSTMConfig, "DeQue-LSTM (Grefenstette et al. 2015): LSTM controller + continuous neural DeQue")
 _register("stack_rnn", StackRNNConfig,
           "Stack-RNN (Joulin & Mikolov 2015; Delétang et al. 2023): RNN controller + soft push/pop/no-op stack")
 _register("tape_rnn", TapeRNNConfig,

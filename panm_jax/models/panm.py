@@ -1,6 +1,7 @@
 """PANM: Pointer-Augmented Neural Memory as a whole sequence model.
 
-Seed ``001_f692c4b8a9aae130.txt``: an encoder writes the input into the memory
+Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR):
+an encoder writes the input into the memory
 ``M`` (one slot per input step, ``l(M) = l(X)``), then ``PANMDecoder`` decodes
 with pointers (§2.3, Algorithm 1). The encoder is a constructor argument (PANM
 as a plug-in, Fig. 4); the default is the LSTM encoder of §3.1.
@@ -48,7 +49,7 @@ SNAP_POINTERS = ("never", "eval", "always")
 
 @dataclasses.dataclass(frozen=True)
 class PANMConfig:
-    """PANM hyperparameters; defaults from seed 001 §3 and App. C."""
+    """PANM hyperparameters; defaults from Le et al. 2024, §3 and App. C."""
 
     hidden: int = 256  # D: encoder, Pointer Unit and Controller GRU width (App. C: 256)
     address_bits: int = 10  # b: 2^b addresses (§3: 10 bits)
@@ -201,6 +202,6 @@ def decoding_options(config: PANMConfig, batch: int, train: bool, key) -> tuple[
     return base, dict(distractor_key=distractor_key, snap_pointers=snap)
 
 
-@register_model("panm", PANMConfig, "Pointer-Augmented Neural Memory (seed 001): LSTM encoder, pointer decoder")
+@register_model("panm", PANMConfig, "Pointer-Augmented Neural Memory (Le et al. 2024): LSTM encoder, pointer decoder")
 def _build(config: PANMConfig, input_size: int, output_size: int, rngs: nnx.Rngs) -> PANM:
     return PANM(config, input_size, output_size, rngs=rngs)

@@ -1,8 +1,97 @@
 """Flax NNX modules: parameters and projections only.
 
-What goes here: modules that hold parameters, project a controller's output into a
-kernel's ``XxxControls`` with the seeds' activations (through each kernel's
-``controls_from_interface``), ``jax.vmap`` the one-example kernels over the batch,
-and the controllers (feed-forward, LSTM, GRU, Transformer). No memory mathematics
-lives here: that is ``panm_jax.kernels``. (Empty until the PANM and models issues.)
+These modules hold the parameters: they project a controller's output into a
+kernel's ``XxxControls`` (through each kernel's ``controls_from_interface``),
+``jax.vmap`` the one-example kernels of ``panm_jax.kernels`` over the batch, and
+provide the controllers and encoders the models are built from. No memory
+mathematics lives here.
+
+Modules:
+
+* ``controllers``: feed-forward, LSTM and GRU controllers, ``make_controller``.
+* ``encoders``: LSTM, bidirectional GRU and Transformer encoders.
+* ``layers``: the ``MLP``.
+* ``memory``: the NTM, DNC, Stack / Queue / DeQue, Stack-RNN and Tape-RNN memory
+  modules and their traces.
+* ``panm``: PANM's Pointer Units and decoder (Le et al. 2024, "Plug, Play, and
+  Generalize: Length Extrapolation with Pointer-Augmented Neural Memory").
+* ``transformer``: attention with absolute or relative positions, encoder and
+  decoder layers, the causal Transformer controller.
+
+The classes and functions listed in ``__all__`` can be imported from here
+(``from panm_jax.modules import NTMMemory``); each module loads on first use.
 """
+
+from __future__ import annotations
+
+import importlib
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+
+# name -> the module that defines it.
+_EXPORTS = {
+    **dict.fromkeys(
+        ["FeedForwardController", "GRUCell", "LSTMCell", "LSTMState", "make_controller"],
+        "panm_jax.modules.controllers",
+    ),
+    **dict.fromkeys(["BiGRUEncoder", "LSTMEncoder", "TransformerEncoder"], "panm_jax.modules.encoders"),
+    "MLP": "panm_jax.modules.layers",
+    **dict.fromkeys(
+        ["DNCMemory", "DNCTrace", "NTMMemory", "NTMTrace", "StackMemory", "StackRNNMemory", "StackRNNTrace",
+         "StackTrace", "TapeRNNMemory", "TapeRNNTrace"],
+        "panm_jax.modules.memory",
+    ),
+    **dict.fromkeys(["PANMDecoder", "PANMTraces", "PointerUnits"], "panm_jax.modules.panm"),
+    **dict.fromkeys(
+        ["DecoderLayer", "EncoderLayer", "LayerNorm", "MultiHeadAttention", "TransformerCache",
+         "TransformerController", "causal_mask", "masked_softmax", "sinusoidal_encoding"],
+        "panm_jax.modules.transformer",
+    ),
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from panm_jax.modules.controllers import FeedForwardController, GRUCell, LSTMCell, LSTMState, make_controller
+    from panm_jax.modules.encoders import BiGRUEncoder, LSTMEncoder, TransformerEncoder
+    from panm_jax.modules.layers import MLP
+    from panm_jax.modules.memory import (
+        DNCMemory,
+        DNCTrace,
+        NTMMemory,
+        NTMTrace,
+        StackMemory,
+        StackRNNMemory,
+        StackRNNTrace,
+        StackTrace,
+        TapeRNNMemory,
+        TapeRNNTrace,
+    )
+    from panm_jax.modules.panm import PANMDecoder, PANMTraces, PointerUnits
+    from panm_jax.modules.transformer import (
+        DecoderLayer,
+        EncoderLayer,
+        LayerNorm,
+        MultiHeadAttention,
+        TransformerCache,
+        TransformerController,
+        causal_mask,
+        masked_softmax,
+        sinusoidal_encoding,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        where = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -10,8 +10,9 @@ large matmul), then ``step_projected(carry, gx_t)`` inside the loop.
 Shapes: ``x [..., I]`` inputs, ``h [..., D]`` hidden states; leading axes (batch,
 heads) are free.
 
-Kinds (``make_controller(kind, ...)``, seed ``002_44e42d2b9681fe3e.txt`` gives the
-NTM and the DNC each with a feed-forward, an LSTM and a Transformer controller):
+Kinds (``make_controller(kind, ...)``; Reina Campo 2022, MPSoC-NTM documentation,
+"Turing Machine" chapter, gives the NTM and the DNC each with a feed-forward, an
+LSTM and a Transformer controller):
 
 * ``"feedforward"``: ``FeedForwardController``, no recurrence (its carry is ``()``);
 * ``"lstm"``: ``LSTMCell``; ``"gru"``: ``GRUCell``;
@@ -219,7 +220,7 @@ class LSTMCell(nnx.Module):
 class FeedForwardController(nnx.Module):
     """A feed-forward controller: ``h_t = tanh(W_L ... tanh(W_1 x_t + b_1) ... + b_L)``.
 
-    The feed-forward NTM/DNC controller of seed ``002_44e42d2b9681fe3e.txt``
+    The feed-forward NTM/DNC controller of Reina Campo 2022
     ("Feedforward Neural Turing Machine", "Feedforward Differentiable Neural
     Computer"): no recurrent state, so everything the model remembers between
     steps is in the external memory (and, in the memory models, the previous
@@ -227,7 +228,7 @@ class FeedForwardController(nnx.Module):
 
     The carry is the empty tuple ``()`` (a pytree with no leaves), so the controller
     fits the recurrent interface at no cost: ``scan`` carries nothing, a masked
-    step's ``select`` has nothing to choose. ``tanh`` (our choice; the seed gives
+    step's ``select`` has nothing to choose. ``tanh`` (our choice; the source gives
     no activation) keeps ``h`` in ``(-1, 1)`` like an LSTM's or a GRU's hidden
     state, so the interface projection sees the same scale whichever controller
     drives it.

@@ -2,10 +2,10 @@
 
 Each module holds one parameter, the ``Linear`` ``W_xi`` that turns the controller
 output ``h_t [..., D]`` into the kernel's raw interface vector
-``xi_t = W_xi h_t + b [..., P]`` (seed ``002_44e42d2b9681fe3e.txt``, "Interfaces":
-``xi_t = W_xi [h_t^1; ...; h_t^L]``), then calls the kernel's
-``controls_from_interface`` (the seeds' activations live there) and ``step``. No
-memory mathematics lives here (DESIGN.md): this is the thin layer between a
+``xi_t = W_xi h_t + b [..., P]`` (Reina Campo 2022, MPSoC-NTM documentation,
+"Turing Machine" chapter, "Interfaces": ``xi_t = W_xi [h_t^1; ...; h_t^L]``), then
+calls the kernel's ``controls_from_interface`` (the sources' activations live
+there) and ``step``. No memory mathematics lives here (docs/design.md): this is the thin layer between a
 controller and ``panm_jax.kernels``.
 
 Leading axes are free: ``h [..., D]`` with a state whose fields carry the same
@@ -58,7 +58,8 @@ __all__ = [
     "TapeRNNTrace",
 ]
 
-# Grefenstette et al. 2015 (seed 004 / TASKS.md §4): "pop bias initialised to -1",
+# Grefenstette et al. 2015 (Learning to Transduce with Unbounded Memory; docs/tasks.md,
+# transduction tasks): "pop bias initialised to -1",
 # so u_t = sigmoid(-1) ~ 0.27 at the start: early steps pop little.
 POP_BIAS_INIT = -1.0
 
@@ -124,10 +125,10 @@ class TapeRNNTrace(NamedTuple):
 
 
 class NTMMemory(nnx.Module):
-    """NTM memory (seed 000 Eq. 11-13, seed 002 "Neural Turing Machine") behind a projection.
+    """NTM memory (M10AE appendix Eq. 11-13, Reina Campo 2022 "Neural Turing Machine") behind a projection.
 
     ``xi_t = W_xi h_t + b`` has ``ntm.interface_size(W, R, H, S)`` numbers; the
-    kernel's ``controls_from_interface`` activates them (seed 000 Eq. 12: keys
+    kernel's ``controls_from_interface`` activates them (the M10AE appendix, Eq. 12, see docs/references.md: keys
     and add vectors as they are, ``beta = softplus >= 0``, ``g = sigmoid``, shifts
     ``softmax``, ``gamma = 1 + softplus >= 1``, erase ``sigmoid``) and
     ``ntm.step`` writes, then reads.
@@ -202,7 +203,7 @@ class DNCMemory(nnx.Module):
       hidden: ``D``. num_slots: ``N``. word_size: ``W``. num_reads: ``R``.
       num_writes: ``H`` write heads (1 in Graves et al. 2016; DeepMind's ``dnc``
         ``num_writes``).
-      read_previous_memory: the read content weights use ``M_{t-1}`` (seed 002 as
+      read_previous_memory: the read content weights use ``M_{t-1}`` (Reina Campo 2022 as
         printed) instead of ``M_t`` (default; Graves et al. 2016), see ``dnc.step``.
       stop_usage_write_gradient: no gradient from the usage to the previous write
         weights, as DeepMind's ``dnc`` (default False: the full gradient), see
@@ -285,13 +286,13 @@ _STACK_FNS = {
 
 
 class StackMemory(nnx.Module):
-    """A neural Stack, Queue or DeQue (seed 004, Grefenstette et al. 2015) behind a projection.
+    """A neural Stack, Queue or DeQue (Grefenstette et al. 2015) behind a projection.
 
     The controller output ``o'_t`` (``h``) is projected to the push, pop and value
     pre-activations, ``[d^, u^, v^ (W)]`` per end (the top end, then the bottom end
     for the DeQue); the kernel's ``controls_from_interface`` applies the paper's
     ``d_t = sigmoid``, ``u_t = sigmoid``, ``v_t = tanh``. The pop logits' biases
-    start at ``POP_BIAS_INIT = -1`` (TASKS.md §4, the paper's initialisation); the
+    start at ``POP_BIAS_INIT = -1`` (docs/tasks.md, transduction tasks; the paper's initialisation); the
     other biases at 0, the kernel as ``nnx.Linear``'s default (LeCun normal).
 
     Capacity: ``init_state(batch_shape, capacity)`` with ``capacity = C`` the

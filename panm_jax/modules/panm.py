@@ -1,7 +1,7 @@
 """The PANM decoder: address bank, Pointer Units, Mode-1/Mode-2 access, Controller.
 
-Implements §2.3 of seed ``001_f692c4b8a9aae130.txt`` (Eq. 1-7, Algorithm 1,
-App. B-C) on top of the parameter-free ``panm_jax.kernels.pointer``. Given a
+Implements §2.3 of Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR)
+(Eq. 1-7, Algorithm 1, App. B-C) on top of the parameter-free ``panm_jax.kernels.pointer``. Given a
 memory ``M`` (an encoder's outputs, one slot per input step) it decodes
 ``T_out`` steps in one ``scan``:
 
@@ -15,7 +15,7 @@ memory ``M`` (an encoder's outputs, one slot per input step) it decodes
     h^c_t      = GRU_c([*p^a_t, *p^c_t, z_t], h^c_{t-1})       Eq. 7, h^c_0 = sum_i M[i]
     logits_t   = g^o([*p^a_t, *p^c_t, h^c_t])
 
-Choices where the paper is silent or differs from its authors' code (DESIGN.md):
+Choices where the paper is silent or differs from its authors' code (docs/design.md):
 
 * ``p^a_0``: head 0 starts at the base address ``a_B``, head 1 at the end address
   ``a_E = (a_B + l(X) - 1) mod 2^b`` (App. C: both must be among the starts);
@@ -92,7 +92,7 @@ CONTROLLER_STARTS = ("sum", "mean")
 
 
 class PANMTraces(NamedTuple):
-    """Per-step traces for plots (seed 001 Fig. 2c/d)."""
+    """Per-step traces for plots (Le et al. 2024, Fig. 2c/d)."""
 
     pointer_weights: jax.Array  # [B, T_out, H^a, L] w^a_t
     pointer_values: jax.Array  # [B, T_out, H^a, A] p^a_t (soft binary addresses)
@@ -107,7 +107,7 @@ class _Carry(NamedTuple):
 
 
 class PointerUnits(nnx.Module):
-    """``H`` Pointer Units (seed 001 Eq. 1): GRUs with separate parameters, one per head.
+    """``H`` Pointer Units (Le et al. 2024, Eq. 1): GRUs with separate parameters, one per head.
 
     The heads' parameters are stacked on a leading head axis so that one batched
     matmul serves every head. The GRU is ``GRUCell``'s (PyTorch conventions) and

@@ -6,7 +6,7 @@
 * ``MultiHeadAttention``: scaled dot-product attention,
   ``softmax(Q K^T / sqrt(d_h)) V`` per head, with a boolean mask; optionally with
   the relative positional encoding (RPE) of Transformer-XL (Dai et al. 2019, §3.3),
-  the RPE that seed ``001_f692c4b8a9aae130.txt`` cites (App. A) and that its
+  the RPE that Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR) cites (App. A) and that its
   TRM+RPE baselines (§3.3, Table 4, the code of Csordás et al. 2021) use.
 * ``LayerNorm``: layer normalisation finite at every input scale.
 * ``EncoderLayer`` / ``DecoderLayer``: pre-LN layers (Xiong et al. 2020):
@@ -14,7 +14,7 @@
 * ``TransformerController``: a causal Transformer run one step at a time inside
   ``scan`` with a fixed-size key/value cache, behind the controllers' interface
   (``init_carry``, ``__call__(carry, x) -> (carry, h)``), for the Transformer NTM
-  and DNC of seed ``002_44e42d2b9681fe3e.txt``.
+  and DNC of Reina Campo 2022 (MPSoC-NTM documentation, "Turing Machine" chapter).
 
 Relative positions (why Transformer-XL's): the logit of query ``i`` and key ``j``
 is ``((q_i + u) . k_j + (q_i + v) . W_R R_{i-j}) / sqrt(d_h)`` with ``R`` the
@@ -405,8 +405,7 @@ class TransformerCache(NamedTuple):
 class TransformerController(nnx.Module):
     """A causal Transformer controller that runs one step at a time inside ``scan``.
 
-    The Transformer controller of the NTM and DNC of seed
-    ``002_44e42d2b9681fe3e.txt``: at step ``t`` the input ``x_t`` is projected to
+    The Transformer controller of the NTM and DNC of Reina Campo 2022: at step ``t`` the input ``x_t`` is projected to
     ``D``, given its position (``"absolute"``: plus ``sinusoidal_encoding(t)``;
     ``"relative"``: Transformer-XL RPE in every self-attention), and passed
     through ``N_l`` pre-LN causal self-attention layers that attend over the keys

@@ -4,24 +4,35 @@ Every task is a NumPy generator on the host, deterministic from a
 ``np.random.Generator``: ``get_task(name, **options).sample(rng, batch_size,
 length)`` returns a padded ``Batch(inputs, input_mask, targets, target_mask)``.
 A task also carries its sizes, its training lengths and test length modes, how
-its outputs align with its inputs, and its masked jax metrics.
+its outputs align with its inputs, and its masked jax metrics. ``TASKS`` maps
+each registered name to its factory, in the order tables list them;
+``list_tasks()`` describes them and ``panm-jax tasks`` prints them.
 
 Modules:
-  base          ``Batch``, ``LengthRange``, the ``Task`` interface, named errors
-  registry      ``get_task``, ``list_tasks``, ``register_task``
-  buckets       padding batches to bucket lengths (a handful of compiled shapes)
-  metrics       token / sequence (exact-match) / coarse / fine accuracy
-  losses        masked softmax and sigmoid cross-entropy
-  algorithmic   Copy, Reverse, Mix, Dynamic Recall, Priority Sort, ID Sort (seed 001)
-  dyck          Dyck D_n next-bracket prediction (Suzgun et al. 2019; seed 001)
-  m10ae         modulo-10 arithmetic expressions and the shift-reduce evaluator (seed 000)
-  itg           inversion transduction grammars (SVO -> SOV, gender conjugation)
-  transduction  Grefenstette et al. (2015) copy, reversal, bigram flip and the ITG tasks
-  chomsky       the 15 Chomsky-hierarchy tasks of Delétang et al. (2023)
-  scan          SCAN generated from its grammar, with its length splits (Lake & Baroni 2018)
-  mathematics   add_or_sub and place_value of the Mathematics dataset (Saxton et al. 2019; extra [math])
-  automata      finite, pushdown and Turing machines written as data; acceptance and transduction tasks
-  cli           the ``panm-jax tasks`` sub-command
+
+* ``base``: ``Batch``, ``LengthRange``, the ``Task`` interface, named errors.
+* ``registry``: ``TASKS``, ``get_task``, ``list_tasks``, ``register_task``.
+* ``buckets``: padding batches to bucket lengths (a handful of compiled shapes).
+* ``metrics``: token / sequence (exact-match) / coarse / fine accuracy.
+* ``losses``: masked softmax and sigmoid cross-entropy.
+* ``algorithmic``: Copy, Reverse, Mix, Dynamic Recall, Priority Sort and ID Sort
+  (Le et al. 2024, "Plug, Play, and Generalize: Length Extrapolation with
+  Pointer-Augmented Neural Memory").
+* ``dyck``: Dyck D_n next-bracket prediction (Suzgun et al. 2019).
+* ``m10ae``: modulo-10 arithmetic expressions and the shift-reduce evaluator.
+* ``itg``: inversion transduction grammars (SVO -> SOV, gender conjugation).
+* ``transduction``: the copy, reversal, bigram flip and ITG tasks of
+  Grefenstette et al. (2015).
+* ``chomsky``: the 15 Chomsky-hierarchy tasks of Delétang et al. (2023).
+* ``scan``: SCAN generated from its grammar, with its length splits (Lake &
+  Baroni 2018).
+* ``mathematics``: ``add_or_sub`` and ``place_value`` of the Mathematics dataset
+  (Saxton et al. 2019; needs the ``[math]`` extra).
+* ``automata``: finite, pushdown and Turing machines written as data; acceptance
+  and transduction tasks.
+* ``cli``: the ``panm-jax tasks`` sub-command.
+
+Task definitions, lengths and metrics are described in ``docs/tasks.md``.
 """
 
 from panm_jax.tasks.base import (

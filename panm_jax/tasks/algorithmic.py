@@ -1,7 +1,8 @@
-"""The six algorithmic tasks of PANM (seed ``001_f692c4b8a9aae130.txt`` §3.1, App. D.1).
+"""The six algorithmic tasks of PANM (Le et al. 2024, §3.1, App. D.1).
 
 Copy, Reverse, Mix (content-free) and Dynamic Recall, Priority Sort, ID Sort
-(content-based), as ``TASKS.md`` §1 specifies.
+(content-based), as Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR)
+describes them and docs/tasks.md (algorithmic tasks) specifies.
 
 Input layout (``D_in = 12 + extra`` channels, ``T_in = n + 2`` rows, or
 ``n + 3`` for Dynamic Recall)::
@@ -48,7 +49,7 @@ only Python loop is Dynamic Recall's redraw of the rare rows without a query).
 A batch of mixed per-example lengths is padded with masks.
 
 The longest length is bounded by PANM's address space: with ``A = 10`` address
-bits (seed ``001`` §3) the memory has ``2**10 = 1024`` slots, one per input row,
+bits (Le et al. 2024, §3) the memory has ``2**10 = 1024`` slots, one per input row,
 so ``max_length = 1024 - (T_in - n)`` by default (option ``max_length``).
 """
 
@@ -87,7 +88,7 @@ START_CHANNEL = 10        # start delimiter (row 0)
 END_CHANNEL = 11          # end delimiter (row n + 1)
 EXTRA_CHANNEL = 12        # first task-specific channel
 ID_WIDTH = 8              # ID Sort's id vectors ~ N(0, I_8)
-ADDRESS_SLOTS = 2 ** 10   # PANM memory slots with A = 10 address bits (seed 001 §3)
+ADDRESS_SLOTS = 2 ** 10   # PANM memory slots with A = 10 address bits (Le et al. 2024, §3)
 
 
 class AlgorithmicTask(Task):

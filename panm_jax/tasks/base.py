@@ -14,7 +14,8 @@ How outputs line up with inputs is the task's ``output_mode``:
 
 * ``"after_input"``: the model reads the whole input, then emits ``T_out``
   outputs on blank steps whose decoder input is zero (``z_t = 0``: no teacher
-  forcing, seed ``001_f692c4b8a9aae130.txt`` App. D.1). The input holds no blank
+  forcing, Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR),
+  App. D.1). The input holds no blank
   steps; the model adds them (``model(inputs, input_mask, num_outputs=T_out)``).
 * ``"aligned"``: one output per input step (``T_out == T_in``), as in Dyck
   next-symbol prediction, where the output at step ``t`` is read after input
@@ -142,7 +143,7 @@ class Task(abc.ABC):
       output_mode: ``"after_input"`` or ``"aligned"`` (see the module docstring).
       metric_names: the keys of ``metrics(...)``; the first is the headline metric.
       length_sampling: ``"per_batch"`` (one length for a whole batch, as the
-        algorithmic tasks of seed 001 draw) or ``"per_example"`` (each example
+        algorithmic tasks of Le et al. 2024 draw) or ``"per_example"`` (each example
         its own length, padded with masks).
       train_lengths: the training ``LengthRange``.
       test_modes: mode name -> ``LengthRange`` (a single length or a range).

@@ -1,6 +1,7 @@
-"""Dyck languages ``D_n``: next-legal-bracket prediction (Suzgun et al. 2019; seed ``001`` §3.2).
+"""Dyck languages ``D_n``: next-legal-bracket prediction (Suzgun et al. 2019; Le et al. 2024 §3.2).
 
-Grammar (seed ``001_f692c4b8a9aae130.txt`` §3.2; ``TASKS.md`` §2)::
+Grammar (Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR), §3.2;
+docs/tasks.md, Dyck)::
 
     S -> (_i S )_i   with probability p / n for each of the n bracket types
     S -> S S         with probability q

@@ -1,9 +1,9 @@
 """Inversion transduction grammars (ITGs) as data, and an exact-length sampler.
 
 Grefenstette et al. (2015, "Learning to Transduce with Unbounded Memory",
-seed ``004`` is its §3) test two linguistically inspired transductions built
+NeurIPS) test two linguistically inspired transductions built
 from ITGs: SVO -> SOV reordering and gender conjugation. Their appendix grammars
-are not in the seeds, so the two grammars below are **our design** after the
+were not available to us, so the two grammars below are **our design** after the
 paper's description; this docstring says what they generate.
 
 An ITG in normal form has

@@ -1,7 +1,9 @@
 """M10AE: modulo-10 arithmetic expressions, labelled by a shift-reduce stack evaluator.
 
-Task (``TASKS.md`` §3; seed ``000_260939df825cb3ee.txt`` App. B; our specification
-where the source paper's lengths and splits are not available): an expression
+Task (docs/tasks.md, M10AE; App. B, "Deterministic algorithm for evaluating
+samples in M10AE", of the M10AE appendix, a paper whose authors and title we
+could not establish, see docs/references.md; our specification where the
+source paper's lengths and splits are not available): an expression
 over the digits ``0..9``, ``+ - *`` and parentheses, with the usual precedence
 (``*`` before ``+ -``) and left associativity; the label is its value mod 10,
 one 10-class output after the expression (``output_mode = "after_input"``).
@@ -24,14 +26,14 @@ parenthesis depth ``d`` is a digit if ``n = 1``; otherwise, with probability
 ``E_{n1} op E_{n-1-n1}`` with ``n1`` odd and uniform and ``op`` uniform. Explicit
 stack, no recursion. ``max_depth`` bounds the nesting depth (``0``: no parentheses).
 
-Labels come from ``evaluate_mod10``, a transcription of Algorithms 1-3 of seed
-``000`` with a real stack, and the three slips of the seed text corrected as
-``TASKS.md`` §3 says:
+Labels come from ``evaluate_mod10``, a transcription of Algorithms 1-3 of the
+M10AE appendix with a real stack, and the three slips of its printed text
+corrected as docs/tasks.md (M10AE) says:
 
 1. Algorithm 1 reads "each input x_t and its next x_t" and "return l_0": the
    look-ahead is ``x_{t+1}`` (nothing after the last token) and the result is
    the top of the stack, ``S[0]``;
-2. Algorithm 2's last branch tests "S[1][1] is '('": it is ``S[1]`` itself that is
+2. Algorithm 2's last branch tests ``S[1][1] is '('``: it is ``S[1]`` itself that is
    ``'('`` (a bare parenthesis, not a pair);
 3. Algorithm 3 lacks the case ``S[0] = ')'`` over the pair ``('(', n)``, which
    returns ``n`` (Algorithm 2's third branch makes it reducible, but Algorithm 3
@@ -94,7 +96,7 @@ def _apply(op: int, a: int, b: int) -> int:
 
 
 def _reducible(S: list, x: int | None) -> bool:
-    """Algorithm 2, ``REDUCIBLE(S, x)``: ``S[-1]`` is the seed's ``S[0]`` (top), ``x`` the look-ahead."""
+    """Algorithm 2, ``REDUCIBLE(S, x)``: ``S[-1]`` is the printed algorithm's ``S[0]`` (top), ``x`` the look-ahead."""
     if len(S) < 2:
         return False
     (k0, v0), (k1, v1) = S[-1], S[-2]
@@ -145,7 +147,7 @@ def _shift(token: int) -> tuple[int, Any]:
 
 
 def evaluate_mod10(tokens: Sequence[int] | str) -> int:
-    """The value mod 10 of an expression, by Algorithm 1 of seed ``000`` (slips corrected).
+    """The value mod 10 of an expression, by Algorithm 1 of the M10AE appendix (slips corrected).
 
     Algorithm 1: for each input ``x_t`` and its next ``x_{t+1}``: push ``x_t``;
     while ``REDUCIBLE(S, x_{t+1})``: ``r <- REDUCE(S)``, push ``r``. Return ``S[0]``.
@@ -160,7 +162,7 @@ def evaluate_mod10(tokens: Sequence[int] | str) -> int:
     if isinstance(tokens, str):
         tokens = tokenize(tokens)
     tokens = list(tokens)
-    S: list = []  # a real stack; S[-1] is the seed's S[0]
+    S: list = []  # a real stack; S[-1] is the printed algorithm's S[0]
     last = len(tokens) - 1
     for t, x in enumerate(tokens):
         nxt = tokens[t + 1] if t < last else None  # slip 1: the next input is x_{t+1}

@@ -11,7 +11,7 @@ A step is *correct* when
   * multi-hot (``targets`` ``[B, T_out, K]``): every unit's thresholded sigmoid
     matches, ``sigmoid(logit) > 0.5`` (computed as ``logit > 0``, the same test
     without rounding) equals ``target > 0.5``, as in Suzgun et al. (2019) and
-    seed ``001_f692c4b8a9aae130.txt`` §3.2.
+    Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR), §3.2.
 
 The kind is read from the rank of ``targets`` (2 = classes, 3 = multi-hot).
 
@@ -53,7 +53,7 @@ def _safe_mean(num, den):
 def token_accuracy(logits, batch):
     """Share of scored output steps that are correct (for multi-hot: the whole vector).
 
-    The algorithmic tasks' metric (seed ``001`` App. D.1: argmax equals the
+    The algorithmic tasks' metric (Le et al. 2024, App. D.1: argmax equals the
     target; a random predictor scores about 1/K).
     """
     mask = _masks(batch)
@@ -64,7 +64,7 @@ def token_accuracy(logits, batch):
 def sequence_accuracy(logits, batch):
     """Share of sequences whose every scored step is correct (exact match).
 
-    Dyck's metric (seed ``001`` §3.2: "sequence match") and, for classes, the
+    Dyck's metric (Le et al. 2024, §3.2: "sequence match") and, for classes, the
     transduction tasks' *coarse* accuracy.
     """
     mask = _masks(batch)

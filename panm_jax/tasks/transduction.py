@@ -1,6 +1,6 @@
 """Transduction tasks of Grefenstette et al. (2015), "Learning to Transduce with Unbounded Memory".
 
-``TASKS.md`` §4. Five tasks: ``transduction_copy``, ``transduction_reversal``,
+Specified in docs/tasks.md (transduction tasks). Five tasks: ``transduction_copy``, ``transduction_reversal``,
 ``bigram_flip`` (random strings over 128 source symbols) and ``svo_sov``,
 ``gender_conjugation`` (the inversion transduction grammars of
 ``panm_jax.tasks.itg``, our design after the paper's description).

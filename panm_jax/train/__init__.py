@@ -1,7 +1,83 @@
 """Training and evaluation: optax steps, orbax checkpoints, sharding, reports, CLI.
 
-What goes here: a pure jitted ``train_step(state, batch)`` per length bucket, the
-optimiser from a typed config, exact-resume checkpoints, data parallelism over a
-``jax.sharding.Mesh`` and evaluation over length modes. (Empty until the training
-issue.)
+One ``TrainConfig`` describes a run; ``train_and_evaluate(config, workdir)``
+trains it (a pure jitted ``train_step`` per length bucket), keeps checkpoints
+that resume exactly, evaluates on the task's length modes and writes the
+results; ``train_seeds`` trains several seeds of one run together.
+
+Modules:
+
+* ``config``: ``TrainConfig``, ``OptimizerConfig``, ``load_config`` (TOML or JSON
+  files and ``section.field=value`` overrides), validation.
+* ``loop``: ``train_and_evaluate``, the training loop.
+* ``seeds``: ``train_seeds``, several seeds of one run trained together.
+* ``steps``: ``TrainState`` and the jitted train and evaluation steps.
+* ``optim``: optimisers and learning-rate schedules from a config.
+* ``checkpoint``: orbax checkpoints that resume exactly.
+* ``evaluate``: evaluation over length modes (a module; its function is
+  ``panm_jax.train.evaluate.evaluate``).
+* ``range_eval``: evaluation at every length of a range, one compilation per
+  length bucket.
+* ``report``: results tables and plots.
+* ``sharding``: data parallelism over a ``jax.sharding.Mesh``, one or several
+  processes (see ``docs/distributed.md``).
+* ``allocator``: glibc malloc settings for XLA's CPU runtime.
+* ``io``, ``lock``, ``checksums``: atomic writes, the work folder's lock, file
+  checksums.
+* ``cli``: the ``panm-jax train / eval / plot`` sub-commands.
+
+Importing this package imports none of them (nor JAX): the names in ``__all__``
+load their module on first use.
 """
+
+from __future__ import annotations
+
+import importlib
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+
+# name -> the module that defines it.
+_EXPORTS = {
+    **dict.fromkeys(["ConfigError", "OptimizerConfig", "TrainConfig", "load_config"], "panm_jax.train.config"),
+    **dict.fromkeys(["NonFiniteLossError", "Run", "train_and_evaluate"], "panm_jax.train.loop"),
+    "train_seeds": "panm_jax.train.seeds",
+    **dict.fromkeys(["TrainState", "init_train_state", "make_eval_step", "make_train_step"], "panm_jax.train.steps"),
+    **dict.fromkeys(["make_optimizer", "paper_optimizer"], "panm_jax.train.optim"),
+    **dict.fromkeys(["CheckpointError", "Checkpointer"], "panm_jax.train.checkpoint"),
+    **dict.fromkeys(["RangeResult", "range_evaluate"], "panm_jax.train.range_eval"),
+    **dict.fromkeys(["load_results", "plot_accuracy"], "panm_jax.train.report"),
+    "make_mesh": "panm_jax.train.sharding",
+    "keep_freed_memory": "panm_jax.train.allocator",
+    "WorkdirBusy": "panm_jax.train.lock",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from panm_jax.train.allocator import keep_freed_memory
+    from panm_jax.train.checkpoint import CheckpointError, Checkpointer
+    from panm_jax.train.config import ConfigError, OptimizerConfig, TrainConfig, load_config
+    from panm_jax.train.lock import WorkdirBusy
+    from panm_jax.train.loop import NonFiniteLossError, Run, train_and_evaluate
+    from panm_jax.train.optim import make_optimizer, paper_optimizer
+    from panm_jax.train.range_eval import RangeResult, range_evaluate
+    from panm_jax.train.report import load_results, plot_accuracy
+    from panm_jax.train.seeds import train_seeds
+    from panm_jax.train.sharding import make_mesh
+    from panm_jax.train.steps import TrainState, init_train_state, make_eval_step, make_train_step
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        where = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -5,7 +5,8 @@ Two ``orbax.checkpoint.CheckpointManager`` folders under a run's workdir:
 * ``checkpoints/<step>/``: the last ``keep`` checkpoints, saved every N steps
   and at the end;
 * ``best/<step>/``: the one checkpoint with the best validation score so far
-  (seed 001 selects on the L+1 mode).
+  (Le et al. 2024, "Plug, Play, and Generalize: Length Extrapolation with
+  Pointer-Augmented Neural Memory", select on the L+1 mode).
 
 Each checkpoint holds the whole ``TrainState`` (parameters, optimiser state,
 step, PRNG key) and a JSON record (the config, the step, the data-stream

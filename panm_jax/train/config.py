@@ -12,7 +12,8 @@ model's config dataclass, then validated by it) and the evaluation modes are
 checked against the registries. Each problem raises ``ConfigError`` (a
 ``UserError``, a ``ValueError``) naming the field, what was expected and what was given.
 
-Defaults follow TASKS.md §1 (seed 001's protocol and its authors' code): batch
+Defaults follow the algorithmic-task protocol of Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR)
+and its authors' code (listed in docs/tasks.md): batch
 128, RMSprop with learning rate 1e-4, momentum 0.9, decay 0.95, gradient values
 clipped at 10, 50,000 steps, checkpoint selection on the L+1 validation set.
 """

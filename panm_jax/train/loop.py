@@ -1,6 +1,6 @@
 """``train_and_evaluate(config, workdir)``: a whole run, resumable at any point.
 
-The loop of Flax's examples with the functional step of DESIGN.md:
+The loop of Flax's examples with the functional step of docs/design.md:
 
 1. build the task, the model (by name) and the optax optimiser from the config;
    ``nnx.split`` the model once; place the state on a mesh of every device
@@ -375,7 +375,8 @@ def _train(run: Run, ckpt: Checkpointer, workdir: Path, *, progress: bool, conso
                 if done < c.num_steps and primary:
                     append_jsonl(log_path, {"event": "time budget reached", "step": done, "max_minutes": c.max_minutes})
                 break
-    # Report the best checkpoint (seed 001: selected on the L+1 validation set) on the test sets.
+    # Report the best checkpoint (selected on the L+1 validation set, as Le et al. 2024, "Plug, Play,
+    # and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory", do) on the test sets.
     best = ckpt.restore_best(jax.device_get(state), check, then="reporting the latest state instead")
     if best is None:
         params, step = state.params, int(jax.device_get(state.step))
