@@ -4,7 +4,10 @@
   checks and reference comparisons that need more than float32 resolution),
   whichever jax version is installed.
 * ``trace_counter``: counts how often a function is traced (to show that a second
-  call with new values but the same shapes does not retrace).
+  call with new values but the same shapes does not retrace). The tests wrap the
+  traced function in ``chex.assert_max_traces`` too, which fails at the retrace
+  itself; the fixture clears chex's global trace counter so that a test (or a
+  parametrized case, or a rerun) starts from zero.
 
 The session shares one persistent compilation cache (see below).
 """
@@ -25,6 +28,7 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("PANM_JAX_CACHE_DIR", tempfile.mkdtemp(prefix="panm_jax_test_data_"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
+import chex  # noqa: E402
 import jax  # noqa: E402  (after the cache settings)
 import pytest  # noqa: E402
 
@@ -56,4 +60,6 @@ class TraceCounter:
 
 @pytest.fixture
 def trace_counter():
-    return TraceCounter
+    chex.clear_trace_counter()  # chex.assert_max_traces counts per function footprint, process-wide
+    yield TraceCounter
+    chex.clear_trace_counter()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -292,8 +293,7 @@ def test_several_heads_usage_and_allocation_equal_their_definitions():
 def _assert_invariants(states: dnc.DNCState, reads: jax.Array) -> None:
     """Check every invariant on states stacked over any leading axes."""
     s = jax.tree_util.tree_map(lambda x: np.asarray(x, np.float64), states)
-    for name, value in s._asdict().items():
-        assert np.all(np.isfinite(value)), f"{name} is not finite"
+    chex.assert_tree_all_finite(s)  # names the non-finite fields
     assert np.all(s.usage >= -INV_TOL) and np.all(s.usage <= 1 + INV_TOL), "usage in [0, 1]"
     assert np.all(s.write_weights >= -INV_TOL) and np.all(s.write_weights.sum(-1) <= 1 + INV_TOL)
     assert np.all(s.read_weights >= -INV_TOL) and np.all(s.read_weights.sum(-1) <= 1 + INV_TOL)
@@ -545,8 +545,7 @@ def test_masked_step_passes_gradients_as_if_the_step_were_absent(h):
     with_gap, (g_state, g_raw) = grad(state, raw, mask)
     without, (g_state_ref, g_raw_ref) = grad(state, raw[jnp.array([0, 1, 3])], jnp.ones(3))
     np.testing.assert_allclose(with_gap, without, rtol=1e-6)
-    for a, b in zip(jax.tree_util.tree_leaves(g_state), jax.tree_util.tree_leaves(g_state_ref)):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    chex.assert_trees_all_close(g_state, g_state_ref, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(g_raw[jnp.array([0, 1, 3])], g_raw_ref, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(g_raw[2], jnp.zeros(dnc.interface_size(R, W, h)))
 
@@ -574,11 +573,11 @@ def test_gradients_finite_at_ties_zero_memory_zero_keys(usage_value):
     )
     controls = _controls(write_gate=[1.0], allocation_gate=[0.5], free_gates=jnp.full((R,), 0.5))
     grads = _grad_step(state, controls)
-    for leaf in jax.tree_util.tree_leaves(grads):
-        assert bool(jnp.all(jnp.isfinite(leaf)))
+    chex.assert_tree_all_finite(grads)
     # And through the activations from a raw all-zero interface vector.
     g_raw = _grad_raw(state, jnp.zeros(P))
-    assert bool(jnp.all(jnp.isfinite(g_raw)))
+    chex.assert_shape(g_raw, (P,))
+    chex.assert_tree_all_finite(g_raw)
 
 
 @pytest.mark.parametrize("h", [2])
@@ -635,9 +634,7 @@ def test_masked_step_leaves_state_unchanged_and_reads_zero(h):
     # jnp.where on the write weights can change how XLA fuses the link update).
     kept, kept_reads = _step(state, controls, jnp.array(True))
     plain, plain_reads = _step(state, controls)
-    for name, a, b in zip(dnc.DNCState._fields, kept, plain):
-        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7, err_msg=name)
-    np.testing.assert_allclose(kept_reads, plain_reads, rtol=1e-6, atol=1e-7)
+    chex.assert_trees_all_close((kept, kept_reads), (plain, plain_reads), rtol=1e-6, atol=1e-7)
 
 
 def test_vmap_equals_a_loop_over_examples():
@@ -651,14 +648,13 @@ def test_vmap_equals_a_loop_over_examples():
     b_state, b_reads = jax.jit(jax.vmap(_step_fn))(stacked, batched_controls, masks)
     for i in range(batch):
         s, reads = _step(states[i], dnc.controls_from_interface(raws[i], R, W, h), masks[i])
-        for name, a, b in zip(dnc.DNCState._fields, s, b_state):
-            np.testing.assert_allclose(b[i], a, atol=1e-6, err_msg=name)
-        np.testing.assert_allclose(b_reads[i], reads, atol=1e-6)
+        one = jax.tree_util.tree_map(lambda x: x[i], (b_state, b_reads))
+        chex.assert_trees_all_close(one, (s, reads), rtol=1e-7, atol=1e-6)  # np.testing's default rtol
 
 
 def test_second_call_does_not_retrace(trace_counter):
     rng = np.random.default_rng(9)
-    counter = trace_counter(dnc.step)
+    counter = trace_counter(chex.assert_max_traces(dnc.step, n=1))  # chex fails at the retrace itself
     jitted = jax.jit(counter)
     for _ in range(2):
         state = _random_state(rng)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -34,7 +35,7 @@ def test_equals_lax_scan_values_and_gradients(problem):
     step = lambda c, x: rnn_step(params, c, x)  # noqa: E731
     got = scan(step, carry, xs)
     want = jax.lax.scan(step, carry, xs)
-    jax.tree_util.tree_map(lambda g, w: np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6), got, want)
+    chex.assert_trees_all_close(got, want, rtol=1e-6)  # same tree structure, every leaf close
 
     def loss(params, wrapper, **kw):
         final, (hs, sums) = wrapper(lambda c, x: rnn_step(params, c, x), carry, xs, **kw)
@@ -43,8 +44,7 @@ def test_equals_lax_scan_values_and_gradients(problem):
     g_want = jax.grad(loss)(params, jax.lax.scan)
     for kw in ({}, {"remat": True}, {"unroll": 3}):
         g_got = jax.grad(loss)(params, scan, **kw)
-        jax.tree_util.tree_map(lambda g, w: np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5), g_got,
-                               g_want)
+        chex.assert_trees_all_close(g_got, g_want, rtol=1e-5)
 
 
 def test_masked_steps_carry_state_and_zero_outputs(problem):
@@ -83,14 +83,15 @@ def test_vmap_over_batch_equals_python_loop(problem):
     batched = jax.vmap(lambda c, x, m: scan(step, c, x, m))(carries, xs, masks)
     for b in range(B):
         single = scan(step, carry, xs[b], masks[b])
-        jax.tree_util.tree_map(
-            lambda g, w: np.testing.assert_allclose(np.asarray(g)[b], np.asarray(w), rtol=1e-6), batched, single)
+        chex.assert_trees_all_close(jax.tree_util.tree_map(lambda g: g[b], batched), single, rtol=1e-6)
 
 
 def test_second_call_does_not_retrace(problem, trace_counter):
     params, carry, xs = problem
     counter = trace_counter(lambda c, x: rnn_step(params, c, x))
-    run = jax.jit(lambda c, x, m: scan(counter, c, x, m))
+    # the jitted function is traced once (chex fails at a retrace); the step inside it as often as
+    # scan needs on the first call and never again
+    run = jax.jit(chex.assert_max_traces(lambda c, x, m: scan(counter, c, x, m), n=1))
     run(carry, xs, jnp.ones((T,), jnp.int32))
     n_first = counter.count
     run(jax.tree_util.tree_map(lambda v: v + 1, carry), xs * 2.0, jnp.array([1, 0, 1, 0, 1, 1], jnp.int32))

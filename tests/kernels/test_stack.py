@@ -1,9 +1,11 @@
-"""Tests of panm_jax/kernels/stack.py: the neural Stack, Queue and DeQue (seed 004)."""
+"""Tests of panm_jax/kernels/stack.py: the neural Stack, Queue and DeQue (Grefenstette et al. 2015, Learning to
+Transduce with Unbounded Memory, §3.1-3.3)."""
 
 from __future__ import annotations
 
 import functools
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -305,14 +307,14 @@ def test_no_nan_gradients(kind, fill):
         return sum(jnp.sum(r) for r in jax.tree_util.tree_leaves(reads)) + jnp.sum(final.strengths)
 
     grads = jax.grad(loss)(controls)
-    assert all(bool(jnp.all(jnp.isfinite(g))) for g in jax.tree_util.tree_leaves(grads))
+    chex.assert_tree_all_finite(grads)
 
 
 def test_long_rollout_finite():
     T = 1000
     controls = random_controls(np.random.default_rng(7), T, W, np.float32)
     final, (reads, _) = rollout("stack", T, controls)
-    assert bool(jnp.all(jnp.isfinite(reads))) and bool(jnp.all(jnp.isfinite(final.strengths)))
+    chex.assert_tree_all_finite((reads, final.strengths))
 
 
 # ---- footnote 1: derivative to the left argument at ties --------------------------
@@ -372,15 +374,13 @@ def test_masked_step_changes_nothing(kind):
     step = {"stack": jit_stack_step, "queue": jit_queue_step, "deque": jit_deque_step}[kind]
     state, controls = (_random_deque_state if kind == "deque" else _random_linear_state)(rng, 3)
     new, read = step(state, controls, jnp.float32(0))
-    for a, b in zip(jax.tree_util.tree_leaves(new), jax.tree_util.tree_leaves(state)):
-        np.testing.assert_array_equal(a, b)
-    for r in jax.tree_util.tree_leaves(read):
-        np.testing.assert_array_equal(r, np.zeros(W))
+    chex.assert_trees_all_equal(new, state)
+    chex.assert_trees_all_equal(read, jax.tree_util.tree_map(jnp.zeros_like, read))
+    chex.assert_shape(read, (W,))  # every read (one, or top and bottom of a DeQue) is a word
     # mask 1 is the unmasked step
     new1, read1 = step(state, controls, jnp.bool_(True))
     new2, read2 = step(state, controls)
-    for a, b in zip(jax.tree_util.tree_leaves((new1, read1)), jax.tree_util.tree_leaves((new2, read2))):
-        np.testing.assert_array_equal(a, b)
+    chex.assert_trees_all_equal((new1, read1), (new2, read2))
 
 
 def test_masked_steps_in_scan():
@@ -392,8 +392,7 @@ def test_masked_steps_in_scan():
     final_masked, reads = jax.jit(lambda c, m: scan(S.stack_step, S.stack_init_state(6, W), c, m))(c, mask)
     final_real, reads_real = jax.jit(lambda c: scan(S.stack_step, S.stack_init_state(6, W), c))(
         jax.tree_util.tree_map(lambda x: x[keep], c))
-    for a, b in zip(jax.tree_util.tree_leaves(final_masked), jax.tree_util.tree_leaves(final_real)):
-        np.testing.assert_array_equal(a, b)
+    chex.assert_trees_all_equal(final_masked, final_real)
     np.testing.assert_array_equal(reads[keep], reads_real)
     np.testing.assert_array_equal(reads[~np.asarray(mask)], 0)
 
@@ -410,14 +409,13 @@ def test_vmap_equals_loop(kind):
     batched = jax.vmap(lambda c: rollout(kind, T, c))(controls)
     for b in range(B):
         single = rollout(kind, T, jax.tree_util.tree_map(lambda x: x[b], controls))
-        for x, y in zip(jax.tree_util.tree_leaves(batched), jax.tree_util.tree_leaves(single)):
-            np.testing.assert_allclose(x[b], y, atol=1e-6)
+        chex.assert_trees_all_close(jax.tree_util.tree_map(lambda x: x[b], batched), single, rtol=1e-7, atol=1e-6)
 
 
 @pytest.mark.parametrize("kind", ["stack", "deque"])
 def test_no_retrace_on_new_values(kind, trace_counter):
     step = S.deque_step if kind == "deque" else S.stack_step
-    counter = trace_counter(step)
+    counter = trace_counter(chex.assert_max_traces(step, n=1))  # chex fails at the retrace itself
     jitted = jax.jit(counter)
     rng = np.random.default_rng(11)
     make = _random_deque_state if kind == "deque" else _random_linear_state

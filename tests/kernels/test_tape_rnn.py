@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -166,16 +167,22 @@ def test_hard_moves_permute_the_written_tape():
         np.testing.assert_array_equal(np.sort(np.asarray(new.tape), axis=0), np.sort(written, axis=0))
 
 
-def test_masked_step_leaves_the_state_unchanged_and_reads_zero():
-    rng = np.random.default_rng(8)
-    state = K.State(jnp.asarray(rng.normal(size=(S, W)), jnp.float32), jnp.int32(L))
-    controls = hard(LEFT, np.ones(W))
-    new, read = jax.jit(K.step)(state, controls, jnp.bool_(False))
-    np.testing.assert_array_equal(new.tape, state.tape)
-    assert int(new.jump) == L
-    np.testing.assert_array_equal(read, np.zeros(W))
-    new, _ = jax.jit(K.step)(state, controls, jnp.bool_(True))
-    np.testing.assert_array_equal(new.tape[-1], np.ones(W))  # an unmasked step does write and move
+class TestMaskedStep(chex.TestCase):
+    # Jitted and eager: eagerly the mask and the controls are concrete (and the value checks run), under jit
+    # they are traced; the masked step must be the same no-op both ways.
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_masked_step_leaves_the_state_unchanged_and_reads_zero(self):
+        step = self.variant(K.step)
+        rng = np.random.default_rng(8)
+        state = K.State(jnp.asarray(rng.normal(size=(S, W)), jnp.float32), jnp.int32(L))
+        controls = hard(LEFT, np.ones(W))
+        new, read = step(state, controls, jnp.bool_(False))
+        chex.assert_trees_all_equal(new, state)  # the tape and the jump length
+        assert int(new.jump) == L
+        np.testing.assert_array_equal(read, np.zeros(W))
+        new, _ = step(state, controls, jnp.bool_(True))
+        np.testing.assert_array_equal(new.tape[-1], np.ones(W))  # an unmasked step does write and move
 
 
 def test_masked_scan_equals_the_unmasked_prefix():
@@ -217,7 +224,9 @@ def test_gradient_through_the_interface_is_finite_and_nonzero():
         return jnp.sum(reads[-1])
 
     g = jax.jit(jax.grad(loss))(raw)
-    assert bool(jnp.all(jnp.isfinite(g))) and float(jnp.abs(g).sum()) > 0
+    chex.assert_shape(g, raw.shape)
+    chex.assert_tree_all_finite(g)
+    assert float(jnp.abs(g).sum()) > 0
 
 
 # ---- 5. jit / vmap / scan, no retrace ---------------------------------------------------------
@@ -227,19 +236,18 @@ def test_vmap_over_examples_with_different_jump_lengths():
     B, T = 3, 9
     jumps = jnp.asarray([1, 2, 5], jnp.int32)
     init = jax.vmap(lambda j: K.init_state(S, W, jump_length=j))(jumps)
-    assert init.tape.shape == (B, S, W) and init.jump.shape == (B,)
+    chex.assert_shape([init.tape, init.jump], [(B, S, W), (B,)])
     raw = jnp.asarray(rng.normal(size=(B, T, K.interface_size(W))), jnp.float32)
     controls = K.controls_from_interface(raw, W)  # leading [B, T] axes kept
     final, (reads, _) = jax.vmap(rollout)(init, controls)
     for b in range(B):
         want = ref_rollout(np.zeros((S, W)), np.asarray(controls.actions[b], np.float64),
                            np.asarray(controls.value[b], np.float64), int(jumps[b]))
-        np.testing.assert_allclose(final.tape[b], want[-1], atol=1e-5)
-        np.testing.assert_allclose(reads[b], want[:, 0], atol=1e-5)
+        chex.assert_trees_all_close((final.tape[b], reads[b]), (want[-1], want[:, 0]), rtol=1e-7, atol=1e-5)
 
 
 def test_no_retrace_for_new_values_or_jump_lengths(trace_counter):
-    counted = trace_counter(K.step)
+    counted = trace_counter(chex.assert_max_traces(K.step, n=1))  # chex fails at the retrace itself
     f = jax.jit(counted)
     rng = np.random.default_rng(12)
     for jump in (1, 2, 4):
@@ -313,6 +321,6 @@ def test_value_checks_are_eager_only():
     state = K.init_state(4, W)
     bad = K.Controls(jnp.full(5, 0.1), jnp.zeros(W))
     new, _ = jax.jit(K.step)(state, bad)
-    assert new.tape.shape == (4, W)
+    chex.assert_shape(new.tape, (4, W))
     with pytest.raises(ValueError, match=r"^state\.jump: expected an integer array"):
         jax.jit(K.step)(state._replace(jump=jnp.float32(1)), bad)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -115,7 +116,8 @@ def test_gradients_finite(name):
 
     grads = jax.grad(loss)(params)
     leaves = jax.tree_util.tree_leaves(grads)
-    assert leaves and all(bool(jnp.all(jnp.isfinite(g))) for g in leaves)
+    assert leaves
+    chex.assert_tree_all_finite(grads)
     assert any(float(jnp.max(jnp.abs(g))) > 0 for g in leaves)
 
 
@@ -158,8 +160,7 @@ def test_distractors_are_masked_out_when_the_bank_fills_the_space(sampling):
         loss = lambda p: jnp.sum(jnp.sin(nnx.merge(graphdef, p)(x, mask, 4, train=True, key=jax.random.key(4))))
         outs.append(jax.value_and_grad(loss)(params))
     np.testing.assert_allclose(float(outs[1][0]), float(outs[0][0]), rtol=1e-6)
-    jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5,
-                                                                   atol=1e-7), outs[1][1], outs[0][1])
+    chex.assert_trees_all_close(outs[1][1], outs[0][1], rtol=1e-5, atol=1e-7)
 
 
 def test_snap_pointers_feeds_back_whole_addresses_when_asked():
@@ -240,5 +241,4 @@ def test_remat_gives_the_same_gradients():
     for remat in (False, True):
         graphdef, params = nnx.split(_model("panm", remat=remat))
         grads.append(jax.grad(lambda p: jnp.sum(nnx.merge(graphdef, p)(x, mask, 3) ** 2))(params))
-    jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6),
-                           *grads)
+    chex.assert_trees_all_close(*grads, rtol=1e-5, atol=1e-6)

@@ -1,8 +1,9 @@
 """Tests of panm_jax/modules/memory.py and the controller factory it is driven by.
 
 Memory modules hold a projection and call the kernels: the tests check that the
-controls they produce lie in the ranges the kernels expect (the seeds'
-activations), that the pop bias starts at -1 (seed 004), that the batched step
+controls they produce lie in the ranges the kernels expect (the activations of
+the papers; see docs/references.md), that the pop bias starts at -1 (Grefenstette
+et al. 2015, Learning to Transduce with Unbounded Memory), that the batched step
 equals the one-example kernel step per example (vmap equals a loop), that a
 masked step changes nothing, and that bad input is named.
 
@@ -12,6 +13,7 @@ R = 3, H = 2.
 
 from __future__ import annotations
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -54,7 +56,7 @@ def test_ntm_controls_are_in_the_kernels_ranges():
     assert c.read.key.shape == (B, R, W) and c.write.key.shape == (B, H, W)
     assert c.erase.shape == (B, H, W) and c.add.shape == (B, H, W)
     for head in (c.read, c.write):
-        assert _in(head.strength, 0.0)  # beta = softplus >= 0 (seed 000 Eq. 12)
+        assert _in(head.strength, 0.0)  # beta = softplus >= 0 (the M10AE appendix, Eq. 12; docs/references.md)
         assert _in(head.gate, 0.0, 1.0)  # g = sigmoid
         assert _in(head.shift, 0.0, 1.0)  # s = softmax over S shifts
         np.testing.assert_allclose(np.asarray(head.shift).sum(-1), 1.0, rtol=1e-6)
@@ -65,24 +67,22 @@ def test_ntm_controls_are_in_the_kernels_ranges():
 def test_ntm_batched_step_equals_the_kernel_per_example_and_masks():
     memory = NTMMemory(D, N, W, num_reads=R, num_writes=H, rngs=nnx.Rngs(1))
     state = memory.init_state((B,))
-    assert state.memory.shape == (B, W, N) and state.read_weights.shape == (B, R, N)
+    chex.assert_shape([state.memory, state.read_weights], [(B, W, N), (B, R, N)])
     controls_fn, step_fn = jax.jit(memory.controls), jax.jit(memory.step)
     mask = jnp.asarray([True, False, True])
     state, _ = step_fn(state, controls_fn(_hidden(1, 1.0)), jnp.ones((B,), bool))  # memory no longer uniform
     controls = controls_fn(_hidden(2, 1.0))
     new, reads = step_fn(state, controls, mask)
-    assert reads.shape == (B, R * W)
+    chex.assert_shape(reads, (B, R * W))
     kernel_step = jax.jit(ntm_kernel.step)
+    example = lambda tree, b: jax.tree_util.tree_map(lambda x: x[b], tree)  # noqa: E731
     for b in range(B):
-        one_state = jax.tree_util.tree_map(lambda x: x[b], state)
-        one_controls = jax.tree_util.tree_map(lambda x: x[b], controls)
-        want_state, want_reads = kernel_step(one_state, one_controls, mask[b])
-        np.testing.assert_allclose(np.asarray(reads[b]), np.asarray(want_reads).reshape(-1), atol=1e-6)
-        for got, want in zip(new, want_state):
-            np.testing.assert_allclose(np.asarray(got[b]), np.asarray(want), atol=1e-6)
+        want_state, want_reads = kernel_step(example(state, b), example(controls, b), mask[b])
+        # every state field and the reads, np.testing's default rtol
+        chex.assert_trees_all_close(example((new, reads), b), (want_state, want_reads.reshape(-1)),
+                                    rtol=1e-7, atol=1e-6)
     # example 1 is masked: its state is unchanged and its read is zero
-    for got, old in zip(new, state):
-        np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(old[1]))
+    chex.assert_trees_all_equal(example(new, 1), example(state, 1))
     np.testing.assert_array_equal(np.asarray(reads[1]), 0.0)
 
 
@@ -93,9 +93,10 @@ def test_dnc_controls_are_in_the_kernels_ranges():
     memory = DNCMemory(D, N, W, num_reads=R, rngs=nnx.Rngs(2))
     assert memory.interface_size == dnc_kernel.interface_size(R, W) == R * W + 5 * R + 3 * W + 3  # Graves et al. 2016
     c = jax.jit(memory.controls)(_hidden(3))
-    assert c.read_keys.shape == (B, R, W) and c.read_modes.shape == (B, R, 3)
-    assert c.write_key.shape == (B, 1, W) and c.write_gate.shape == (B, 1)
-    assert _in(c.read_strengths, 1.0) and _in(c.write_strength, 1.0)  # oneplus >= 1 (seeds 002, 003)
+    chex.assert_shape([c.read_keys, c.read_modes, c.write_key, c.write_gate],
+                      [(B, R, W), (B, R, 3), (B, 1, W), (B, 1)])
+    # oneplus >= 1 (Graves et al. 2016, Methods; Back et al. 2018, supplement §1)
+    assert _in(c.read_strengths, 1.0) and _in(c.write_strength, 1.0)
     for gate in (c.erase, c.free_gates, c.allocation_gate, c.write_gate):
         assert _in(gate, 0.0, 1.0)  # sigmoid
     assert _in(c.read_modes, 0.0, 1.0)
@@ -110,13 +111,14 @@ def test_dnc_batched_step_equals_the_kernel_and_passes_the_read_option():
         state, _ = step_fn(memory.init_state((B,)), memory.controls(h1))
         controls = memory.controls(h2)
         new, reads = step_fn(state, controls)
-        assert reads.shape == (B, R * W) and new.link.shape == (B, 1, N, N)
+        chex.assert_shape([reads, new.link], [(B, R * W), (B, 1, N, N)])
         kernel_step = jax.jit(lambda s, c: dnc_kernel.step(s, c, read_previous_memory=previous))
         for b in range(B):
             one = jax.tree_util.tree_map(lambda x: x[b], (state, controls))
             want_state, want_reads = kernel_step(*one)
-            np.testing.assert_allclose(np.asarray(reads[b]), np.asarray(want_reads).reshape(-1), atol=1e-6)
-            np.testing.assert_allclose(np.asarray(new.read_weights[b]), np.asarray(want_state.read_weights), atol=1e-6)
+            # the reads and every state field (memory, link, usage, weights, ...), np.testing's default rtol
+            got = jax.tree_util.tree_map(lambda x: x[b], (new, reads))
+            chex.assert_trees_all_close(got, (want_state, want_reads.reshape(-1)), rtol=1e-7, atol=1e-6)
 
 
 def test_dnc_several_write_heads_and_the_usage_gradient_option():
@@ -127,13 +129,13 @@ def test_dnc_several_write_heads_and_the_usage_gradient_option():
     stopped = DNCMemory(D, N, W, num_reads=R, num_writes=h, stop_usage_write_gradient=True, rngs=nnx.Rngs(10))
     assert memory.interface_size == dnc_kernel.interface_size(R, W, h) == R * W + 3 * h * W + 3 * h + R * (2 * h + 3)
     state = memory.init_state((B,))
-    assert state.link.shape == (B, h, N, N) and state.write_weights.shape == (B, h, N)
+    chex.assert_shape([state.link, state.write_weights], [(B, h, N, N), (B, h, N)])
     c = memory.controls(_hidden(11, 1.0))
-    assert c.write_vector.shape == (B, h, W) and c.read_modes.shape == (B, R, 2 * h + 1)
+    chex.assert_shape([c.write_vector, c.read_modes], [(B, h, W), (B, R, 2 * h + 1)])
     new_state, reads = memory.step(state, c)
-    assert reads.shape == (B, R * W) and new_state.precedence.shape == (B, h, N)
+    chex.assert_shape([reads, new_state.precedence], [(B, R * W), (B, h, N)])
     trace = memory.trace(new_state, c)
-    assert trace.write_weights.shape == (B, h, N) and trace.read_modes.shape == (B, R, 2 * h + 1)
+    chex.assert_shape([trace.write_weights, trace.read_modes], [(B, h, N), (B, R, 2 * h + 1)])
 
     def loss(module, state, h1, h2):
         state, _ = module(state, h1)
@@ -160,16 +162,19 @@ def test_stack_controls_ranges_and_pop_bias(kind):
     bias = np.asarray(memory.projection.bias[...])
     block = 2 + W  # [d^, u^, v^ (W)] per end
     for end in range(ends):
-        assert bias[end * block + 1] == POP_BIAS_INIT == -1.0  # seed 004 / TASKS.md §4
+        # Grefenstette et al. 2015's protocol (docs/tasks.md, Transduction tasks)
+        assert bias[end * block + 1] == POP_BIAS_INIT == -1.0
         assert bias[end * block] == 0.0 and np.all(bias[end * block + 2 : (end + 1) * block] == 0.0)
     controls_fn = jax.jit(memory.controls)
     c = controls_fn(_hidden(6))
     fields = c._asdict()
     for name, value in fields.items():
         if name.startswith(("push", "pop")):
-            assert value.shape == (B,) and _in(value, 0.0, 1.0)  # sigmoid
+            chex.assert_shape(value, (B,))
+            assert _in(value, 0.0, 1.0)  # sigmoid
         else:
-            assert value.shape == (B, W) and _in(value, -1.0, 1.0)  # tanh
+            chex.assert_shape(value, (B, W))
+            assert _in(value, -1.0, 1.0)  # tanh
     # At h = 0 only the biases act: u = sigmoid(-1), d = 1/2.
     c0 = controls_fn(jnp.zeros((B, D)))
     pop = c0.pop if kind != "deque" else c0.pop_top
@@ -182,13 +187,13 @@ def test_stack_batched_step_equals_the_kernel_and_masks(kind):
     capacity = 4
     state = memory.init_state((B,), capacity=capacity)
     rows = 2 * capacity if kind == "deque" else capacity
-    assert state.values.shape == (B, rows, W) and state.strengths.shape == (B, rows)
+    chex.assert_shape([state.values, state.strengths], [(B, rows, W), (B, rows)])
     controls_fn, step_fn = jax.jit(memory.controls), jax.jit(memory.step)
     state, _ = step_fn(state, controls_fn(_hidden(7, 1.0)), jnp.ones((B,), bool))
     controls = controls_fn(_hidden(8, 1.0))
     mask = jnp.asarray([True, True, False])
     new, read = step_fn(state, controls, mask)
-    assert read.shape == (B, memory.read_size)
+    chex.assert_shape(read, (B, memory.read_size))
     step = {"stack": stack_kernel.stack_step, "queue": stack_kernel.queue_step, "deque": stack_kernel.deque_step}[kind]
     step = jax.jit(step)
     for b in range(B):
@@ -196,12 +201,14 @@ def test_stack_batched_step_equals_the_kernel_and_masks(kind):
         want_state, want_read = step(*one, mask[b])
         if kind == "deque":
             want_read = jnp.concatenate([want_read.top, want_read.bottom])  # top first, then bottom
-        np.testing.assert_allclose(np.asarray(read[b]), np.asarray(want_read), atol=1e-6)
-        np.testing.assert_allclose(np.asarray(new.strengths[b]), np.asarray(want_state.strengths), atol=1e-6)
-    np.testing.assert_array_equal(np.asarray(new.strengths[2]), np.asarray(state.strengths[2]))
+        # the read and every state field (values, strengths, ...), np.testing's default rtol
+        got = jax.tree_util.tree_map(lambda x: x[b], (new, read))
+        chex.assert_trees_all_close(got, (want_state, want_read), rtol=1e-7, atol=1e-6)
+    chex.assert_trees_all_equal(jax.tree_util.tree_map(lambda x: x[2], new),
+                                jax.tree_util.tree_map(lambda x: x[2], state))  # masked: the whole state kept
     np.testing.assert_array_equal(np.asarray(read[2]), 0.0)
     trace = memory.trace(new, controls)
-    assert trace.strengths.shape == (B, rows) and trace.push.shape == (B, 2 if kind == "deque" else 1)
+    chex.assert_shape([trace.strengths, trace.push], [(B, rows), (B, 2 if kind == "deque" else 1)])
 
 
 def test_memory_modules_take_any_leading_axes():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -229,7 +230,7 @@ def test_controller_second_call_does_not_retrace(trace_counter):
         c = nnx.merge(graphdef, params)
         return jax.vmap(lambda x, m: scan(c, c.init_carry(()), x, m)[1])(xs, mask)
 
-    counter = trace_counter(run)
+    counter = trace_counter(chex.assert_max_traces(run, n=1))  # chex fails at the retrace itself
     jitted = jax.jit(counter)
     mask = jnp.ones((B, 7), bool)
     jitted(params, _random((B, 7, 5), 0), mask)
@@ -246,8 +247,7 @@ def test_controller_past_capacity_stays_finite_and_gradients_flow():
         return jnp.sum(hs**2)
 
     value, grads = nnx.jit(nnx.value_and_grad(loss))(ctrl, xs)
-    assert bool(jnp.isfinite(value))
-    assert all(bool(jnp.all(jnp.isfinite(g))) for g in jax.tree_util.tree_leaves(nnx.state(grads)))
+    chex.assert_tree_all_finite((value, nnx.state(grads)))
 
 
 def test_controller_rejects_bad_arguments():

@@ -1,4 +1,4 @@
-"""Float64 NumPy transcriptions of the seeds' equations.
+"""Float64 NumPy transcriptions of the papers' equations (see docs/references.md).
 
 Literal loops over slots, heads and time, one comment per equation line. Nothing
 here imports panm_jax: these files are written from the papers, not from our JAX

@@ -1,16 +1,20 @@
 """Float64 NumPy transcription of the NTM equations (never imports panm_jax).
 
-Written from seed ``000_260939df825cb3ee.txt`` Eq. 11-13 and seed
-``002_44e42d2b9681fe3e.txt`` (Neural Turing Machine: Definitions, Reading,
-Writing, Addressing), with literal loops over slots, heads and time.
+Written from Eq. 11-13 of the M10AE appendix (App. A, "Preparation steps before
+read and write in neural Turing machine", of a paper whose authors and title are
+not established; see docs/references.md), Graves et al. 2014 (Neural Turing
+Machines, §3.1 Reading, Eq. 2; §3.2 Writing, Eq. 3-4; §3.3 Addressing, Eq. 5-9),
+and Reina Campo 2022 (MPSoC-NTM documentation, "Turing Machine" chapter, which
+restates them under "Definitions", "Reading", "Writing", "Addressing"), with
+literal loops over slots, heads and time.
 
-Conventions taken from the library's documented contract (the seeds leave them
+Conventions taken from the library's documented contract (the sources leave them
 open): the shift vector ``s`` has odd width ``S`` and ``s[k]`` is the weight of a
 shift by ``k - (S - 1) / 2`` slots; several write heads erase multiplicatively
 and add additively (Graves et al. 2014, §3.2); in a step the write heads address
 and write ``M_{t-1}``, then the read heads address and read ``M_t``; the raw
 interface holds the read heads ``[k, beta, g, s, gamma]`` then the write heads
-``[k, beta, g, s, gamma, e, a]`` (seed 000 Eq. 11).
+``[k, beta, g, s, gamma, e, a]`` (the M10AE appendix, Eq. 11).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import math
 import numpy as np
 
 
-# ---- activations (seed 000 Eq. 12) -------------------------------------------
+# ---- activations (the M10AE appendix, Eq. 12) --------------------------------
 
 def softplus(x: float) -> float:
     return math.log1p(math.exp(-abs(x))) + max(x, 0.0)  # log(1 + e^x), overflow-safe
@@ -37,7 +41,7 @@ def softmax(xs) -> np.ndarray:
     return np.array([v / z for v in e])
 
 
-# ---- addressing (seed 000 Eq. 13; seed 002 NTM "Addressing") ------------------
+# ---- addressing (the M10AE appendix, Eq. 13; Graves et al. 2014, §3.3, Eq. 5-9) --
 
 def cosine(u, v) -> float:
     # D(u, v) = u . v / (|u| |v|)
@@ -86,7 +90,7 @@ def address(memory, w_prev, key, beta, g, s, gamma) -> np.ndarray:
     return sharpen(w_tilde, gamma)
 
 
-# ---- memory access (seed 002 NTM "Reading", "Writing") ------------------------
+# ---- memory access (Graves et al. 2014, §3.1-3.2, Eq. 2-4) ---------------------
 
 def read(memory, w) -> np.ndarray:
     # r = sum_i w(i) M(i)
@@ -111,7 +115,7 @@ def write(memory, weights, erases, adds) -> np.ndarray:
     return m
 
 
-# ---- interface (seed 000 Eq. 11-12) -------------------------------------------
+# ---- interface (the M10AE appendix, Eq. 11-12) --------------------------------
 
 def split_interface(raw, word, num_reads, num_writes, shift_width):
     """Returns (read_heads, write_heads): lists of dicts of activated values."""

@@ -1,11 +1,12 @@
 """Float64 NumPy transcription of the PANM pointer equations (never imports panm_jax).
 
-Written from seed ``001_f692c4b8a9aae130.txt`` (PANM): the address bank of §2.2
-and Algorithm 1 (lines 3-5), address attention and the soft pointer (Eq. 2-3),
+Written from Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with
+Pointer-Augmented Neural Memory, TMLR): the address bank of §2.2 and Algorithm 1
+(lines 3-5), address attention and the soft pointer (Eq. 2-3),
 pointer dereference (Mode 1) and relational access (Mode 2, Eq. 5-6), with
 literal loops over heads, slots, bits and width.
 
-Conventions taken from the library's documented contract (the seed leaves them
+Conventions taken from the library's documented contract (the paper leaves them
 open): rows are slots (``M [L, D]``, ``A [L, A]``); address bits are least
 significant first; the softmax runs over the real slots only (``mask[n] != 0``),
 padded slots get weight 0 and a row with no real slot is all zeros; an inverse

@@ -1,8 +1,8 @@
 """Float64 NumPy transcription of the neural Stack, Queue and DeQue (never imports panm_jax).
 
-Written from seed ``004_b0829f06197779e5.txt`` (Grefenstette et al. 2015, §3.1
-Neural Stack, Eq. 1-3; §3.2 Neural Queue, Eq. 4-5) and the paper's §3.3 (the
-DeQue, Eq. 6-11). Each operation is the PROSE of the paper, one slot at a time:
+Written from Grefenstette et al. 2015 (Learning to Transduce with Unbounded
+Memory, NeurIPS 2015: §3.1 Neural Stack, Eq. 1-3; §3.2 Neural Queue, Eq. 4-5;
+§3.3 the DeQue, Eq. 6-11). Each operation is the PROSE of the paper, one slot at a time:
 
   "We traverse the strength vector s_{t-1} from the highest index to the lowest.
   If the next strength scalar is less than the remaining deletion quantity, it is

@@ -1,4 +1,5 @@
-"""The six algorithmic tasks of seed 001: hand-checked examples and loop oracles."""
+"""The six algorithmic tasks of Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with
+Pointer-Augmented Neural Memory, TMLR; §3.1, App. D.1): hand-checked examples and loop oracles."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""M10AE: the shift-reduce evaluator (seed 000 Algorithms 1-3) against Python, and the generator."""
+"""M10AE: the shift-reduce evaluator (the M10AE appendix, Algorithms 1-3; docs/references.md) against Python,
+and the generator."""
 
 from __future__ import annotations
 

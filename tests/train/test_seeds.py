@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+import chex
 import jax
 import numpy as np
 import pytest
@@ -77,12 +78,11 @@ def _assert_same_run(batched_dir, batched_result, single_dir, single_result, see
     assert batched_result["config"] == single_result["config"]
     config = _config(seed)
     a, b = _params(batched_dir, config, 12), _params(single_dir, config, 12)
-    leaves_a, leaves_b = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
-    assert len(leaves_a) == len(leaves_b)
     # Adam's update is about lr * sign(g) where |g| is tiny, so a rounding difference in such a gradient moves its
     # parameter by a fraction of one step (lr = 3e-3): atol 1e-4 is 3 % of a step; the losses above agree to 2e-5.
-    for x, y in zip(leaves_a, leaves_b):
-        np.testing.assert_allclose(np.asarray(x, np.float64), np.asarray(y, np.float64), rtol=1e-4, atol=1e-4)
+    # Same tree structure (every parameter, by name), then every leaf close, compared in float64.
+    a, b = (jax.tree_util.tree_map(lambda x: np.asarray(x, np.float64), t) for t in (a, b))
+    chex.assert_trees_all_close(a, b, rtol=1e-4, atol=1e-4)
 
 
 def test_three_seeds_batched_equal_three_single_runs(single_runs, tmp_path):
