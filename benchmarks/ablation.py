@@ -67,16 +67,17 @@ def parse_variant(text: str) -> dict[str, dict[str, Any]]:
             continue
         group, sep, field = key.partition(".")
         if not sep or group not in ("optimizer", MODEL) or not field:
-            raise SystemExit(f"--variant {text!r}: expected 'default' or optimizer.FIELD=VALUE, {MODEL}.OPTION=VALUE "
-                             f"or select=MODE items, got {key!r}")
+            raise SystemExit(
+                f"--variant {text!r}: expected 'default' or optimizer.FIELD=VALUE, {MODEL}.OPTION=VALUE "
+                f"or select=MODE items, got {key!r}"
+            )
         out[group][field] = value
     return out
 
 
 def variant_config(task: str, variant: str, seed: int, minutes: float | None, steps: int | None = None) -> TrainConfig:
     parts = parse_variant(variant)
-    config = make_config(task, MODEL, seed, quick=False, minutes=minutes,
-                         select=parts["run"].get("select_mode", "L+1"))
+    config = make_config(task, MODEL, seed, quick=False, minutes=minutes, select=parts["run"].get("select_mode", "L+1"))
     try:
         if parts["optimizer"]:
             config = config.replace(optimizer=dataclasses.replace(config.optimizer, **parts["optimizer"]))
@@ -95,25 +96,31 @@ def run_folder(workdir: Path, task: str, variant: str, seed: int) -> Path:
     return workdir / task / f"{slug(variant)}-s{seed}"
 
 
-def train_group(task: str, variant: str, seeds: list[int], minutes: float | None, steps: int | None,
-                workdir: Path) -> None:
+def train_group(
+    task: str, variant: str, seeds: list[int], minutes: float | None, steps: int | None, workdir: Path
+) -> None:
     """Train the unfinished seeds of (task, variant) together (``train_seeds``)."""
     from panm_jax.train.seeds import train_seeds
 
     todo = [s for s in seeds if read_run(task, variant, s, minutes, steps, workdir) is None]
     if todo:
-        train_seeds([variant_config(task, variant, s, minutes, steps) for s in todo],
-                    [run_folder(workdir, task, variant, s) for s in todo], progress=False)
+        train_seeds(
+            [variant_config(task, variant, s, minutes, steps) for s in todo],
+            [run_folder(workdir, task, variant, s) for s in todo],
+            progress=False,
+        )
 
 
-def read_run(task: str, variant: str, seed: int, minutes: float | None, steps: int | None,
-             workdir: Path) -> dict[str, Any] | None:
+def read_run(
+    task: str, variant: str, seed: int, minutes: float | None, steps: int | None, workdir: Path
+) -> dict[str, Any] | None:
     folder = run_folder(workdir, task, variant, seed)
     results = finished_results(folder, variant_config(task, variant, seed, minutes, steps))
     if results is None:
         return None
-    logged = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()
-              if line.strip().startswith("{")]
+    logged = [
+        json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines() if line.strip().startswith("{")
+    ]
     results["steps_trained"] = max((r.get("step", 0) for r in logged if "loss" in r), default=0)
     return results
 
@@ -121,8 +128,11 @@ def read_run(task: str, variant: str, seed: int, minutes: float | None, steps: i
 def run_all(groups: list[tuple[str, str]], seeds: list[int], args, workdir: Path) -> None:
     """Train the unfinished (task, variant) groups, at most ``args.parallel`` child processes at once."""
     todo = [g for g in groups if any(read_run(*g, s, args.minutes, args.steps, workdir) is None for s in seeds)]
-    print(f"{len(groups) - len(todo)} of {len(groups)} groups of seeds {seeds} finished earlier; training "
-          f"{len(todo)}, {args.parallel} at a time", flush=True)
+    print(
+        f"{len(groups) - len(todo)} of {len(groups)} groups of seeds {seeds} finished earlier; training "
+        f"{len(todo)}, {args.parallel} at a time",
+        flush=True,
+    )
     running: list[tuple[subprocess.Popen, tuple[str, str], Any]] = []
     failed = []
     while todo or running:
@@ -131,12 +141,28 @@ def run_all(groups: list[tuple[str, str]], seeds: list[int], args, workdir: Path
             log_path = workdir / task / f"{slug(variant)}.log"
             log_path.parent.mkdir(parents=True, exist_ok=True)
             log = open(log_path, "a")
-            cmd = [sys.executable, "-m", "benchmarks.ablation", "--one", json.dumps([task, variant]),
-                   "--seeds", ",".join(map(str, seeds)), "--workdir", str(workdir)] + (
-                ["--minutes", str(args.minutes)] if args.minutes else []) + (
-                ["--steps", str(args.steps)] if args.steps else [])
-            running.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy()),
-                            (task, variant), log))
+            cmd = (
+                [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.ablation",
+                    "--one",
+                    json.dumps([task, variant]),
+                    "--seeds",
+                    ",".join(map(str, seeds)),
+                    "--workdir",
+                    str(workdir),
+                ]
+                + (["--minutes", str(args.minutes)] if args.minutes else [])
+                + (["--steps", str(args.steps)] if args.steps else [])
+            )
+            running.append(
+                (
+                    subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy()),
+                    (task, variant),
+                    log,
+                )
+            )
             print(f"started {task} {variant} seeds {seeds} -> {log_path}", flush=True)
         time.sleep(2)
         still = []
@@ -162,10 +188,14 @@ def summarize(task: str, variants: list[str], runs: dict[str, list[dict[str, Any
     rows = []
     for variant in variants:
         results = runs[variant]
-        row: dict[str, Any] = {"task": task, "variant": variant, "seeds": len(results),
-                               "selected_on": results[0]["config"]["select_mode"] or "L+1",
-                               "steps": ",".join(str(r["steps_trained"]) for r in results),
-                               "best_step": ",".join(str(r["step"]) for r in results)}
+        row: dict[str, Any] = {
+            "task": task,
+            "variant": variant,
+            "seeds": len(results),
+            "selected_on": results[0]["config"]["select_mode"] or "L+1",
+            "steps": ",".join(str(r["steps_trained"]) for r in results),
+            "best_step": ",".join(str(r["step"]) for r in results),
+        }
         per_seed = {}
         for m in MODES:
             vals = [100 * {x["mode"]: x for x in r["modes"]}[m][r["metric"]] for r in results]
@@ -175,11 +205,22 @@ def summarize(task: str, variants: list[str], runs: dict[str, list[dict[str, Any
             row[f"_{m}"] = mean
         row["_per_seed"] = per_seed
         rows.append(row)
-    rows.append({"task": task, "variant": "published (Le et al. 2024)", "selected_on": "L+1",
-                 **{m: f"{v:g}" for m, v in zip(MODES, published)}})
+    rows.append(
+        {
+            "task": task,
+            "variant": "published (Le et al. 2024)",
+            "selected_on": "L+1",
+            **{m: f"{v:g}" for m, v in zip(MODES, published, strict=True)},
+        }
+    )
     for row in rows[:-1]:
-        rows.append({"task": task, "variant": f"{row['variant']} - published",
-                     **{m: f"{row[f'_{m}'] - v:+.1f}" for m, v in zip(MODES, published)}})
+        rows.append(
+            {
+                "task": task,
+                "variant": f"{row['variant']} - published",
+                **{m: f"{row[f'_{m}'] - v:+.1f}" for m, v in zip(MODES, published, strict=True)},
+            }
+        )
     return rows
 
 
@@ -188,15 +229,26 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tasks", default="copy,reverse")
     p.add_argument("--seeds", default="0,1,2")
-    p.add_argument("--variant", action="append", default=[],
-                   help="'default' or KEY=VALUE[,KEY=VALUE...] (optimizer.FIELD, panm.OPTION, select=MODE); "
-                        "repeatable, one table row each")
-    p.add_argument("--parallel", type=int, default=1,
-                   help="(task, variant) groups trained at once, as separate processes (each trains its seeds "
-                        "together)")
+    p.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="'default' or KEY=VALUE[,KEY=VALUE...] (optimizer.FIELD, panm.OPTION, select=MODE); "
+        "repeatable, one table row each",
+    )
+    p.add_argument(
+        "--parallel",
+        type=int,
+        default=1,
+        help="(task, variant) groups trained at once, as separate processes (each trains its seeds together)",
+    )
     p.add_argument("--minutes", type=float, default=None, help="cap on each run's training minutes (off by default)")
-    p.add_argument("--steps", type=int, default=None,
-                   help="training steps per run instead of the protocol's 50,000 (a smoke test; not the protocol)")
+    p.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="training steps per run instead of the protocol's 50,000 (a smoke test; not the protocol)",
+    )
     p.add_argument("--workdir", default="runs/ablation")
     p.add_argument("--one", default=None, help=argparse.SUPPRESS)  # a child: train the seeds of [task, variant]
     args = p.parse_args(argv)
@@ -223,20 +275,28 @@ def main(argv=None) -> int:
     cols = ["task", "variant", "selected_on", "seeds", "steps", "best_step", *MODES]
     name = "ablation_panm_" + "_".join(tasks)
     command = "python -m benchmarks.ablation " + " ".join(argv if argv is not None else sys.argv[1:])
-    notes = ("Token accuracy (%) of PANM under the paper protocol (batch 128, 50,000 steps, RMSprop 1e-4 with "
-             "momentum 0.9 and decay 0.95, gradient values clipped at 10, evaluation every 1,000 steps on 1,000 "
-             "examples), the checkpoint selected on 'selected_on', tested on 1,000 examples per length; mean ± "
-             f"sample standard deviation over seeds {seeds}. Each variant changes only what its name says from the "
-             "library's defaults. 'published' is Le et al. 2024 (Pointer-Augmented Neural Memory), Tables 13 "
-             "(Copy) and 14 (Reverse), means of 5 runs. Per-seed numbers are in the JSON file ('per_seed').")
+    notes = (
+        "Token accuracy (%) of PANM under the paper protocol (batch 128, 50,000 steps, RMSprop 1e-4 with "
+        "momentum 0.9 and decay 0.95, gradient values clipped at 10, evaluation every 1,000 steps on 1,000 "
+        "examples), the checkpoint selected on 'selected_on', tested on 1,000 examples per length; mean ± "
+        f"sample standard deviation over seeds {seeds}. Each variant changes only what its name says from the "
+        "library's defaults. 'published' is Le et al. 2024 (Pointer-Augmented Neural Memory), Tables 13 "
+        "(Copy) and 14 (Reverse), means of 5 runs. Per-seed numbers are in the JSON file ('per_seed')."
+    )
     if args.minutes:
         notes += f" Each run capped at {args.minutes:g} minutes of training: 'steps' says how far it got."
     if args.steps:
         notes += f" Each run trained {args.steps:,} steps, not the protocol's 50,000."
-    public = [{**{k: v for k, v in r.items() if not k.startswith("_")},
-               **({"per_seed": r["_per_seed"]} if "_per_seed" in r else {})} for r in rows]
-    common.write_results(name, "PANM ablations under the paper protocol", public, cols, common.environment(), notes,
-                         command)
+    public = [
+        {
+            **{k: v for k, v in r.items() if not k.startswith("_")},
+            **({"per_seed": r["_per_seed"]} if "_per_seed" in r else {}),
+        }
+        for r in rows
+    ]
+    common.write_results(
+        name, "PANM ablations under the paper protocol", public, cols, common.environment(), notes, command
+    )
     out_dir = common.RESULTS_DIR / common.device_slug()
     lines = [",".join(cols)] + [",".join(str(r.get(c, "")).replace(",", ";") for c in cols) for r in public]
     atomic_write_text(out_dir / f"{name}.csv", "\n".join(lines) + "\n")

@@ -46,8 +46,14 @@ from panm_jax.tasks import get_task
 from panm_jax.train.config import OptimizerConfig, TrainConfig
 from panm_jax.train.io import atomic_write_text
 
-TASKS = ("parity_check", "modular_arithmetic", "reverse_string", "stack_manipulation", "duplicate_string",
-         "binary_addition")
+TASKS = (
+    "parity_check",
+    "modular_arithmetic",
+    "reverse_string",
+    "stack_manipulation",
+    "duplicate_string",
+    "binary_addition",
+)
 MODELS = ("lstm", "stack_rnn", "ntm", "dnc", "panm")
 
 # Delétang et al. 2023 (token accuracy %, best run), Stack-RNN and LSTM columns.
@@ -65,11 +71,21 @@ def make_config(task: str, model: str, seed: int, minutes: float, max_train: int
     t = get_task(task, max_train_length=max_train, max_test_length=max_test)
     select = next(m for m in t.test_modes if t.test_modes[m].hi == max_train)
     return TrainConfig(
-        task=task, model=model, seed=seed, num_steps=1_000_000, max_minutes=minutes, batch_size=128,
+        task=task,
+        model=model,
+        seed=seed,
+        num_steps=1_000_000,
+        max_minutes=minutes,
+        batch_size=128,
         task_options={"max_train_length": max_train, "max_test_length": max_test},
         optimizer=OptimizerConfig(name="adam", learning_rate=1e-3, clip_value=None, clip_norm=1.0),
-        eval_every=250, eval_examples=256, eval_batch_size=128, checkpoint_every=250, log_every=50,
-        select_mode=select, eval_modes=[select],
+        eval_every=250,
+        eval_examples=256,
+        eval_batch_size=128,
+        checkpoint_every=250,
+        log_every=50,
+        select_mode=select,
+        eval_modes=[select],
     )
 
 
@@ -147,22 +163,46 @@ def main(argv=None) -> int:
                     print(f"== {model} on {task}, seed {seed} -> {workdir}", flush=True)
                     train_and_evaluate(config, workdir, progress=False)
                 record = range_record(workdir, config, lengths, args.examples_per_length)
-                logged = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()
-                          if line.strip().startswith("{")]
+                logged = [
+                    json.loads(line)
+                    for line in (workdir / "metrics.jsonl").read_text().splitlines()
+                    if line.strip().startswith("{")
+                ]
                 steps = max((r.get("step", 0) for r in logged if "loss" in r), default=0)
                 published = PUBLISHED.get(task, {}).get(model)
                 score = 100 * record["score"]
-                rows.append({
-                    "task": task, "level": level, "model": model, "seed": seed, "steps": steps,
-                    "selected_step": record.get("step"), "score": round(score, 1),
-                    "published": published if published is not None else "",
-                    "difference": round(score - published, 1) if published is not None else "",
-                    "compiles": record.get("compiles"), "eval_seconds": round(record.get("wall_seconds", 0.0), 1),
-                })
+                rows.append(
+                    {
+                        "task": task,
+                        "level": level,
+                        "model": model,
+                        "seed": seed,
+                        "steps": steps,
+                        "selected_step": record.get("step"),
+                        "score": round(score, 1),
+                        "published": published if published is not None else "",
+                        "difference": round(score - published, 1) if published is not None else "",
+                        "compiles": record.get("compiles"),
+                        "eval_seconds": round(record.get("wall_seconds", 0.0), 1),
+                    }
+                )
                 per_task.setdefault(task, []).append(record)
-                print(f"   {task} {model} s{seed}: {score:.1f}% over {len(lengths)} lengths ({steps} steps)", flush=True)
-    cols = ["task", "level", "model", "seed", "steps", "selected_step", "score", "published", "difference",
-            "compiles", "eval_seconds"]
+                print(
+                    f"   {task} {model} s{seed}: {score:.1f}% over {len(lengths)} lengths ({steps} steps)", flush=True
+                )
+    cols = [
+        "task",
+        "level",
+        "model",
+        "seed",
+        "steps",
+        "selected_step",
+        "score",
+        "published",
+        "difference",
+        "compiles",
+        "eval_seconds",
+    ]
     print(common.markdown_table(rows, cols))
     if not args.name:
         print("(not recorded: give --name to write benchmarks/results/<device>/chomsky_NAME.*)")

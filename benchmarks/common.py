@@ -72,9 +72,11 @@ def transparent_hugepages() -> str:
 
 
 def env_prefix() -> str:
-    """``GLIBC_TUNABLES=... `` and ``PANM_JAX_MALLOC=...`` when set, for a recorded command line that reruns as it ran."""
-    return "".join(f"{name}={os.environ[name]} " for name in ("GLIBC_TUNABLES", allocator.ENV_VAR)
-                   if os.environ.get(name))
+    """``GLIBC_TUNABLES=... `` and ``PANM_JAX_MALLOC=...`` when set, for a recorded command line that reruns as it
+    ran."""
+    return "".join(
+        f"{name}={os.environ[name]} " for name in ("GLIBC_TUNABLES", allocator.ENV_VAR) if os.environ.get(name)
+    )
 
 
 def environment() -> dict[str, Any]:
@@ -95,7 +97,7 @@ def environment() -> dict[str, Any]:
         "GLIBC_TUNABLES": os.environ.get("GLIBC_TUNABLES", ""),
         "malloc": allocator.malloc_settings() or "glibc defaults",  # panm_jax/train/allocator.py
         "transparent_hugepages": transparent_hugepages(),
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
 
 

@@ -68,14 +68,16 @@ def _scan_operands(eqn, body, length: int) -> tuple[float, float, float]:
     when both have as many, and only then are the ``xs`` counted.
     """
     carry = ys = 0.0
-    for outer, inner in zip(eqn.outvars, body.outvars):
+    for outer, inner in zip(eqn.outvars, body.outvars, strict=True):
         if _stacked(outer.aval, inner.aval, length):
             ys += _bytes(outer.aval)
         else:
             carry += _bytes(outer.aval)
     xs = 0.0
     if len(eqn.invars) == len(body.invars):
-        xs = sum(_bytes(o.aval) for o, i in zip(eqn.invars, body.invars) if _stacked(o.aval, i.aval, length))
+        xs = sum(
+            _bytes(o.aval) for o, i in zip(eqn.invars, body.invars, strict=True) if _stacked(o.aval, i.aval, length)
+        )
     return carry, xs, ys
 
 

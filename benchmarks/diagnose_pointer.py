@@ -14,7 +14,8 @@ that follows the task's rule best:
   the steps where it does and where it does not;
 * ``first miss``: the first output step at which the head misses on most
   examples. At evaluation the base address is 0, and the Pointer Units never see
-  the data (Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR), §1, principle II), so every example of one length follows the
+  the data (Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory,
+  TMLR), §1, principle II), so every example of one length follows the
   same pointer path and the misses sit at the same steps;
 * the path itself (the slot of the largest weight at each step) for the first
   example at the longest mode, in the notes.
@@ -118,18 +119,34 @@ def main(argv=None) -> int:
         got, paths = diagnose(Path(run), modes, args.examples)
         rows += got
         last = modes[-1]
-        notes.append(f"- `{Path(run).name}`, head {got[-1]['head']}, mode {last}: slot of the largest weight at "
-                     f"each step: {' '.join(map(str, paths[last]))}")
-    cols = ["run", "step", "mode", "length", "head", "token %", "pointer %", "token | pointer right %",
-            "token | pointer wrong %", "first miss", "max weight"]
+        notes.append(
+            f"- `{Path(run).name}`, head {got[-1]['head']}, mode {last}: slot of the largest weight at "
+            f"each step: {' '.join(map(str, paths[last]))}"
+        )
+    cols = [
+        "run",
+        "step",
+        "mode",
+        "length",
+        "head",
+        "token %",
+        "pointer %",
+        "token | pointer right %",
+        "token | pointer wrong %",
+        "first miss",
+        "max weight",
+    ]
     command = "python -m benchmarks.diagnose_pointer " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = ("'pointer %': how often the Mode-1 head's largest weight sits on the slot holding the right token; "
-            "'first miss': the first output step (from 0) at which it misses on most examples; 'max weight': "
-            "the mean of that head's largest weight. Evaluation uses base address 0, so all examples of one "
-            "length share one pointer path. Paths (slot 0 is the start delimiter; Copy's output t reads slot t+1):\n\n"
-            + "\n".join(notes))
-    common.write_results(args.name, "PANM: where the Mode-1 pointer goes wrong", rows, cols, common.environment(),
-                         text, command)
+    text = (
+        "'pointer %': how often the Mode-1 head's largest weight sits on the slot holding the right token; "
+        "'first miss': the first output step (from 0) at which it misses on most examples; 'max weight': "
+        "the mean of that head's largest weight. Evaluation uses base address 0, so all examples of one "
+        "length share one pointer path. Paths (slot 0 is the start delimiter; Copy's output t reads slot t+1):\n\n"
+        + "\n".join(notes)
+    )
+    common.write_results(
+        args.name, "PANM: where the Mode-1 pointer goes wrong", rows, cols, common.environment(), text, command
+    )
     print(common.markdown_table(rows, cols))
     print("\n".join(notes))
     return 0

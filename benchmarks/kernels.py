@@ -17,7 +17,9 @@ SUITES = ("ntm", "dnc", "stack")
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suite", default=",".join(SUITES), help=f"comma-separated subset of {', '.join(SUITES)}")
-    parser.add_argument("--quick", action="store_true", help="fewer repeats and sizes (a smoke run, not for the record)")
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer repeats and sizes (a smoke run, not for the record)"
+    )
     args = parser.parse_args(argv)
     wanted = [s.strip() for s in args.suite.split(",") if s.strip()]
     unknown = [s for s in wanted if s not in SUITES]

@@ -7,7 +7,8 @@ nothing: fewer repeats, for a smoke test).
 What is timed: for every model in the registry (the memory models, PANM
 and the baselines, whoever registered them), one full training step (forward,
 loss, backward, gradient-value clip, RMSprop update: ``paper_optimizer``, the
-optimiser of the code of Le et al. 2024, Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory) on Copy at length 20 with B = 32, i.e.
+optimiser of the code of Le et al. 2024, Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented
+Neural Memory) on Copy at length 20 with B = 32, i.e.
 ``T_in = 22`` input steps (20 tokens and two delimiters) and ``T_out = 20``
 output steps. Compilation (lowering + XLA) and the steady-state step are timed
 apart (``benchmarks.common.time_compiled``).
@@ -65,18 +66,20 @@ def run(quick: bool = False, names: list[str] | None = None) -> list[dict]:
         graphdef, state = init_train_state(model, optimizer)
         step = make_train_step(graphdef, optimizer, task)
         t = common.time_compiled(step, state, batch, warmup=1 if quick else 2, repeats=repeats)
-        rows.append({
-            "model": name,
-            "hparams": ", ".join(f"{k}={v}" for k, v in hparams.items()) or "-",
-            "params": params,
-            "B": BATCH,
-            "T_in": t_in,
-            "T_out": t_out,
-            "compile_s": t["compile_s"],
-            "median_ms": 1e3 * t["median_s"],
-            "min_ms": 1e3 * t["min_s"],
-            "max_ms": 1e3 * t["max_s"],
-        })
+        rows.append(
+            {
+                "model": name,
+                "hparams": ", ".join(f"{k}={v}" for k, v in hparams.items()) or "-",
+                "params": params,
+                "B": BATCH,
+                "T_in": t_in,
+                "T_out": t_out,
+                "compile_s": t["compile_s"],
+                "median_ms": 1e3 * t["median_s"],
+                "min_ms": 1e3 * t["min_s"],
+                "max_ms": 1e3 * t["max_s"],
+            }
+        )
         print(rows[-1], flush=True)
     cols = ["model", "hparams", "params", "B", "T_in", "T_out", "compile_s", "median_ms", "min_ms", "max_ms"]
     print(common.markdown_table(rows, cols))
@@ -87,8 +90,15 @@ def run(quick: bool = False, names: list[str] | None = None) -> list[dict]:
             f"N = {SLOTS} where it applies, other fields at their defaults. compile_s: lowering + XLA "
             f"compilation; median/min/max over {repeats} steady-state steps."
         )
-        paths = common.write_results("models_speed", "Training step of every registered model (Copy, B = 32, n = 20)",
-                                     rows, cols, env, notes, command="python -m benchmarks.models_speed")
+        paths = common.write_results(
+            "models_speed",
+            "Training step of every registered model (Copy, B = 32, n = 20)",
+            rows,
+            cols,
+            env,
+            notes,
+            command="python -m benchmarks.models_speed",
+        )
         print("wrote", *paths)
     return rows
 

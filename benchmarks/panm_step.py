@@ -25,13 +25,12 @@ floor = FLOPs / matmul rate.
 from __future__ import annotations
 
 import argparse
-import time
 
 import jax
 import numpy as np
 
 from benchmarks import common
-from panm_jax.models import build_model, get_config
+from panm_jax.models import build_model
 from panm_jax.tasks import get_task
 from panm_jax.tasks.buckets import pad_to_bucket
 from panm_jax.train.optim import paper_optimizer
@@ -42,8 +41,18 @@ BUCKETS = (1, 2, 4, 8, 10)
 TRAIN_LENGTHS = range(1, 11)
 
 
-def panm_flops(hidden: int, t_in: int, t_out: int, *, d_in: int = 12, classes: int = 10, bits: int = 10,
-               heads: int = 2, mode2: int = 1, mlp: int = 128) -> float:
+def panm_flops(
+    hidden: int,
+    t_in: int,
+    t_out: int,
+    *,
+    d_in: int = 12,
+    classes: int = 10,
+    bits: int = 10,
+    heads: int = 2,
+    mode2: int = 1,
+    mlp: int = 128,
+) -> float:
     """Forward FLOPs of one PANM example (2 per multiply-add), from the shapes.
 
     encoder LSTM:   T_in * 2 (d_in * 4D + D * 4D)
@@ -97,12 +106,21 @@ def run(quick: bool = False) -> list[dict]:
             t_in, t_out = batch.inputs.shape[1], batch.targets.shape[1]
             flops = train_step_flops(hidden, t_in, t_out)
             per_bucket[bucket] = t["median_s"]
-            rows.append({
-                "D": hidden, "what": f"train step, bucket n={bucket}", "T_in": t_in, "T_out": t_out,
-                "params": n_params, "compile_s": t["compile_s"], "median_ms": 1e3 * t["median_s"],
-                "min_ms": 1e3 * t["min_s"], "max_ms": 1e3 * t["max_s"], "GFLOP": flops / 1e9,
-                "GFLOP/s": flops / t["median_s"] / 1e9,
-            })
+            rows.append(
+                {
+                    "D": hidden,
+                    "what": f"train step, bucket n={bucket}",
+                    "T_in": t_in,
+                    "T_out": t_out,
+                    "params": n_params,
+                    "compile_s": t["compile_s"],
+                    "median_ms": 1e3 * t["median_s"],
+                    "min_ms": 1e3 * t["min_s"],
+                    "max_ms": 1e3 * t["max_s"],
+                    "GFLOP": flops / 1e9,
+                    "GFLOP/s": flops / t["median_s"] / 1e9,
+                }
+            )
             print(rows[-1], flush=True)
         if not quick:
             expected = float(np.mean([per_bucket[min(b for b in BUCKETS if b >= n)] for n in TRAIN_LENGTHS]))
@@ -112,16 +130,26 @@ def run(quick: bool = False) -> list[dict]:
         params = state.params
 
         def forward(params, batch):
-            m = __import__("flax").nnx.merge(graphdef, params)
+            m = __import__("flax").nnx.merge(graphdef, params)  # noqa: B023 - timed within this iteration
             return m(batch.inputs, batch.input_mask, batch.targets.shape[1])
 
         t = common.time_compiled(forward, params, eval_batch, repeats=max(3, repeats // 2))
         flops = BATCH * panm_flops(hidden, 83, 81)
-        rows.append({
-            "D": hidden, "what": "eval forward, n=81", "T_in": 83, "T_out": 81, "params": n_params,
-            "compile_s": t["compile_s"], "median_ms": 1e3 * t["median_s"], "min_ms": 1e3 * t["min_s"],
-            "max_ms": 1e3 * t["max_s"], "GFLOP": flops / 1e9, "GFLOP/s": flops / t["median_s"] / 1e9,
-        })
+        rows.append(
+            {
+                "D": hidden,
+                "what": "eval forward, n=81",
+                "T_in": 83,
+                "T_out": 81,
+                "params": n_params,
+                "compile_s": t["compile_s"],
+                "median_ms": 1e3 * t["median_s"],
+                "min_ms": 1e3 * t["min_s"],
+                "max_ms": 1e3 * t["max_s"],
+                "GFLOP": flops / 1e9,
+                "GFLOP/s": flops / t["median_s"] / 1e9,
+            }
+        )
         print(rows[-1], flush=True)
 
     # Dense matmul rate at the step's largest shapes (controller and Pointer Unit projections).
@@ -141,16 +169,38 @@ def run(quick: bool = False) -> list[dict]:
             f"D = {hidden}: expected training step over n ~ U{{1..10}} with buckets {BUCKETS}: "
             f"**{1e3 * expected:.1f} ms** ({1 / expected:.1f} steps/s, {BATCH / expected:.0f} sequences/s)."
         )
-    lines.append("Reference (same CPU class): the authors' PyTorch code takes 0.68 s (D = 256) and "
-                 "0.30 s (D = 128) per training step at L = 10, and 2.7 s for an evaluation batch at length 81.")
+    lines.append(
+        "Reference (same CPU class): the authors' PyTorch code takes 0.68 s (D = 256) and "
+        "0.30 s (D = 128) per training step at L = 10, and 2.7 s for an evaluation batch at length 81."
+    )
     notes = "\n\n".join(lines)
     print(notes)
-    cols = ["D", "what", "T_in", "T_out", "params", "compile_s", "median_ms", "min_ms", "max_ms", "GFLOP",
-            "GFLOP/s", "floor_ms", "x_floor"]
+    cols = [
+        "D",
+        "what",
+        "T_in",
+        "T_out",
+        "params",
+        "compile_s",
+        "median_ms",
+        "min_ms",
+        "max_ms",
+        "GFLOP",
+        "GFLOP/s",
+        "floor_ms",
+        "x_floor",
+    ]
     print(common.markdown_table(rows, cols))
     if not quick:
-        paths = common.write_results("panm_step", "PANM training step on Copy (B = 128), Le et al. 2024 configuration",
-                                     rows, cols, env, notes, command="python -m benchmarks.panm_step")
+        paths = common.write_results(
+            "panm_step",
+            "PANM training step on Copy (B = 128), Le et al. 2024 configuration",
+            rows,
+            cols,
+            env,
+            notes,
+            command="python -m benchmarks.panm_step",
+        )
         print("wrote", *paths)
     return rows
 

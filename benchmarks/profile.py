@@ -44,7 +44,7 @@ from panm_jax.train import allocator
 
 # `%name = type[shape]{layout} opcode(operands), ..., metadata={op_name="..." source_file="..." source_line=N}`
 _INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*?)\s([\w\-]+)\((.*)$")
-_META = re.compile(r'metadata=\{([^}]*)\}')
+_META = re.compile(r"metadata=\{([^}]*)\}")
 _FIELD = re.compile(r'(\w+)=(?:"((?:[^"\\]|\\.)*)"|(\S+))')
 
 
@@ -204,8 +204,13 @@ def profile(fn, args: tuple, steps: int, logdir: Path) -> dict:
         for _ in range(steps):
             common.block(compiled(*args))
     table = attribute(trace_events(logdir), meta, steps)
-    return {"wall_ms": 1e3 * statistics.median(walls), "ops_ms": sum(table["instructions"].values()), "meta": meta,
-            "page_faults_per_step": faults, **table}
+    return {
+        "wall_ms": 1e3 * statistics.median(walls),
+        "ops_ms": sum(table["instructions"].values()),
+        "meta": meta,
+        "page_faults_per_step": faults,
+        **table,
+    }
 
 
 def _minor_faults() -> int | None:
@@ -234,8 +239,12 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=5, help="profiled calls (after 2 warm-up calls)")
     p.add_argument("--top", type=int, default=20, help="rows per table")
     p.add_argument("--logdir", default="", help="where to keep the trace (default: a temporary directory)")
-    p.add_argument("--record", default="", metavar="NAME",
-                   help="also write the tables to benchmarks/results/<device>/profile_NAME.{json,md}")
+    p.add_argument(
+        "--record",
+        default="",
+        metavar="NAME",
+        help="also write the tables to benchmarks/results/<device>/profile_NAME.{json,md}",
+    )
     args = p.parse_args(argv)
     try:
         case = find_case(args.case)
@@ -246,33 +255,65 @@ def main(argv=None) -> int:
     res = profile(fn, (state, batch), args.steps, logdir)
     meta = res["meta"]
     faults = res["page_faults_per_step"]
-    fault_note = (f"{faults:.0f} minor page faults per step (pages the OS mapped afresh: 4 KiB each, 2 MiB where "
-                  "malloc uses huge pages)" if faults is not None else "page faults not measured (no resource module)")
-    print(f"{case.label}: wall {res['wall_ms']:.1f} ms per step (median of {args.steps}); "
-          f"instructions sum to {res['ops_ms']:.1f} ms per step over all threads; {fault_note}; trace in {logdir}")
+    fault_note = (
+        f"{faults:.0f} minor page faults per step (pages the OS mapped afresh: 4 KiB each, 2 MiB where "
+        "malloc uses huge pages)"
+        if faults is not None
+        else "page faults not measured (no resource module)"
+    )
+    print(
+        f"{case.label}: wall {res['wall_ms']:.1f} ms per step (median of {args.steps}); "
+        f"instructions sum to {res['ops_ms']:.1f} ms per step over all threads; {fault_note}; trace in {logdir}"
+    )
     total = max(res["ops_ms"], 1e-9)
-    _print_top("instructions (ms per step, share of the instruction sum):", res["instructions"],
-               total, args.top, lambda n: f"[{meta[n]['opcode']}] {meta[n]['source']}")
+    _print_top(
+        "instructions (ms per step, share of the instruction sum):",
+        res["instructions"],
+        total,
+        args.top,
+        lambda n: f"[{meta[n]['opcode']}] {meta[n]['source']}",
+    )
     _print_top("source lines:", res["sources"], total, args.top)
     _print_top("primitives:", res["primitives"], total, args.top)
     if args.record:
         if not re.fullmatch(r"[\w\-]+", args.record):
             raise SystemExit(f"--record: expected a name of letters, digits, '_' or '-', got {args.record!r}")
         rows = []
-        for table, entries in (("instruction", res["instructions"]), ("source line", res["sources"]),
-                               ("primitive", res["primitives"])):
+        for table, entries in (
+            ("instruction", res["instructions"]),
+            ("source line", res["sources"]),
+            ("primitive", res["primitives"]),
+        ):
             for key, ms in sorted(entries.items(), key=lambda kv: -kv[1])[: args.top]:
                 detail = f"{meta[key]['opcode']} {meta[key]['source']}" if table == "instruction" else ""
-                rows.append({"table": table, "name": key, "detail": detail, "ms_per_step": round(ms, 3),
-                             "share_pct": round(100 * ms / total, 1)})
-        notes = (f"Wall time {res['wall_ms']:.1f} ms per step (median of {args.steps} untraced calls); the "
-                 f"instructions' times sum to {res['ops_ms']:.1f} ms per step over all threads. share_pct is of "
-                 f"that sum; {fault_note}. Rows: the top instructions, then source lines (the innermost frame in "
-                 "panm_jax/), then JAX primitives.")
-        command = common.env_prefix() + f"python -m benchmarks.profile --case {case.label!r} --steps {args.steps} --top {args.top}"
-        paths = common.write_results(f"profile_{args.record}", f"Profile: {case.label}", rows,
-                                     ["table", "name", "detail", "ms_per_step", "share_pct"],
-                                     common.environment(), notes, command=command + f" --record {args.record}")
+                rows.append(
+                    {
+                        "table": table,
+                        "name": key,
+                        "detail": detail,
+                        "ms_per_step": round(ms, 3),
+                        "share_pct": round(100 * ms / total, 1),
+                    }
+                )
+        notes = (
+            f"Wall time {res['wall_ms']:.1f} ms per step (median of {args.steps} untraced calls); the "
+            f"instructions' times sum to {res['ops_ms']:.1f} ms per step over all threads. share_pct is of "
+            f"that sum; {fault_note}. Rows: the top instructions, then source lines (the innermost frame in "
+            "panm_jax/), then JAX primitives."
+        )
+        command = (
+            common.env_prefix()
+            + f"python -m benchmarks.profile --case {case.label!r} --steps {args.steps} --top {args.top}"
+        )
+        paths = common.write_results(
+            f"profile_{args.record}",
+            f"Profile: {case.label}",
+            rows,
+            ["table", "name", "detail", "ms_per_step", "share_pct"],
+            common.environment(),
+            notes,
+            command=command + f" --record {args.record}",
+        )
         print("wrote", *paths)
     return 0
 

@@ -31,14 +31,28 @@ def measure(mode: str, examples: int, hidden: int) -> dict:
     from panm_jax.train.loop import Run
     from panm_jax.train.range_eval import range_evaluate
 
-    config = load_config(None, ['task="reverse_string"', 'model="lstm"', f"model_options.hidden={hidden}",
-                                f"eval_examples={examples}", f"eval_batch_size={examples}"])
+    config = load_config(
+        None,
+        [
+            'task="reverse_string"',
+            'model="lstm"',
+            f"model_options.hidden={hidden}",
+            f"eval_examples={examples}",
+            f"eval_batch_size={examples}",
+        ],
+    )
     run = Run(config)
-    result = range_evaluate(run, run.state.params, range(41, 501), examples_per_length=examples,
-                            batch_size=examples, buckets=mode)
-    return {"mode": mode, "compiles": result.compiles, "compile_seconds": result.compile_seconds,
-            "wall_seconds": result.wall_seconds, "score": result.score,
-            "accuracies": [r["token_accuracy"] for r in result.rows]}
+    result = range_evaluate(
+        run, run.state.params, range(41, 501), examples_per_length=examples, batch_size=examples, buckets=mode
+    )
+    return {
+        "mode": mode,
+        "compiles": result.compiles,
+        "compile_seconds": result.compile_seconds,
+        "wall_seconds": result.wall_seconds,
+        "score": result.score,
+        "accuracies": [r["token_accuracy"] for r in result.rows],
+    }
 
 
 def main(argv=None) -> int:
@@ -54,26 +68,53 @@ def main(argv=None) -> int:
     env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
     out = {}
     for mode in MODES:
-        cmd = [sys.executable, "-m", "benchmarks.range_eval_speed", "--one", mode,
-               "--examples-per-length", str(args.examples_per_length), "--hidden", str(args.hidden)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "benchmarks.range_eval_speed",
+            "--one",
+            mode,
+            "--examples-per-length",
+            str(args.examples_per_length),
+            "--hidden",
+            str(args.hidden),
+        ]
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
         out[mode] = json.loads(done.stdout.strip().splitlines()[-1])
         print(f"{mode}: {out[mode]['compiles']} compilations, {out[mode]['wall_seconds']:.1f} s", flush=True)
     same = out[MODES[0]]["accuracies"] == out[MODES[1]]["accuracies"]
-    rows = [{"buckets": m, "compiles": out[m]["compiles"], "compile_s": round(out[m]["compile_seconds"], 1),
-             "wall_s": round(out[m]["wall_seconds"], 1), "score": round(100 * out[m]["score"], 4)} for m in MODES]
+    rows = [
+        {
+            "buckets": m,
+            "compiles": out[m]["compiles"],
+            "compile_s": round(out[m]["compile_seconds"], 1),
+            "wall_s": round(out[m]["wall_seconds"], 1),
+            "score": round(100 * out[m]["score"], 4),
+        }
+        for m in MODES
+    ]
     cols = ["buckets", "compiles", "compile_s", "wall_s", "score"]
     print(common.markdown_table(rows, cols))
     print(f"per-length accuracies identical: {same}")
     if args.name:
-        notes = (f"Untrained LSTM (width {args.hidden}) on reverse_string, every length 41..500, "
-                 f"{args.examples_per_length} examples per length, batch {args.examples_per_length}; each mode in a "
-                 f"fresh process without a persistent compilation cache. Per-length token accuracies identical "
-                 f"in both modes: {same}.")
+        notes = (
+            f"Untrained LSTM (width {args.hidden}) on reverse_string, every length 41..500, "
+            f"{args.examples_per_length} examples per length, batch {args.examples_per_length}; each mode in a "
+            f"fresh process without a persistent compilation cache. Per-length token accuracies identical "
+            f"in both modes: {same}."
+        )
         command = ".venv/bin/python -m benchmarks.range_eval_speed " + " ".join(
-            argv if argv is not None else sys.argv[1:])
-        common.write_results(f"range_eval_speed_{args.name}", "Range evaluation 41..500: buckets against one "
-                             "shape per length", rows, cols, common.environment(), notes, command)
+            argv if argv is not None else sys.argv[1:]
+        )
+        common.write_results(
+            f"range_eval_speed_{args.name}",
+            "Range evaluation 41..500: buckets against one shape per length",
+            rows,
+            cols,
+            common.environment(),
+            notes,
+            command,
+        )
     return 0 if same else 1
 
 

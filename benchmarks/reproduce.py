@@ -1,6 +1,7 @@
 """Reproduce the algorithmic-task tables of Le et al. 2024: train, select on L+1, test at five lengths.
 
-Le et al. 2024: Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR (docs/references.md).
+Le et al. 2024: Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR
+(docs/references.md).
 
     python -m benchmarks.reproduce --task copy --models panm,lstm,ntm,dnc,stack_lstm [--quick] [--seeds 0,1,2]
 
@@ -81,13 +82,22 @@ PUBLISHED: dict[str, dict[str, tuple[float, ...]]] = {
 AUTHORS_CODE_COPY_23MIN = (100, 99.99, 87.2, 50.2, 32.9)
 
 
-def make_config(task: str, model: str, seed: int, quick: bool, minutes: float | None,
-                select: str = "L+1") -> TrainConfig:
+def make_config(
+    task: str, model: str, seed: int, quick: bool, minutes: float | None, select: str = "L+1"
+) -> TrainConfig:
     if quick:
         return TrainConfig(
-            task=task, model=model, seed=seed, num_steps=1_000_000, max_minutes=minutes,
+            task=task,
+            model=model,
+            seed=seed,
+            num_steps=1_000_000,
+            max_minutes=minutes,
             optimizer=OptimizerConfig(name="adam", learning_rate=1e-3, clip_value=None, clip_norm=1.0),
-            eval_every=500, eval_examples=512, checkpoint_every=500, log_every=50, select_mode=select,
+            eval_every=500,
+            eval_examples=512,
+            checkpoint_every=500,
+            log_every=50,
+            select_mode=select,
         )
     steps = 100_000 if task == "id_sort" else 50_000
     return TrainConfig(task=task, model=model, seed=seed, num_steps=steps, select_mode=select, max_minutes=minutes)
@@ -112,12 +122,15 @@ def parse_minutes(text: str, models: list[str]) -> dict[str, float]:
             default = minutes
     missing = [m for m in models if m not in per_model and default is None]
     if missing:
-        raise SystemExit(f"--minutes: no budget for {missing}; give a default number first, e.g. '--minutes 20,panm=23'")
+        raise SystemExit(
+            f"--minutes: no budget for {missing}; give a default number first, e.g. '--minutes 20,panm=23'"
+        )
     return {m: per_model.get(m, default) for m in models}
 
 
 def parse_model_sets(items: list[str], models: list[str]) -> dict[str, dict[str, Any]]:
-    """``["panm.score=scaled_dot"]`` -> ``{"panm": {"score": "scaled_dot"}}`` (values parsed as JSON when they parse)."""
+    """``["panm.score=scaled_dot"]`` -> ``{"panm": {"score": "scaled_dot"}}`` (values parsed as JSON when they
+    parse)."""
     out: dict[str, dict[str, Any]] = {}
     for key, value in parse_overrides(items):
         model, sep, option = key.partition(".")
@@ -158,24 +171,48 @@ def summarize(task: str, runs: dict[str, list[dict[str, Any]]], select: str = "L
             by_mode = {r["mode"]: r for r in res["modes"]}
             for m in MODES:
                 per_mode[m].append(100 * by_mode[m][res["metric"]])
-        row = {"model": model, "row": "ours", "selected_on": select, "seeds": len(results),
-               "steps": ",".join(str(r["steps_trained"]) for r in results),
-               "best_step": ",".join(str(r["step"]) for r in results)}
+        row = {
+            "model": model,
+            "row": "ours",
+            "selected_on": select,
+            "seeds": len(results),
+            "steps": ",".join(str(r["steps_trained"]) for r in results),
+            "best_step": ",".join(str(r["step"]) for r in results),
+        }
         for m in MODES:
             mean, std = _mean_std(per_mode[m])
             row[m] = f"{mean:.1f}" + (f" ± {std:.1f}" if len(results) > 1 else "")
             row[f"_{m}"] = mean
         rows.append(row)
-        ref_name = model if model in published else ("best other" if model != "panm" and "best other" in published
-                                                     else None)
+        ref_name = (
+            model if model in published else ("best other" if model != "panm" and "best other" in published else None)
+        )
         if ref_name:
             ref = published[ref_name]
-            rows.append({"model": model, "row": f"published ({ref_name})", "selected_on": "L+1", **{m: f"{v:g}" for m, v in zip(MODES, ref)}})
-            rows.append({"model": model, "row": "ours - published",
-                         **{m: f"{row[f'_{m}'] - v:+.1f}" for m, v in zip(MODES, ref)}})
+            rows.append(
+                {
+                    "model": model,
+                    "row": f"published ({ref_name})",
+                    "selected_on": "L+1",
+                    **{m: f"{v:g}" for m, v in zip(MODES, ref, strict=True)},
+                }
+            )
+            rows.append(
+                {
+                    "model": model,
+                    "row": "ours - published",
+                    **{m: f"{row[f'_{m}'] - v:+.1f}" for m, v in zip(MODES, ref, strict=True)},
+                }
+            )
     if task == "copy":
-        rows.append({"model": "panm", "row": "authors' code, 10K steps (23 min, this CPU)", "selected_on": "2L+1",
-                     **{m: f"{v:g}" for m, v in zip(MODES, AUTHORS_CODE_COPY_23MIN)}})
+        rows.append(
+            {
+                "model": "panm",
+                "row": "authors' code, 10K steps (23 min, this CPU)",
+                "selected_on": "2L+1",
+                **{m: f"{v:g}" for m, v in zip(MODES, AUTHORS_CODE_COPY_23MIN, strict=True)},
+            }
+        )
     return rows
 
 
@@ -191,8 +228,14 @@ def plot(task: str, rows: list[dict[str, Any]], out: Path) -> None:
         if r["row"] == "ours":
             ax.plot(xs, [r[f"_{m}"] for m in MODES], marker="o", label=f"{r['model']} (ours)")
         elif r["row"].startswith("published"):
-            ax.plot(xs, [float(r[m]) for m in MODES], linestyle="--", marker="x", alpha=0.7,
-                    label=f"{r['model']} {r['row']}")
+            ax.plot(
+                xs,
+                [float(r[m]) for m in MODES],
+                linestyle="--",
+                marker="x",
+                alpha=0.7,
+                label=f"{r['model']} {r['row']}",
+            )
     ax.set_xticks(list(xs), MODES)
     ax.set_ylim(0, 105)
     ax.set_xlabel("test length mode")
@@ -210,15 +253,27 @@ def main(argv=None) -> int:
     p.add_argument("--models", default="panm,lstm,ntm,dnc,stack_lstm")
     p.add_argument("--seeds", default="0", help="comma-separated seeds")
     p.add_argument("--quick", action="store_true", help="the CPU budget protocol (see the module docstring)")
-    p.add_argument("--minutes", default=None,
-                   help="training minutes per model and seed: a default and/or MODEL=MINUTES items, e.g. "
-                        "'8,panm=23'. --quick: the budget (default 20). Paper protocol: a cap, off by default; a "
-                        "capped run stops early, and the table's 'steps' column says how many of the 50,000 it ran")
-    p.add_argument("--select", default="L+1", choices=MODES,
-                   help="the validation length that picks each run's checkpoint: L+1 is the protocol of Le et al. 2024; "
-                        "the authors' public code picks on 2L+1 (length 21 for Copy)")
-    p.add_argument("--set", action="append", default=[], metavar="MODEL.OPTION=VALUE",
-                   help="change one model option of one model, e.g. panm.score=scaled_dot (repeatable)")
+    p.add_argument(
+        "--minutes",
+        default=None,
+        help="training minutes per model and seed: a default and/or MODEL=MINUTES items, e.g. "
+        "'8,panm=23'. --quick: the budget (default 20). Paper protocol: a cap, off by default; a "
+        "capped run stops early, and the table's 'steps' column says how many of the 50,000 it ran",
+    )
+    p.add_argument(
+        "--select",
+        default="L+1",
+        choices=MODES,
+        help="the validation length that picks each run's checkpoint: L+1 is the protocol of Le et al. 2024; "
+        "the authors' public code picks on 2L+1 (length 21 for Copy)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="MODEL.OPTION=VALUE",
+        help="change one model option of one model, e.g. panm.score=scaled_dot (repeatable)",
+    )
     p.add_argument("--workdir", default="runs/reproduce")
     args = p.parse_args(argv)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
@@ -237,9 +292,15 @@ def main(argv=None) -> int:
             if options:
                 config = config.replace(model_options={**config.model_options, **options})
             # One folder per protocol, budget, selection and option set: a variant is a new run, not a clash.
-            tag = (f"quick{minutes[model]:g}m" if args.quick else
-                   "paper" + (f"{minutes[model]:g}m" if minutes[model] is not None else "")) + (
-                "" if args.select == "L+1" else f"-select{args.select}") + options_tag(options)
+            tag = (
+                (
+                    f"quick{minutes[model]:g}m"
+                    if args.quick
+                    else "paper" + (f"{minutes[model]:g}m" if minutes[model] is not None else "")
+                )
+                + ("" if args.select == "L+1" else f"-select{args.select}")
+                + options_tag(options)
+            )
             workdir = Path(args.workdir) / args.task / f"{model}-s{seed}-{tag}"
             results = finished_results(workdir, config)
             if results is None:
@@ -247,36 +308,55 @@ def main(argv=None) -> int:
                 results = train_and_evaluate(config, workdir)
             else:
                 print(f"== {model} on {args.task}, seed {seed} ({tag}): finished earlier, read {workdir}", flush=True)
-            logged = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()
-                      if line.strip().startswith("{")]
+            logged = [
+                json.loads(line)
+                for line in (workdir / "metrics.jsonl").read_text().splitlines()
+                if line.strip().startswith("{")
+            ]
             results["steps_trained"] = max((r.get("step", 0) for r in logged if "loss" in r), default=0)
             runs.setdefault(model, []).append(results)
     rows = summarize(args.task, runs, args.select)
     cols = ["model", "row", "selected_on", "seeds", "steps", "best_step", *MODES]
-    name = f"reproduce_{args.task}" + ("_quick" if args.quick else "") + (
-        "" if args.select == "L+1" else f"_select{args.select.replace('+', 'p')}") + (
-        "" if args.quick or all(v is None for v in minutes.values()) else "_capped") + "".join(
-        f"_{m}{options_tag(o, sep='-')}" for m, o in sorted(model_sets.items()))
+    name = (
+        f"reproduce_{args.task}"
+        + ("_quick" if args.quick else "")
+        + ("" if args.select == "L+1" else f"_select{args.select.replace('+', 'p')}")
+        + ("" if args.quick or all(v is None for v in minutes.values()) else "_capped")
+        + "".join(f"_{m}{options_tag(o, sep='-')}" for m, o in sorted(model_sets.items()))
+    )
     command = "python -m benchmarks.reproduce " + " ".join(argv if argv is not None else sys.argv[1:])
-    notes = ("Token accuracy (%) of the checkpoint selected on the validation set of length mode 'selected_on' "
-             "(L+1 in the protocol of Le et al. 2024, Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory), on fixed test sets at each "
-             "length mode. 'published' rows are Le et al. 2024, Tables 13-18 (listed in docs/tasks.md); 'steps' is the number of training steps run, 'best_step' the selected "
-             "checkpoint.")
+    notes = (
+        "Token accuracy (%) of the checkpoint selected on the validation set of length mode 'selected_on' "
+        "(L+1 in the protocol of Le et al. 2024, Plug, Play, and Generalize: Length Extrapolation with "
+        "Pointer-Augmented Neural Memory), on fixed test sets at each "
+        "length mode. 'published' rows are Le et al. 2024, Tables 13-18 (listed in docs/tasks.md); "
+        "'steps' is the number of training steps run, 'best_step' the selected "
+        "checkpoint."
+    )
     if args.task == "copy":
-        notes += (" The authors' code row is its default pipeline, which picks its checkpoint on length 21 (2L+1) "
-                  "(measured with the authors' code on this CPU class).")
+        notes += (
+            " The authors' code row is its default pipeline, which picks its checkpoint on length 21 (2L+1) "
+            "(measured with the authors' code on this CPU class)."
+        )
     if model_sets:
-        notes += " Model options changed from their defaults: " + "; ".join(
-            f"{m}: {', '.join(f'{k}={v}' for k, v in o.items())}" for m, o in model_sets.items()) + "."
+        notes += (
+            " Model options changed from their defaults: "
+            + "; ".join(f"{m}: {', '.join(f'{k}={v}' for k, v in o.items())}" for m, o in model_sets.items())
+            + "."
+        )
     if args.quick:
         budgets = ", ".join(f"{m} {v:g}" for m, v in minutes.items())
         notes += f" --quick: Adam 1e-3, global-norm clip 1; minutes of training per model and seed: {budgets}."
     elif any(v is not None for v in minutes.values()):
         budgets = ", ".join(f"{m} {v:g}" for m, v in minutes.items() if v is not None)
-        notes += (f" Paper protocol capped at these minutes of training per model and seed: {budgets}; "
-                  "'steps' says how far each run got of its 50,000.")
+        notes += (
+            f" Paper protocol capped at these minutes of training per model and seed: {budgets}; "
+            "'steps' says how far each run got of its 50,000."
+        )
     public_rows = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
-    common.write_results(name, f"{args.task}: reproduction of Le et al. 2024 (PANM)", public_rows, cols, env, notes, command)
+    common.write_results(
+        name, f"{args.task}: reproduction of Le et al. 2024 (PANM)", public_rows, cols, env, notes, command
+    )
     out_dir = common.RESULTS_DIR / common.device_slug()
     lines = [",".join(cols)] + [",".join(str(r.get(c, "")).replace(",", ";") for c in cols) for r in public_rows]
     atomic_write_text(out_dir / f"{name}.csv", "\n".join(lines) + "\n")

@@ -71,11 +71,16 @@ def _plot(rows, x_key, y_key, title, xlabel, ylabel, out):
     fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
     for model in dict.fromkeys(r["model"] for r in rows):
         for remat in (False, True):
-            pts = sorted((r[x_key], r[y_key]) for r in rows if r["model"] == model and r["remat"] == remat
-                         and r[y_key] != "")
+            pts = sorted(
+                (r[x_key], r[y_key]) for r in rows if r["model"] == model and r["remat"] == remat and r[y_key] != ""
+            )
             if pts:
-                ax.plot(*zip(*pts), marker="o", linestyle="--" if remat else "-",
-                        label=f"{model}" + (" (remat)" if remat else ""))
+                ax.plot(
+                    *zip(*pts, strict=True),
+                    marker="o",
+                    linestyle="--" if remat else "-",
+                    label=f"{model}" + (" (remat)" if remat else ""),
+                )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(xlabel)
@@ -112,18 +117,42 @@ def main(argv=None) -> int:
     out = common.RESULTS_DIR / common.device_slug()
     length_rows = [r for r in rows if r["curve"] == "length"]
     slot_rows = [r for r in rows if r["curve"] == "slots"]
-    _plot(length_rows, "T", "median_s", f"training step vs sequence length (B = {BATCH})", "steps T = T_in + T_out",
-          "seconds per step", out / "scaling_length_time.png")
-    _plot(length_rows, "T", "peak_MB", f"peak memory vs sequence length (B = {BATCH})", "steps T = T_in + T_out",
-          "MB (XLA memory analysis)", out / "scaling_length_memory.png")
-    _plot(slot_rows, "N", "median_s", f"training step vs memory slots (T = 42, B = {BATCH})", "memory slots N",
-          "seconds per step", out / "scaling_slots_time.png")
-    notes = ("Copy batches, B = 16, Adam; models at their default sizes (panm D = 256; ntm 128 x 20 with an LSTM 256; "
-             "dnc 128 x 20, R = 4, LSTM 256; stack_lstm LSTM 256, values 64). median_s: median of 3 steps after one "
-             "warm-up. peak_MB: arguments + outputs + temporaries of the compiled step (XLA memory_analysis). "
-             "Plots: scaling_length_time.png, scaling_length_memory.png, scaling_slots_time.png.")
-    paths = common.write_results("scaling", "Scaling: step time and peak memory", rows, cols, env, notes,
-                                 command="python -m benchmarks.scaling")
+    _plot(
+        length_rows,
+        "T",
+        "median_s",
+        f"training step vs sequence length (B = {BATCH})",
+        "steps T = T_in + T_out",
+        "seconds per step",
+        out / "scaling_length_time.png",
+    )
+    _plot(
+        length_rows,
+        "T",
+        "peak_MB",
+        f"peak memory vs sequence length (B = {BATCH})",
+        "steps T = T_in + T_out",
+        "MB (XLA memory analysis)",
+        out / "scaling_length_memory.png",
+    )
+    _plot(
+        slot_rows,
+        "N",
+        "median_s",
+        f"training step vs memory slots (T = 42, B = {BATCH})",
+        "memory slots N",
+        "seconds per step",
+        out / "scaling_slots_time.png",
+    )
+    notes = (
+        "Copy batches, B = 16, Adam; models at their default sizes (panm D = 256; ntm 128 x 20 with an LSTM 256; "
+        "dnc 128 x 20, R = 4, LSTM 256; stack_lstm LSTM 256, values 64). median_s: median of 3 steps after one "
+        "warm-up. peak_MB: arguments + outputs + temporaries of the compiled step (XLA memory_analysis). "
+        "Plots: scaling_length_time.png, scaling_length_memory.png, scaling_slots_time.png."
+    )
+    paths = common.write_results(
+        "scaling", "Scaling: step time and peak memory", rows, cols, env, notes, command="python -m benchmarks.scaling"
+    )
     print("wrote", *paths)
     return 0
 

@@ -79,24 +79,35 @@ def main(argv=None) -> int:
     seq_rate = args.steps / t_single  # steps/s of one seed alone; S seeds one after another: the same per seed
     bat_rate = args.seeds * args.steps / t_batched  # seed-steps/s
     rows = [
-        {"case": f"{args.seeds} seeds one after another", "seconds_per_step": f"{t_single / args.steps:.4g}",
-         "seed_steps_per_s": f"{seq_rate:.1f}", "sequences_per_s": f"{seq_rate * configs[0].batch_size:.4g}",
-         "ratio": "1"},
-        {"case": f"{args.seeds} seeds batched (vmap)", "seconds_per_step": f"{t_batched / args.steps:.4g}",
-         "seed_steps_per_s": f"{bat_rate:.1f}", "sequences_per_s": f"{bat_rate * configs[0].batch_size:.4g}",
-         "ratio": f"{bat_rate / seq_rate:.2f}"},
+        {
+            "case": f"{args.seeds} seeds one after another",
+            "seconds_per_step": f"{t_single / args.steps:.4g}",
+            "seed_steps_per_s": f"{seq_rate:.1f}",
+            "sequences_per_s": f"{seq_rate * configs[0].batch_size:.4g}",
+            "ratio": "1",
+        },
+        {
+            "case": f"{args.seeds} seeds batched (vmap)",
+            "seconds_per_step": f"{t_batched / args.steps:.4g}",
+            "seed_steps_per_s": f"{bat_rate:.1f}",
+            "sequences_per_s": f"{bat_rate * configs[0].batch_size:.4g}",
+            "ratio": f"{bat_rate / seq_rate:.2f}",
+        },
     ]
     cols = ["case", "seconds_per_step", "seed_steps_per_s", "sequences_per_s", "ratio"]
     command = "python -m benchmarks.seeds_speed " + " ".join(argv if argv is not None else sys.argv[1:])
-    notes = (f"{args.model} on {args.task} at the paper protocol's settings (batch {configs[0].batch_size}, the "
-             f"model's defaults, one length bucket), {args.steps} timed training steps after one warm-up step, the "
-             "loop's own batches "
-             "(host generation, padding and transfer included). 'seconds_per_step' is one step of one seed "
-             "(sequential) or of all seeds at once (batched); 'ratio' is the batched throughput over the "
-             "sequential, in seed-steps per second, both measured in this run.")
+    notes = (
+        f"{args.model} on {args.task} at the paper protocol's settings (batch {configs[0].batch_size}, the "
+        f"model's defaults, one length bucket), {args.steps} timed training steps after one warm-up step, the "
+        "loop's own batches "
+        "(host generation, padding and transfer included). 'seconds_per_step' is one step of one seed "
+        "(sequential) or of all seeds at once (batched); 'ratio' is the batched throughput over the "
+        "sequential, in seed-steps per second, both measured in this run."
+    )
     name = f"seeds_speed_{args.model}_{args.task}_s{args.seeds}"
-    common.write_results(name, "Seeds trained together against one after another", rows, cols,
-                         common.environment(), notes, command)
+    common.write_results(
+        name, "Seeds trained together against one after another", rows, cols, common.environment(), notes, command
+    )
     print(common.markdown_table(rows, cols))
     print("wrote", common.RESULTS_DIR / common.device_slug() / f"{name}.md")
     return 0

@@ -74,9 +74,16 @@ def item_task(item: str) -> tuple[str, dict[str, Any]]:
 def make_config(item: str, model: str, seed: int, args) -> TrainConfig:
     task, options = item_task(item)
     return TrainConfig(
-        task=task, task_options=options, model=model, seed=seed, num_steps=args.steps, max_minutes=args.minutes,
+        task=task,
+        task_options=options,
+        model=model,
+        seed=seed,
+        num_steps=args.steps,
+        max_minutes=args.minutes,
         optimizer=OptimizerConfig(name="adam", learning_rate=args.lr, clip_value=None, clip_norm=1.0),
-        eval_every=1_000, checkpoint_every=1_000, eval_examples=args.test_examples,
+        eval_every=1_000,
+        checkpoint_every=1_000,
+        eval_examples=args.test_examples,
     )
 
 
@@ -101,13 +108,15 @@ def train_group(item: str, model: str, seeds: list[int], args, workdir: Path) ->
 
     todo = [s for s in seeds if finished(folder(workdir, item, model, s), make_config(item, model, s, args)) is None]
     if todo:
-        train_seeds([make_config(item, model, s, args) for s in todo],
-                    [folder(workdir, item, model, s) for s in todo], progress=False)
+        train_seeds(
+            [make_config(item, model, s, args) for s in todo],
+            [folder(workdir, item, model, s) for s in todo],
+            progress=False,
+        )
 
 
 def run_all(groups: list[tuple[str, str]], seeds: list[int], args, workdir: Path, argv: list[str]) -> None:
-    todo = [g for g in groups if any(finished(folder(workdir, *g, s), make_config(*g, s, args)) is None
-                                     for s in seeds)]
+    todo = [g for g in groups if any(finished(folder(workdir, *g, s), make_config(*g, s, args)) is None for s in seeds)]
     running: list[tuple[subprocess.Popen, tuple[str, str], Any]] = []
     failed = []
     while todo or running:
@@ -117,8 +126,9 @@ def run_all(groups: list[tuple[str, str]], seeds: list[int], args, workdir: Path
             log_path.parent.mkdir(parents=True, exist_ok=True)
             log = open(log_path, "a")
             cmd = [sys.executable, "-m", "benchmarks.seq2seq", *argv, "--one", json.dumps([item, model])]
-            running.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy()),
-                            (item, model), log))
+            running.append(
+                (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy()), (item, model), log)
+            )
             print(f"started {item} {model} seeds {seeds} -> {log_path}", flush=True)
         time.sleep(2)
         still = []
@@ -145,8 +155,12 @@ def main(argv=None) -> int:
     p.add_argument("--minutes", type=float, default=10.0, help="training minutes per (task, model) group")
     p.add_argument("--steps", type=int, default=50_000, help="at most this many training steps")
     p.add_argument("--lr", type=float, default=1e-4, help="Adam's learning rate")
-    p.add_argument("--test-examples", type=int, default=4_000,
-                   help="examples of the validation and test sets (SCAN's test split at cut-off 22 has 3,920)")
+    p.add_argument(
+        "--test-examples",
+        type=int,
+        default=4_000,
+        help="examples of the validation and test sets (SCAN's test split at cut-off 22 has 3,920)",
+    )
     p.add_argument("--parallel", type=int, default=1, help="(task, model) groups trained at once, as processes")
     p.add_argument("--workdir", default="runs/seq2seq")
     p.add_argument("--name", default=None, help="record the table as benchmarks/results/<device>/seq2seq_NAME.*")
@@ -154,7 +168,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     items = [f"scan-{int(c)}" for c in args.cutoffs.split(",") if c.strip()] + [
-        m.strip() for m in args.math.split(",") if m.strip()]
+        m.strip() for m in args.math.split(",") if m.strip()
+    ]
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     if not items or not models or not seeds:
         raise SystemExit("--cutoffs/--math, --models, --seeds: expected at least one of each")
@@ -175,32 +190,47 @@ def main(argv=None) -> int:
     for item in items:
         for model in models:
             records = [finished(folder(workdir, item, model, s), make_config(item, model, s, args)) for s in seeds]
-            values = [100 * {r["mode"]: r for r in rec["modes"]}[mode][rec["metric"]]
-                      for rec in records for mode in [rec["modes"][0]["mode"]]]
+            values = [
+                100 * {r["mode"]: r for r in rec["modes"]}[mode][rec["metric"]]
+                for rec in records
+                for mode in [rec["modes"][0]["mode"]]
+            ]
             mean = statistics.mean(values)
             std = statistics.stdev(values) if len(values) > 1 else 0.0
             published = PUBLISHED.get(item, {}).get(model)
-            rows.append({
-                "task": item, "model": model, "seeds": len(seeds),
-                "steps": ",".join(str(r["steps_trained"]) for r in records),
-                "best_step": ",".join(str(r["step"]) for r in records),
-                "exact_match": f"{mean:.1f}" + (f" ± {std:.1f}" if len(values) > 1 else ""),
-                "per_seed": ",".join(f"{v:.1f}" for v in values),
-                "published": "" if published is None else f"{published:g}",
-                "ours - published": "" if published is None else f"{mean - published:+.1f}",
-            })
+            rows.append(
+                {
+                    "task": item,
+                    "model": model,
+                    "seeds": len(seeds),
+                    "steps": ",".join(str(r["steps_trained"]) for r in records),
+                    "best_step": ",".join(str(r["step"]) for r in records),
+                    "exact_match": f"{mean:.1f}" + (f" ± {std:.1f}" if len(values) > 1 else ""),
+                    "per_seed": ",".join(f"{v:.1f}" for v in values),
+                    "published": "" if published is None else f"{published:g}",
+                    "ours - published": "" if published is None else f"{mean - published:+.1f}",
+                }
+            )
     cols = ["task", "model", "seeds", "steps", "best_step", "exact_match", "per_seed", "published", "ours - published"]
     print(common.markdown_table(rows, cols))
     if args.name:
-        notes = (f"Exact sequence match (%) on the test split (SCAN: commands longer than the cut-off; Mathematics: "
-                 f"the extrapolation set), up to {args.test_examples:,} examples, of the checkpoint selected on fresh "
-                 f"training-split examples; seeds {seeds}, mean ± std. Budget: Adam {args.lr:g} with global-norm "
-                 f"clipping at 1, batch 128, at most {args.steps:,} steps and {args.minutes:g} minutes of training per "
-                 "(task, model), the seeds trained together. 'published' is Le et al. 2024, Table 4.")
+        notes = (
+            f"Exact sequence match (%) on the test split (SCAN: commands longer than the cut-off; Mathematics: "
+            f"the extrapolation set), up to {args.test_examples:,} examples, of the checkpoint selected on fresh "
+            f"training-split examples; seeds {seeds}, mean ± std. Budget: Adam {args.lr:g} with global-norm "
+            f"clipping at 1, batch 128, at most {args.steps:,} steps and {args.minutes:g} minutes of training per "
+            "(task, model), the seeds trained together. 'published' is Le et al. 2024, Table 4."
+        )
         name = f"seq2seq_{args.name}"
-        common.write_results(name, "SCAN length splits and Mathematics: PANM on a Transformer and the baselines",
-                             rows, cols, common.environment(), notes,
-                             "python -m benchmarks.seq2seq " + " ".join(argv))
+        common.write_results(
+            name,
+            "SCAN length splits and Mathematics: PANM on a Transformer and the baselines",
+            rows,
+            cols,
+            common.environment(),
+            notes,
+            "python -m benchmarks.seq2seq " + " ".join(argv),
+        )
         out = common.RESULTS_DIR / common.device_slug()
         lines = [",".join(cols)] + [",".join(str(r.get(c, "")).replace(",", ";") for c in cols) for r in rows]
         atomic_write_text(out / f"{name}.csv", "\n".join(lines) + "\n")

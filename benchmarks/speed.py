@@ -80,30 +80,117 @@ class Case:
 
 
 CASES = (
-    Case("panm", "PANM D=256, Copy n=10, B=128", "panm", {"hidden": 256}, 10, 128, peer_s=0.68,
-         peer="PANM authors' code", goal_s=0.200, gpu_goal_s=0.010, throughput_sweep=True),
-    Case("panm", "PANM D=128, Copy n=10, B=128", "panm", {"hidden": 128}, 10, 128, peer_s=0.30,
-         peer="PANM authors' code", goal_s=0.070),
-    Case("panm", "PANM D=128, eval forward n=81, B=128", "panm", {"hidden": 128}, 81, 128, peer_s=2.7,
-         peer="PANM authors' code", goal_s=0.27, eval_only=True, repeats=10),
-    Case("ntm", "NTM ctrl 100, 128x20, Copy n=20, B=128", "ntm", {"hidden": 100, "num_slots": 128, "word_size": 20},
-         20, 128, peer_s=2.0, peer="pytorch-ntm", goal_s=0.1),
-    Case("ntm", "NTM ctrl 100, 128x20, Copy n=20, B=1", "ntm", {"hidden": 100, "num_slots": 128, "word_size": 20},
-         20, 1, peer_s=0.126, peer="pytorch-ntm"),
-    Case("dnc", "DNC N=64, W=32, R=4, T=50, B=32", "dnc", {"hidden": 256, "num_slots": 64, "word_size": 32,
-         "num_reads": 4}, 24, 32, "adam", peer_s=0.43, peer="pytorch-dnc", goal_s=0.150),
-    Case("dnc", "DNC N=256, W=32, R=4, T=50, B=32", "dnc", {"hidden": 256, "num_slots": 256, "word_size": 32,
-         "num_reads": 4}, 24, 32, "adam", peer_s=1.48, peer="pytorch-dnc"),
+    Case(
+        "panm",
+        "PANM D=256, Copy n=10, B=128",
+        "panm",
+        {"hidden": 256},
+        10,
+        128,
+        peer_s=0.68,
+        peer="PANM authors' code",
+        goal_s=0.200,
+        gpu_goal_s=0.010,
+        throughput_sweep=True,
+    ),
+    Case(
+        "panm",
+        "PANM D=128, Copy n=10, B=128",
+        "panm",
+        {"hidden": 128},
+        10,
+        128,
+        peer_s=0.30,
+        peer="PANM authors' code",
+        goal_s=0.070,
+    ),
+    Case(
+        "panm",
+        "PANM D=128, eval forward n=81, B=128",
+        "panm",
+        {"hidden": 128},
+        81,
+        128,
+        peer_s=2.7,
+        peer="PANM authors' code",
+        goal_s=0.27,
+        eval_only=True,
+        repeats=10,
+    ),
+    Case(
+        "ntm",
+        "NTM ctrl 100, 128x20, Copy n=20, B=128",
+        "ntm",
+        {"hidden": 100, "num_slots": 128, "word_size": 20},
+        20,
+        128,
+        peer_s=2.0,
+        peer="pytorch-ntm",
+        goal_s=0.1,
+    ),
+    Case(
+        "ntm",
+        "NTM ctrl 100, 128x20, Copy n=20, B=1",
+        "ntm",
+        {"hidden": 100, "num_slots": 128, "word_size": 20},
+        20,
+        1,
+        peer_s=0.126,
+        peer="pytorch-ntm",
+    ),
+    Case(
+        "dnc",
+        "DNC N=64, W=32, R=4, T=50, B=32",
+        "dnc",
+        {"hidden": 256, "num_slots": 64, "word_size": 32, "num_reads": 4},
+        24,
+        32,
+        "adam",
+        peer_s=0.43,
+        peer="pytorch-dnc",
+        goal_s=0.150,
+    ),
+    Case(
+        "dnc",
+        "DNC N=256, W=32, R=4, T=50, B=32",
+        "dnc",
+        {"hidden": 256, "num_slots": 256, "word_size": 32, "num_reads": 4},
+        24,
+        32,
+        "adam",
+        peer_s=1.48,
+        peer="pytorch-dnc",
+    ),
     # No remat: the link's hand-written VJP (dnc.link_and_directions) keeps one [B, N, N] array per
     # step for the backward pass, 6.7 GB here (peak 9 GB); autodiff kept several and needed remat.
-    Case("dnc", "DNC N=1024, W=32, R=4, T=50, B=32", "dnc", {"hidden": 256, "num_slots": 1024,
-         "word_size": 32, "num_reads": 4}, 24, 32, "adam", peer_s=73.0, peer="pytorch-dnc",
-         goal_s=10.0, repeats=20),
+    Case(
+        "dnc",
+        "DNC N=1024, W=32, R=4, T=50, B=32",
+        "dnc",
+        {"hidden": 256, "num_slots": 1024, "word_size": 32, "num_reads": 4},
+        24,
+        32,
+        "adam",
+        peer_s=73.0,
+        peer="pytorch-dnc",
+        goal_s=10.0,
+        repeats=20,
+    ),
     Case("stack", "Stack-LSTM ctrl 256, T=64, B=32", "stack_lstm", {"hidden": 256}, 31, 32),
     # The accelerator goal: within 3x of its memory-bandwidth floor. The link VJP keeps one
     # [B, N, N] float32 array per step: 256 * 1024^2 * 4 B * 50 steps = 54 GB.
-    Case("dnc", "DNC N=1024, W=32, R=4, T=50, B=256", "dnc", {"hidden": 256, "num_slots": 1024,
-         "word_size": 32, "num_reads": 4}, 24, 256, "adam", goal_x_floor=3.0, accelerator_only=True, repeats=10),
+    Case(
+        "dnc",
+        "DNC N=1024, W=32, R=4, T=50, B=256",
+        "dnc",
+        {"hidden": 256, "num_slots": 1024, "word_size": 32, "num_reads": 4},
+        24,
+        256,
+        "adam",
+        goal_x_floor=3.0,
+        accelerator_only=True,
+        repeats=10,
+    ),
 )
 
 SWEEP_MAX_BATCH = 131072
@@ -112,11 +199,13 @@ SWEEP_MAX_BATCH = 131072
 def find_case(pattern: str) -> Case:
     """The case labelled ``pattern``, else the one whose label contains it (case-insensitive), else a ValueError."""
     found = [c for c in CASES if pattern.lower() == c.label.lower()] or [
-        c for c in CASES if pattern.lower() in c.label.lower()]
+        c for c in CASES if pattern.lower() in c.label.lower()
+    ]
     if len(found) != 1:
         labels = "\n  ".join(c.label for c in CASES)
-        raise ValueError(f"case: expected a pattern matching exactly one of\n  {labels}\n"
-                         f"got {pattern!r}, which matches {len(found)}")
+        raise ValueError(
+            f"case: expected a pattern matching exactly one of\n  {labels}\ngot {pattern!r}, which matches {len(found)}"
+        )
     return found[0]
 
 
@@ -124,8 +213,7 @@ def build_case(case: Case):
     """``(fn, state, batch, params)``: the case's step function, its train state and batch, its parameter count."""
     task = get_task("copy")  # sample() takes any length up to 1022; only its training range is 1..10
     batch = task.sample(np.random.default_rng(0), case.batch, case.task_length)
-    model = build_model(case.model, input_size=task.input_size, output_size=task.output_size,
-                        **case.model_options)
+    model = build_model(case.model, input_size=task.input_size, output_size=task.output_size, **case.model_options)
     params = sum(x.size for x in jax.tree_util.tree_leaves(nnx.state(model, nnx.Param)))
     if case.optimizer == "adam":
         optimizer = optax.adam(1e-3)
@@ -133,6 +221,7 @@ def build_case(case: Case):
         optimizer = paper_optimizer()
     graphdef, state = init_train_state(model, optimizer)
     if case.eval_only:
+
         def fn(state, batch):
             m = nnx.merge(graphdef, state.params)
             return m(batch.inputs, batch.input_mask, batch.targets.shape[1])
@@ -155,15 +244,28 @@ def run_case(case: Case, quick: bool, bw: float) -> dict:
     rate = common.matmul_rate(case.batch, hidden, 4 * hidden, repeats)  # the controller's recurrent shape
     floor = max(counted["flops"] / (rate * 1e9), counted["bytes"] / (bw * 1e9))
     row = {
-        "case": case.label, "model": case.model, "params": params, "B": case.batch,
-        "T_in": int(batch.inputs.shape[1]), "T_out": int(batch.targets.shape[1]),
-        "compile_s": t["compile_s"], "median_s": t["median_s"], "min_s": t["min_s"], "max_s": t["max_s"],
-        "steps_per_s": 1.0 / t["median_s"], "GFLOP": counted["flops"] / 1e9, "MB_state": counted["bytes"] / 1e6,
-        "matmul_GFLOPs": rate, "floor_s": floor, "x_floor": t["median_s"] / floor,
-        "peer": case.peer, "peer_s": case.peer_s if case.peer_s else "",
+        "case": case.label,
+        "model": case.model,
+        "params": params,
+        "B": case.batch,
+        "T_in": int(batch.inputs.shape[1]),
+        "T_out": int(batch.targets.shape[1]),
+        "compile_s": t["compile_s"],
+        "median_s": t["median_s"],
+        "min_s": t["min_s"],
+        "max_s": t["max_s"],
+        "steps_per_s": 1.0 / t["median_s"],
+        "GFLOP": counted["flops"] / 1e9,
+        "MB_state": counted["bytes"] / 1e6,
+        "matmul_GFLOPs": rate,
+        "floor_s": floor,
+        "x_floor": t["median_s"] / floor,
+        "peer": case.peer,
+        "peer_s": case.peer_s if case.peer_s else "",
         "speedup_vs_peer": (case.peer_s / t["median_s"]) if case.peer_s else "",
         "sequences_per_s": case.batch / t["median_s"],
-        "goal_s": "", "meets_goal": "",
+        "goal_s": "",
+        "meets_goal": "",
     }
     goal = goal_of(case, common.on_accelerator())
     if goal is not None:
@@ -204,8 +306,17 @@ def throughput_sweep(case: Case, bw: float) -> list[dict]:
     rows = []
     b = case.batch * 4
     while b <= SWEEP_MAX_BATCH:
-        big = replace(case, label=case.label.replace(f"B={case.batch}", f"B={b}"), batch=b, repeats=10,
-                      peer_s=None, peer="", goal_s=None, gpu_goal_s=None, throughput_sweep=False)
+        big = replace(
+            case,
+            label=case.label.replace(f"B={case.batch}", f"B={b}"),
+            batch=b,
+            repeats=10,
+            peer_s=None,
+            peer="",
+            goal_s=None,
+            gpu_goal_s=None,
+            throughput_sweep=False,
+        )
         row, fitted = run_or_out_of_memory(big, False, bw)
         rows.append(row)
         if not fitted:
@@ -229,31 +340,63 @@ def main(argv=None) -> int:
     env = common.environment()
     bw = common.memory_bandwidth(3 if args.quick else 20)
     print(f"memory bandwidth ({common.bandwidth_mib()} MiB, in place): {bw:.1f} GB/s", flush=True)
-    cols = ["case", "params", "compile_s", "median_s", "min_s", "max_s", "steps_per_s", "GFLOP", "MB_state",
-            "matmul_GFLOPs", "floor_s", "x_floor", "sequences_per_s", "peer", "peer_s", "speedup_vs_peer", "goal_s",
-            "meets_goal"]
-    notes = (f"Memory bandwidth measured in this run: {bw:.1f} GB/s ({common.bandwidth_mib()} MiB scaled in "
-             "place). GFLOP and MB_state counted from each step's jaxpr with loops multiplied out "
-             "(benchmarks/cost.py); matmul_GFLOPs measured at the step's controller shape; floor = max(GFLOP / matmul rate, bytes / bandwidth).")
+    cols = [
+        "case",
+        "params",
+        "compile_s",
+        "median_s",
+        "min_s",
+        "max_s",
+        "steps_per_s",
+        "GFLOP",
+        "MB_state",
+        "matmul_GFLOPs",
+        "floor_s",
+        "x_floor",
+        "sequences_per_s",
+        "peer",
+        "peer_s",
+        "speedup_vs_peer",
+        "goal_s",
+        "meets_goal",
+    ]
+    notes = (
+        f"Memory bandwidth measured in this run: {bw:.1f} GB/s ({common.bandwidth_mib()} MiB scaled in "
+        "place). GFLOP and MB_state counted from each step's jaxpr with loops multiplied out "
+        "(benchmarks/cost.py); matmul_GFLOPs measured at the step's controller shape; "
+        "floor = max(GFLOP / matmul rate, bytes / bandwidth)."
+    )
     if accelerator:
-        notes += (" The peers' figures were measured on a 2-core CPU, so speedup_vs_peer compares this "
-                  "accelerator with that CPU. The rows at B > 128 are the throughput sweep: each batch x4 until one "
-                  "does not fit in device memory; sequences_per_s = B / median_s.")
-    command = common.env_prefix() + "python -m benchmarks.speed" + (
-        f" --only {args.only}" if args.only else "") + (f" --name {args.name}" if args.name != "speed" else "")
+        notes += (
+            " The peers' figures were measured on a 2-core CPU, so speedup_vs_peer compares this "
+            "accelerator with that CPU. The rows at B > 128 are the throughput sweep: each batch x4 until one "
+            "does not fit in device memory; sequences_per_s = B / median_s."
+        )
+    command = (
+        common.env_prefix()
+        + "python -m benchmarks.speed"
+        + (f" --only {args.only}" if args.only else "")
+        + (f" --name {args.name}" if args.name != "speed" else "")
+    )
     rows = []
     for i, case in enumerate(cases):
         row, fitted = run_or_out_of_memory(case, args.quick, bw)
         rows.append(row)
         if not fitted and not case.model_options.get("remat", False):  # retry, recomputing each step
-            rows.append(run_case(replace(case, label=case.label + " (remat)",
-                                         model_options={**case.model_options, "remat": True}), args.quick, bw))
+            rows.append(
+                run_case(
+                    replace(case, label=case.label + " (remat)", model_options={**case.model_options, "remat": True}),
+                    args.quick,
+                    bw,
+                )
+            )
         if case.throughput_sweep and accelerator and not args.quick:
             rows.extend(throughput_sweep(case, bw))
         if not args.quick:  # after every case: a crash later keeps what was measured
             done = i + 1 == len(cases)
-            title = "Training steps at the peers' configurations" + ("" if done else
-                                                                     f" (partial: {i + 1} of {len(cases)} cases)")
+            title = "Training steps at the peers' configurations" + (
+                "" if done else f" (partial: {i + 1} of {len(cases)} cases)"
+            )
             paths = common.write_results(args.name, title, rows, cols, env, notes, command=command)
     print(common.markdown_table(rows, cols))
     if not args.quick:

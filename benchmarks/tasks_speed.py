@@ -77,8 +77,11 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-size", type=int, default=128, help="examples per batch (default 128)")
     parser.add_argument("--tasks", default=",".join(list_tasks()), help="comma-separated subset of the registry")
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_BATCHES} batches per task; records nothing")
-    parser.add_argument("--name", help="record the results as <name>.{json,md} (default: tasks_speed for the full "
-                        "measurement at the defaults; a partial run records nothing)")
+    parser.add_argument(
+        "--name",
+        help="record the results as <name>.{json,md} (default: tasks_speed for the full "
+        "measurement at the defaults; a partial run records nothing)",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.batches = QUICK_BATCHES
@@ -88,8 +91,11 @@ def main(argv=None) -> int:
         parser.error(f"--tasks: unknown task(s) {unknown}; known: {list_tasks()}")
     if args.batches < 1 or args.batch_size < 1:
         parser.error("--batches, --batch-size: expected positive integers")
-    full = (args.batches, args.batch_size, names) == (parser.get_default("batches"), parser.get_default("batch_size"),
-                                                        list_tasks())
+    full = (args.batches, args.batch_size, names) == (
+        parser.get_default("batches"),
+        parser.get_default("batch_size"),
+        list_tasks(),
+    )
     name = args.name or ("tasks_speed" if full and not args.quick else None)
     rows = run(args.batches, args.batch_size, names)
     if name is None:

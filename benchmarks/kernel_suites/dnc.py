@@ -67,9 +67,8 @@ def run(quick: bool = False) -> list[dict]:
         rows.append(row)
         print(f"[dnc] N={n}: compile {timing['compile_s']:.3f} s, {row['ms_per_step']:.4f} ms/step", flush=True)
 
-    title = (
-        f"DNC kernel step (scan over T = {STEPS}, vmap over B = {BATCH}, W = {WORD_SIZE}, R = {NUM_READS})"
-        + (" [QUICK SMOKE RUN, not a measurement]" if quick else "")
+    title = f"DNC kernel step (scan over T = {STEPS}, vmap over B = {BATCH}, W = {WORD_SIZE}, R = {NUM_READS})" + (
+        " [QUICK SMOKE RUN, not a measurement]" if quick else ""
     )
     notes = (
         "median_s/min_s/max_s: one call = the whole T-step rollout of the batch (steady state, compiled once). "

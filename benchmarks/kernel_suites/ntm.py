@@ -62,10 +62,25 @@ def _measure(batch: int, repeats: int) -> list[dict]:
     loop_t = common.time_calls(python_loop, warmup=1, repeats=max(3, repeats // 4))
     ratio = loop_t["median_s"] / scan_t["median_s"]
     return [
-        {"B": B, "variant": "scan (one compiled rollout)", "compile_s": scan_t["compile_s"], "median_s": scan_t["median_s"],
-         "min_s": scan_t["min_s"], "max_s": scan_t["max_s"], "ms_per_step": 1e3 * scan_t["median_s"] / T},
-        {"B": B, "variant": "python loop over jitted step", "compile_s": loop_compile, "median_s": loop_t["median_s"],
-         "min_s": loop_t["min_s"], "max_s": loop_t["max_s"], "ms_per_step": 1e3 * loop_t["median_s"] / T, "speedup_of_scan": ratio},
+        {
+            "B": B,
+            "variant": "scan (one compiled rollout)",
+            "compile_s": scan_t["compile_s"],
+            "median_s": scan_t["median_s"],
+            "min_s": scan_t["min_s"],
+            "max_s": scan_t["max_s"],
+            "ms_per_step": 1e3 * scan_t["median_s"] / T,
+        },
+        {
+            "B": B,
+            "variant": "python loop over jitted step",
+            "compile_s": loop_compile,
+            "median_s": loop_t["median_s"],
+            "min_s": loop_t["min_s"],
+            "max_s": loop_t["max_s"],
+            "ms_per_step": 1e3 * loop_t["median_s"] / T,
+            "speedup_of_scan": ratio,
+        },
     ]
 
 
@@ -76,13 +91,22 @@ def run(quick: bool = False) -> list[dict]:
     for batch in BATCHES:
         rows += _measure(batch, repeats)
     speedups = ", ".join(f"B = {r['B']}: {r['speedup_of_scan']:.1f}x" for r in rows if "speedup_of_scan" in r)
-    notes = (f"Configuration: T = {T}, N = {N}, W = {W}, R = {R}, H = {H}, S = {S}; B examples by vmap.\n\n"
-             f"**scan speed-up over the per-step Python loop (loop median / scan median, this run): {speedups}.**")
+    notes = (
+        f"Configuration: T = {T}, N = {N}, W = {W}, R = {R}, H = {H}, S = {S}; B examples by vmap.\n\n"
+        f"**scan speed-up over the per-step Python loop (loop median / scan median, this run): {speedups}.**"
+    )
     cols = ["B", "variant", "compile_s", "median_s", "min_s", "max_s", "ms_per_step", "speedup_of_scan"]
     print(common.markdown_table(rows, cols))
     print(f"scan / python-loop speed-up: {speedups}")
     if not quick:
-        paths = common.write_results("kernels_ntm", "NTM kernel: scan rollout vs per-step Python loop", rows, cols, env,
-                                     notes, command="python -m benchmarks.kernels --suite ntm")
+        paths = common.write_results(
+            "kernels_ntm",
+            "NTM kernel: scan rollout vs per-step Python loop",
+            rows,
+            cols,
+            env,
+            notes,
+            command="python -m benchmarks.kernels --suite ntm",
+        )
         print("wrote", *paths)
     return rows

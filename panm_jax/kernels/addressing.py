@@ -15,6 +15,8 @@ heads (or anything else), the last axis is the memory slots ``N`` (or the word
 
 from __future__ import annotations
 
+from typing import cast
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -247,7 +249,8 @@ def circular_shift(weights: jax.Array, shift: jax.Array) -> jax.Array:
     if shift_width <= ROLL_SHIFT_MAX:
         c = (shift_width - 1) // 2
         # jnp.roll(w, d)[i] = w[(i - d) mod N]: the weight a shift of d brings to slot i.
-        return sum(shift[..., k, None] * jnp.roll(weights, k - c, axis=-1) for k in range(shift_width))
+        # sum() starts at the int 0; with S >= 1 terms the result is an array.
+        return cast(jax.Array, sum(shift[..., k, None] * jnp.roll(weights, k - c, axis=-1) for k in range(shift_width)))
     idx = _shift_index(num_slots, shift_width)  # [N, S]
     gathered = weights[..., idx]  # [..., N, S]: gathered[..., i, k] = w[(i - k + c) mod N]
     return jnp.einsum("...ns,...s->...n", gathered, shift)

@@ -99,48 +99,46 @@ __all__ = [
 class DNCState(NamedTuple):
     """The DNC memory state of one example (arrays only)."""
 
-    memory: jax.Array         # [N, W]     M_t
-    usage: jax.Array          # [N]        u_t, in [0, 1]
-    link: jax.Array           # [H, N, N]  L_t per write head; L[h, i, j]: head h wrote slot i right after slot j
-    precedence: jax.Array     # [H, N]     p_t per write head, each row summing to <= 1
-    read_weights: jax.Array   # [R, N]     w^{r,i}_t, one row per read head
+    memory: jax.Array  # [N, W]     M_t
+    usage: jax.Array  # [N]        u_t, in [0, 1]
+    link: jax.Array  # [H, N, N]  L_t per write head; L[h, i, j]: head h wrote slot i right after slot j
+    precedence: jax.Array  # [H, N]     p_t per write head, each row summing to <= 1
+    read_weights: jax.Array  # [R, N]     w^{r,i}_t, one row per read head
     write_weights: jax.Array  # [H, N]     w^w_t, one row per write head
-    reads: jax.Array          # [R, W]     r^i_t, the last read vectors
+    reads: jax.Array  # [R, W]     r^i_t, the last read vectors
 
 
 class DNCControls(NamedTuple):
     """One step's interface values, already activated (``controls_from_interface``)."""
 
-    read_keys: jax.Array        # [R, W]       k^{r,i}_t
-    read_strengths: jax.Array   # [R]          beta^{r,i}_t >= 1 (oneplus)
-    write_key: jax.Array        # [H, W]       k^w_t per write head
-    write_strength: jax.Array   # [H]          beta^w_t >= 1 (oneplus)
-    erase: jax.Array            # [H, W]       e_t in [0, 1] (sigmoid)
-    write_vector: jax.Array     # [H, W]       v_t
-    free_gates: jax.Array       # [R]          f^i_t in [0, 1] (sigmoid)
+    read_keys: jax.Array  # [R, W]       k^{r,i}_t
+    read_strengths: jax.Array  # [R]          beta^{r,i}_t >= 1 (oneplus)
+    write_key: jax.Array  # [H, W]       k^w_t per write head
+    write_strength: jax.Array  # [H]          beta^w_t >= 1 (oneplus)
+    erase: jax.Array  # [H, W]       e_t in [0, 1] (sigmoid)
+    write_vector: jax.Array  # [H, W]       v_t
+    free_gates: jax.Array  # [R]          f^i_t in [0, 1] (sigmoid)
     allocation_gate: jax.Array  # [H]          g^a_t in [0, 1] (sigmoid)
-    write_gate: jax.Array       # [H]          g^w_t in [0, 1] (sigmoid)
-    read_modes: jax.Array       # [R, 2H + 1]  pi^i_t = (backward_1..H, content, forward_1..H), softmax per head
+    write_gate: jax.Array  # [H]          g^w_t in [0, 1] (sigmoid)
+    read_modes: jax.Array  # [R, 2H + 1]  pi^i_t = (backward_1..H, content, forward_1..H), softmax per head
 
 
 class Directions(NamedTuple):
     """Backward and forward weights, in the order of the read modes."""
 
     backward: jax.Array  # [R, N] b_t = L_t^T w^r_{t-1} (or [H, R, N], one per write head)
-    forward: jax.Array   # [R, N] f_t = L_t w^r_{t-1}   (or [H, R, N])
+    forward: jax.Array  # [R, N] f_t = L_t w^r_{t-1}   (or [H, R, N])
 
 
 class LinkAndDirections(NamedTuple):
     """What ``link_and_directions`` returns: this step's link and its directions."""
 
-    link: jax.Array      # [N, N] L_t
+    link: jax.Array  # [N, N] L_t
     backward: jax.Array  # [R, N] b_t = L_t^T w^r_{t-1}
-    forward: jax.Array   # [R, N] f_t = L_t w^r_{t-1}
+    forward: jax.Array  # [R, N] f_t = L_t w^r_{t-1}
 
 
-def init_state(
-    num_slots: int, word_size: int, num_reads: int, num_writes: int = 1, dtype=jnp.float32
-) -> DNCState:
+def init_state(num_slots: int, word_size: int, num_reads: int, num_writes: int = 1, dtype=jnp.float32) -> DNCState:
     """An empty memory: every field zero.
 
     Zero memory reads as zero; zero usage makes slot 0 the first to be allocated;
@@ -278,16 +276,12 @@ def allocation(usage_vector: jax.Array) -> jax.Array:
     order = jax.lax.stop_gradient(jnp.argsort(usage_vector, stable=True))  # [N] phi_t
     sorted_usage = usage_vector[order]  # [N] u_t[phi_t[j]]
     # Exclusive cumulative product: prod_{i=1}^{j-1} u_t[phi_t[i]], 1 at j = 1.
-    prod_before = jnp.concatenate(
-        [jnp.ones((1,), sorted_usage.dtype), jnp.cumprod(sorted_usage)[:-1]]
-    )
+    prod_before = jnp.concatenate([jnp.ones((1,), sorted_usage.dtype), jnp.cumprod(sorted_usage)[:-1]])
     sorted_allocation = (1.0 - sorted_usage) * prod_before  # a_t[phi_t[j]]
     return jnp.zeros_like(usage_vector).at[order].set(sorted_allocation)
 
 
-def write_allocations(
-    usage_vector: jax.Array, allocation_gate: jax.Array, write_gate: jax.Array
-) -> jax.Array:
+def write_allocations(usage_vector: jax.Array, allocation_gate: jax.Array, write_gate: jax.Array) -> jax.Array:
     """Allocation weights of ``H`` write heads, each seeing the usage its predecessors add.
 
     Implements DeepMind's ``Freeness.write_allocation_weights`` (``dnc``,
@@ -350,9 +344,7 @@ def write_weights(
     return g_w * (g_a * allocation_weights + (1.0 - g_a) * content)
 
 
-def write(
-    memory: jax.Array, weights: jax.Array, erase: jax.Array, write_vector: jax.Array
-) -> jax.Array:
+def write(memory: jax.Array, weights: jax.Array, erase: jax.Array, write_vector: jax.Array) -> jax.Array:
     """Erase then add: the memory after this step's write.
 
     Implements ``M_t`` of Graves et al. 2016 (Methods, "Reading and writing to
@@ -552,8 +544,14 @@ def _link_and_directions_bwd(residuals, cotangents):
 
     d = (1.0 - 2.0 * w) * diag_l + w * p  # [N]
     g_v = (
-        gf_1w_l - w * gf_l + (g_f @ w)[:, None] * p - g_f * d
-        + (1.0 - w) * l_gb - l_wgb + (g_b @ p)[:, None] * w - g_b * d
+        gf_1w_l
+        - w * gf_l
+        + (g_f @ w)[:, None] * p
+        - g_f * d
+        + (1.0 - w) * l_gb
+        - l_wgb
+        + (g_b @ p)[:, None] * w
+        - g_b * d
     )
     return g_prev_link, g_p, g_w, g_v
 
@@ -561,9 +559,7 @@ def _link_and_directions_bwd(residuals, cotangents):
 link_and_directions.defvjp(_link_and_directions_fwd, _link_and_directions_bwd)
 
 
-def read_weights(
-    read_modes: jax.Array, backward: jax.Array, content: jax.Array, forward: jax.Array
-) -> jax.Array:
+def read_weights(read_modes: jax.Array, backward: jax.Array, content: jax.Array, forward: jax.Array) -> jax.Array:
     """Read weights: each read head's mix of backward, content and forward addressing.
 
     Implements ``w^{r,i}_t`` of Graves et al. 2016 (Methods, "Temporal memory
@@ -793,9 +789,7 @@ def step(
     # Write: content weights on M_{t-1}, mixed with allocation, then erase/add.
     write_content = content_weights(state.memory, controls.write_key, controls.write_strength)  # [H, N]
     alloc = write_allocations(new_usage, controls.allocation_gate, controls.write_gate)  # [H, N]
-    new_write_weights = write_weights(
-        alloc, write_content, controls.allocation_gate, controls.write_gate
-    )  # [H, N]
+    new_write_weights = write_weights(alloc, write_content, controls.allocation_gate, controls.write_gate)  # [H, N]
     new_memory = write(state.memory, new_write_weights, controls.erase, controls.write_vector)  # [N, W]
 
     # Temporal linkage: the link uses p_{t-1}, so update it before the precedence.
@@ -829,7 +823,11 @@ def step(
     )
     if keep is None:
         return new_state, reads
-    new_state = scan_lib.select(keep, new_state._replace(link=None), state._replace(link=None))
+    new_state = scan_lib.select(
+        keep,
+        new_state._replace(link=None),  # type: ignore[arg-type]  # None: an empty pytree leaf, select skips it
+        state._replace(link=None),  # type: ignore[arg-type]
+    )
     new_state = new_state._replace(link=linked.link)  # unchanged on a masked step (above)
     return new_state, jnp.where(keep, reads, jnp.zeros_like(reads))
 
@@ -845,14 +843,30 @@ _LAYOUT_FIELDS = {
     # Graves et al. 2016 (Methods, "Interface parameters"), the interface vector
     # xi_t = [k^r; beta^r; k^w; beta^w; e; v; f; g^a; g^w; pi].
     "graves2016": (
-        "read_keys", "read_strengths", "write_key", "write_strength", "erase", "write_vector",
-        "free_gates", "allocation_gate", "write_gate", "read_modes",
+        "read_keys",
+        "read_strengths",
+        "write_key",
+        "write_strength",
+        "erase",
+        "write_vector",
+        "free_gates",
+        "allocation_gate",
+        "write_gate",
+        "read_modes",
     ),
     # The reading-comprehension DNC paper's supplementary Table 1: the read modes
     # right after the read strengths.
     "table1": (
-        "read_keys", "read_strengths", "read_modes", "write_key", "write_strength", "erase",
-        "write_vector", "free_gates", "allocation_gate", "write_gate",
+        "read_keys",
+        "read_strengths",
+        "read_modes",
+        "write_key",
+        "write_strength",
+        "erase",
+        "write_vector",
+        "free_gates",
+        "allocation_gate",
+        "write_gate",
     ),
 }
 

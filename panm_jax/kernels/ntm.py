@@ -355,15 +355,27 @@ def step(state: NTMState, controls: NTMControls, mask: jax.Array | None = None) 
     keep = jnp.ones((), work) if mask is None else jnp.asarray(mask).astype(work)
     memory, write_weights, read_weights, reads = jax.tree.map(
         lambda x: x.astype(dtype),
-        memory_step(*up((state.memory, state.write_weights, state.read_weights, controls.write,
-                         controls.read, controls.erase, controls.add)), keep))
+        memory_step(
+            *up(
+                (
+                    state.memory,
+                    state.write_weights,
+                    state.read_weights,
+                    controls.write,
+                    controls.read,
+                    controls.erase,
+                    controls.add,
+                )
+            ),
+            keep,
+        ),
+    )
     if mask is None:
         return NTMState(memory, read_weights, write_weights, reads), reads
     # A masked step wrote with zero weights (memory_step), so the memory is already
     # unchanged; only the small fields need a select.
     real = jnp.asarray(mask).astype(bool)
-    small = select(real, (read_weights, write_weights, reads),
-                   (state.read_weights, state.write_weights, state.reads))
+    small = select(real, (read_weights, write_weights, reads), (state.read_weights, state.write_weights, state.reads))
     return NTMState(memory, *small), jnp.where(real, reads, 0.0)
 
 
@@ -414,8 +426,9 @@ def _chain_bwd(saved: jax.Array, head: HeadControls, g_weights: jax.Array):
     slope = jnp.where(shifted > 0, 1.0, jnp.where(shifted == 0, 0.5, 0.0))
     g_shifted = gamma * u / clamped * slope
     gated = gate * content + (1.0 - gate) * previous
-    sums = jnp.sum(jnp.stack([u * jnp.log(clamped)]
-                             + [g_shifted * _roll(gated, k - centre) for k in range(width)]), axis=-1)
+    sums = jnp.sum(
+        jnp.stack([u * jnp.log(clamped)] + [g_shifted * _roll(gated, k - centre) for k in range(width)]), axis=-1
+    )
     d_gamma, d_shift = sums[0], jnp.moveaxis(sums[1:], 0, -1)
     g_gated = sum(head.shift[..., k, None] * _roll(g_shifted, centre - k) for k in range(width))
     sums = jnp.sum(jnp.stack([g_gated * content, g_gated * previous]), axis=-1)
@@ -426,8 +439,16 @@ def _chain_bwd(saved: jax.Array, head: HeadControls, g_weights: jax.Array):
 
 
 @jax.custom_vjp
-def memory_step(memory: jax.Array, prev_write: jax.Array, prev_read: jax.Array, write_head: HeadControls,
-                read_head: HeadControls, erase: jax.Array, add: jax.Array, keep: jax.Array):
+def memory_step(
+    memory: jax.Array,
+    prev_write: jax.Array,
+    prev_read: jax.Array,
+    write_head: HeadControls,
+    read_head: HeadControls,
+    erase: jax.Array,
+    add: jax.Array,
+    keep: jax.Array,
+):
     """The ``[W, N]`` part of ``step``, with a hand-written VJP.
 
     Returns ``(M_t, w^w_t, w^r_t, r_t)``: exactly
@@ -518,30 +539,45 @@ def _memory_step_bwd(residuals, cotangents):
     # out as M_i times the kept inverse norm (no [W, N] unit array is formed).
     unit_kr, inv_kr = addressing.normalize(read_head.key)  # [R, W], [R]
     coef_r = d_sim_r * inv_new[None, :]  # [R, N]
-    total = (g_memory + _outer_sum(read_weights, g_reads) + _outer_sum(coef_r, unit_kr)
-             - (jnp.sum(d_sim_r * sim_r, axis=0) * inv_new)[None, :] * (new_memory * inv_new[None, :]))  # G
+    total = (
+        g_memory
+        + _outer_sum(read_weights, g_reads)
+        + _outer_sum(coef_r, unit_kr)
+        - (jnp.sum(d_sim_r * sim_r, axis=0) * inv_new)[None, :] * (new_memory * inv_new[None, :])
+    )  # G
     d_key_r = inv_kr[:, None] * (coef_r @ new_memory.T - jnp.sum(d_sim_r * sim_r, axis=1)[:, None] * unit_kr)
 
     # The write.
-    d_w, d_erase, d_add = [], [], []
+    d_w_rows, d_erase, d_add = [], [], []
     for h in range(num_writes):
         others = _product(factors[:h] + factors[h + 1 :])  # K_-h
         # Vector-matrix products over the word axis (each adds W vectors of N slots).
         erased = total * memory * others  # G o M o K_-h
-        d_w.append(add[h] @ total - erase[h] @ erased)
+        d_w_rows.append(add[h] @ total - erase[h] @ erased)
         d_erase.append(-(erased @ w[h]))
         d_add.append(total @ w[h])
-    d_w = jnp.stack(d_w)  # [H, N]
+    d_w = jnp.stack(d_w_rows)  # [H, N]
     d_keep = jnp.sum(d_w * write_weights).astype(keep.dtype)
     d_sim_w, d_prev_write, *d_write_rest = _chain_bwd(write_saved, write_head, g_write_weights + keep * d_w)
     unit_kw, inv_kw = addressing.normalize(write_head.key)  # [H, W], [H]
     coef_w = d_sim_w * inv_m[None, :]  # [H, N]
-    d_memory = (total * kept + _outer_sum(coef_w, unit_kw)
-                - (jnp.sum(d_sim_w * sim_w, axis=0) * inv_m)[None, :] * (memory * inv_m[None, :]))
+    d_memory = (
+        total * kept
+        + _outer_sum(coef_w, unit_kw)
+        - (jnp.sum(d_sim_w * sim_w, axis=0) * inv_m)[None, :] * (memory * inv_m[None, :])
+    )
     d_key_w = inv_kw[:, None] * (coef_w @ memory.T - jnp.sum(d_sim_w * sim_w, axis=1)[:, None] * unit_kw)
 
-    return (d_memory, d_prev_write, d_prev_read, HeadControls(d_key_w, *d_write_rest),
-            HeadControls(d_key_r, *d_read_rest), jnp.stack(d_erase), jnp.stack(d_add), d_keep)
+    return (
+        d_memory,
+        d_prev_write,
+        d_prev_read,
+        HeadControls(d_key_w, *d_write_rest),
+        HeadControls(d_key_r, *d_read_rest),
+        jnp.stack(d_erase),
+        jnp.stack(d_add),
+        d_keep,
+    )
 
 
 memory_step.defvjp(_memory_step_fwd, _memory_step_bwd)

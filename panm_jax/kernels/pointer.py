@@ -133,6 +133,7 @@ SCORES = ("cosine", "scaled_dot")
 
 # ---- validation helpers (trace time, free under jit) -------------------------------
 
+
 def _check_bits(bits) -> int:
     if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or not 1 <= bits <= MAX_ADDRESS_BITS:
         raise ValueError(f"bits: expected an integer in [1, {MAX_ADDRESS_BITS}], got {bits!r}")
@@ -181,6 +182,7 @@ def _to_bits(values: jax.Array, bits: int, dtype) -> jax.Array:
 
 
 # ---- address bank (§2.2, Algorithm 1) ------------------------------------------------
+
 
 def binary_addresses(base: jax.Array, length: int, bits: int, *, dtype=jnp.float32) -> jax.Array:
     """The address bank: ``L`` consecutive ``b``-bit addresses from the base, wrapping at ``2^b``.
@@ -268,7 +270,9 @@ def address_bits(address: jax.Array, bits: int, *, dtype=jnp.float32) -> jax.Arr
     return _to_bits(_wrap(address, bits), bits, dtype)
 
 
-def off_bank_addresses(key: jax.Array, base: jax.Array, length: jax.Array, count: int, bits: int) -> tuple[jax.Array, jax.Array]:
+def off_bank_addresses(
+    key: jax.Array, base: jax.Array, length: jax.Array, count: int, bits: int
+) -> tuple[jax.Array, jax.Array]:
     """Addresses drawn uniformly from those that no real slot holds (distractors).
 
     Used by the PANM option ``distractors`` (``panm_jax.modules.panm``; not in
@@ -304,7 +308,9 @@ def off_bank_addresses(key: jax.Array, base: jax.Array, length: jax.Array, count
     return _wrap(end_address(base, length, bits) + 1 + offsets, bits), jnp.broadcast_to(free > 0, (count,))
 
 
-def neighbour_addresses(key: jax.Array, base: jax.Array, length: jax.Array, count: int, bits: int) -> tuple[jax.Array, jax.Array]:
+def neighbour_addresses(
+    key: jax.Array, base: jax.Array, length: jax.Array, count: int, bits: int
+) -> tuple[jax.Array, jax.Array]:
     """Distractors one bit away from the bank: a random bank address with one random bit flipped.
 
     Used by the PANM option ``distractors`` with ``distractor_sampling="neighbours"``
@@ -342,6 +348,7 @@ def neighbour_addresses(key: jax.Array, base: jax.Array, length: jax.Array, coun
 
 
 # ---- attention ------------------------------------------------------------------------
+
 
 def _pow2(exponent: jax.Array, dtype) -> jax.Array:
     # 2^exponent, exactly, for integer exponents in the dtype's normal range (built from its bits).
@@ -466,9 +473,7 @@ def attention_scores(queries: jax.Array, keys: jax.Array, *, score: str = "cosin
     return _scores(queries, keys, score, "queries", "keys", "H, D", "L, D")
 
 
-def masked_softmax(
-    scores: jax.Array, mask: jax.Array, inverse_temperature: jax.Array | float = 1.0
-) -> jax.Array:
+def masked_softmax(scores: jax.Array, mask: jax.Array, inverse_temperature: jax.Array | float = 1.0) -> jax.Array:
     """Softmax over the real slots of ``inverse_temperature * scores``; padded slots get 0.
 
     The softmax of Eq. 2 and Eq. 5 of Le et al. 2024 (PANM), taken over

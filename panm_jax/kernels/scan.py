@@ -145,6 +145,4 @@ def scan(
         out = jax.tree_util.tree_map(lambda o: jnp.where(keep, o, jnp.zeros_like(o)), out)
         return new_carry, out
 
-    return jax.lax.scan(
-        masked_body, state, (xs, jnp.asarray(mask).astype(bool)), length=num_steps, unroll=unroll
-    )
+    return jax.lax.scan(masked_body, state, (xs, jnp.asarray(mask).astype(bool)), length=num_steps, unroll=unroll)

@@ -180,7 +180,8 @@ def left_max(x: jax.Array | float, y: jax.Array | float) -> jax.Array:
     Implements footnote 1 of Grefenstette et al. 2015: "we arbitrarily take the
     partial differentiation of the left argument in these cases". Written as
     ``where(x >= y, x, y)``: at a tie the ``x`` branch is selected, so
-    ``d/dx = 1`` and ``d/dy = 0``. (``jnp.maximum`` gives ``0.5`` to each argument at a tie.) Broadcasts like ``jnp.where``.
+    ``d/dx = 1`` and ``d/dy = 0``. (``jnp.maximum`` gives ``0.5`` to each argument at a tie.) Broadcasts like
+    ``jnp.where``.
     """
     return jnp.where(x >= y, x, y)
 
@@ -602,8 +603,9 @@ def _to_compute_dtype(tree, dtype):
     # 16-bit states step in float32: a bfloat16 sum of up to C strengths keeps 8 bits, and
     # XLA on the CPU crashed differentiating bfloat16 cumulative sums of a few hundred slots.
     work = jnp.promote_types(dtype, jnp.float32)
-    return jax.tree.map(lambda x: jnp.asarray(x).astype(work) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating)
-                        else x, tree)
+    return jax.tree.map(
+        lambda x: jnp.asarray(x).astype(work) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating) else x, tree
+    )
 
 
 def _finish(mask: jax.Array | None, new, old, read):
@@ -631,10 +633,10 @@ def _linear_step(
     dtype = state.values.dtype
     up_state, up_controls = _to_compute_dtype((state, controls), dtype)
     strengths = pop_fn(up_state.strengths, up_controls.pop)
-    values, strengths, size, dropped = push(up_state.values, strengths, state.size, up_controls.value,
-                                            up_controls.push)
-    new, read = _to_dtype((StackState(values, strengths, size, state.overflow | dropped),
-                           read_fn(values, strengths)), dtype)
+    values, strengths, size, dropped = push(up_state.values, strengths, state.size, up_controls.value, up_controls.push)
+    new, read = _to_dtype(
+        (StackState(values, strengths, size, state.overflow | dropped), read_fn(values, strengths)), dtype
+    )
     return _finish(mask, new, state, read)
 
 
@@ -719,8 +721,9 @@ def deque_step(
     values, strengths, size, dropped = deque_push(
         up.values, strengths, state.size, c.value_top, c.push_top, c.value_bottom, c.push_bottom
     )
-    new, read = _to_dtype((DequeState(values, strengths, size, state.overflow | dropped),
-                           deque_read(values, strengths)), dtype)
+    new, read = _to_dtype(
+        (DequeState(values, strengths, size, state.overflow | dropped), deque_read(values, strengths)), dtype
+    )
     return _finish(mask, new, state, read)
 
 
@@ -807,4 +810,3 @@ def deque_controls_from_interface(raw: jax.Array, width: int) -> DequeControls:
         pop_bottom=bottom.pop,
         value_bottom=bottom.value,
     )
-

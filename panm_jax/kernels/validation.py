@@ -27,14 +27,10 @@ def check_shape(name: str, value, expected: Sequence[int | None], dims: str) -> 
     """
     shape = tuple(np.shape(value))
     expected = tuple(expected)
-    ok = len(shape) == len(expected) and all(
-        e is None or e == s for e, s in zip(expected, shape)
-    )
+    ok = len(shape) == len(expected) and all(e is None or e == s for e, s in zip(expected, shape, strict=True))
     if not ok:
         want = ", ".join("?" if e is None else str(e) for e in expected)
-        raise ValueError(
-            f"{name}: expected shape [{dims}] = ({want}), got {shape}"
-        )
+        raise ValueError(f"{name}: expected shape [{dims}] = ({want}), got {shape}")
 
 
 def check_positive_int(name: str, value) -> int:
@@ -83,7 +79,7 @@ def check_floating_fields(prefix: str, tree, skip: Sequence[str] = ()) -> None:
       tree: a ``NamedTuple`` whose fields are arrays or ``NamedTuple``s.
       skip: field names that are not floating by design (a Stack's ``size``).
     """
-    for field, value in zip(tree._fields, tree):
+    for field, value in zip(tree._fields, tree, strict=True):
         if field in skip:
             continue
         if hasattr(value, "_fields"):

@@ -47,6 +47,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from panm_jax.kernels.scan import scan
+from panm_jax.models.registry import prepare_inputs, register_model
 from panm_jax.modules.controllers import LSTMCell
 from panm_jax.modules.encoders import LSTMEncoder
 from panm_jax.modules.transformer import (
@@ -57,7 +58,6 @@ from panm_jax.modules.transformer import (
     masked_softmax,
     sinusoidal_encoding,
 )
-from panm_jax.models.registry import prepare_inputs, register_model
 
 __all__ = [
     "AdditiveAttention",
@@ -353,9 +353,7 @@ class TransformerSeq2Seq(nnx.Module):
     independent of ``num_outputs``.
     """
 
-    def __init__(
-        self, config: TransformerConfig, input_size: int, output_size: int, *, relative: bool, rngs: nnx.Rngs
-    ):
+    def __init__(self, config: TransformerConfig, input_size: int, output_size: int, *, relative: bool, rngs: nnx.Rngs):
         d, h, f = config.d_model, config.num_heads, config.ffn_hidden
         self.config = config
         self.input_size = input_size
@@ -412,7 +410,9 @@ class TransformerSeq2Seq(nnx.Module):
         return logits
 
 
-@register_model("transformer", TransformerConfig, "Encoder-decoder Transformer, sinusoidal positions (Le et al. 2024 §3.1)")
+@register_model(
+    "transformer", TransformerConfig, "Encoder-decoder Transformer, sinusoidal positions (Le et al. 2024 §3.1)"
+)
 def _build_transformer(config, input_size: int, output_size: int, rngs: nnx.Rngs) -> TransformerSeq2Seq:
     return TransformerSeq2Seq(config, input_size, output_size, relative=False, rngs=rngs)
 

@@ -86,20 +86,23 @@ def model_card() -> list[dict[str, str]]:
         config = get_config(name)
         model = _abstract_model(name)
         params = sum(int(x.size) for x in jax.tree_util.tree_leaves(nnx.state(model, nnx.Param)))
-        rows.append({
-            "name": name,
-            "description": description,
-            "controllers": _controllers(config),
-            "params": f"{params:,}",
-            "traces": _traces(model),
-        })
+        rows.append(
+            {
+                "name": name,
+                "description": description,
+                "controllers": _controllers(config),
+                "params": f"{params:,}",
+                "traces": _traces(model),
+            }
+        )
     return rows
 
 
 def _list(args) -> int:
     del args
-    table = Table(title=f"panm_jax models (parameters at the default config, input {CARD_INPUT_SIZE}, "
-                  f"output {CARD_OUTPUT_SIZE})")
+    table = Table(
+        title=f"panm_jax models (parameters at the default config, input {CARD_INPUT_SIZE}, output {CARD_OUTPUT_SIZE})"
+    )
     for col in ("name", "description", "controller options", "parameters", "traces (return_traces=True)"):
         table.add_column(col, no_wrap=col in ("name", "parameters"), justify="right" if col == "parameters" else "left")
     for row in model_card():

@@ -3,21 +3,21 @@
 The encoder LSTM reads the input (padding steps carry the state); the decoder
 LSTM starts from the encoder's final state and runs ``num_outputs`` steps on a
 zero input (no teacher forcing, docs/tasks.md), each hidden state projected to the
-output classes. Le et al. 2024: Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR.
+output classes. Le et al. 2024: Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory,
+TMLR.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-import jax
 import jax.numpy as jnp
 from flax import nnx
 
 from panm_jax.kernels.scan import scan
+from panm_jax.models.registry import prepare_inputs, register_model
 from panm_jax.modules.controllers import LSTMCell
 from panm_jax.modules.encoders import LSTMEncoder
-from panm_jax.models.registry import prepare_inputs, register_model
 
 __all__ = ["LSTMSeq2Seq", "LSTMSeq2SeqConfig"]
 

@@ -6,11 +6,11 @@ One architecture, seven memories, behind the one model interface
 blank steps whose input is zero, no teacher forcing):
 
     x_t     = inputs[t] for t < T_in, 0 on the T_out blank steps
-    c_t, h_t = Controller(c_{t-1}, [x_t; r_{t-1}])          the input joined with the previous reads
-    xi_t    = W_xi h_t + b                                    memory module: the raw interface
-    S_t, r_t = kernel.step(S_{t-1}, controls(xi_t))           NTM / DNC / Stack / Queue / DeQue / Stack-RNN / Tape
-    y_t     = W_y h_t + W_r r_t                               Reina Campo 2022 "Output Vector" (Stack/Tape-RNN: W_y relu(h_t))
-    logits  = y_t at the T_out blank steps                    [B, T_out, K]
+    c_t, h_t = Controller(c_{t-1}, [x_t; r_{t-1}])   the input joined with the previous reads
+    xi_t    = W_xi h_t + b                             memory module: the raw interface
+    S_t, r_t = kernel.step(S_{t-1}, controls(xi_t))    NTM / DNC / Stack / Queue / DeQue / Stack-RNN / Tape
+    y_t     = W_y h_t + W_r r_t                        Reina Campo 2022 "Output Vector" (Stack/Tape-RNN: W_y relu(h_t))
+    logits  = y_t at the T_out blank steps             [B, T_out, K]
 
 Sources: Reina Campo 2022 (MPSoC-NTM documentation, "Turing Machine" chapter,
 restating Graves et al. 2014 and 2016: NTM and DNC with feed-forward, LSTM
@@ -21,7 +21,8 @@ whose authors and title we could not establish, see docs/references.md: the NTM
 interface and its activations); Back et al. 2018 (MemoReader: Large-Scale
 Reading Comprehension through Neural Memory Controller, EMNLP), supplementary §1
 (the DNC interface vector); Grefenstette et al. 2015 (Learning to Transduce with
-Unbounded Memory, NeurIPS; the Stack/Queue/DeQue-LSTM: "the controller's input is the input concatenated with the previous read; its
+Unbounded Memory, NeurIPS; the Stack/Queue/DeQue-LSTM: "the controller's input is the input concatenated with the
+previous read; its
 output is projected to push, pop, value and output"; the pop bias starts at -1).
 For the Stack/Queue/DeQue models the output therefore defaults to ``y_t = W_y h_t``
 (the read reaches the output through the next step's controller input);
@@ -58,7 +59,8 @@ output steps last; a masked step's trace is zeros):
 
 Defaults and their sources (our choices are marked as such):
 
-* controller ``"lstm"``, ``hidden = D = 256``: Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR),
+* controller ``"lstm"``, ``hidden = D = 256``: Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with
+  Pointer-Augmented Neural Memory, TMLR),
   App. D.1 ran NTM and DNC from public code "with default controller's hidden state
   of 256 dimensions and 128-slot external memory"; the same width for the stack
   models (our choice: Grefenstette et al. 2015's sizes were not available to us).
@@ -112,9 +114,9 @@ import jax.numpy as jnp
 from flax import nnx
 
 from panm_jax.kernels.scan import scan, select
+from panm_jax.models.registry import prepare_inputs, register_model
 from panm_jax.modules.controllers import CONTROLLER_KINDS, make_controller
 from panm_jax.modules.memory import DNCMemory, NTMMemory, StackMemory, StackRNNMemory, TapeRNNMemory
-from panm_jax.models.registry import prepare_inputs, register_model
 
 __all__ = [
     "DNCConfig",
@@ -214,7 +216,9 @@ class StackLSTMConfig(_ControllerConfig):
     """Stack/Queue/DeQue-LSTM hyperparameters (module docstring: sources)."""
 
     width: int = 64  # W, the width of the pushed values (the paper's m; our choice)
-    read_to_output: bool = False  # add W_r r_t to the output (Reina Campo 2022's form); Grefenstette et al. 2015: output from h_t only
+    read_to_output: bool = (
+        False  # add W_r r_t to the output (Reina Campo 2022's form); Grefenstette et al. 2015: output from h_t only
+    )
 
     def __post_init__(self):
         super().__post_init__()
@@ -318,7 +322,11 @@ def _make_controller(config: _ControllerConfig, in_features: int, rngs: nnx.Rngs
     if config.controller == "rnn":
         return VanillaRNNCell(in_features, config.hidden, rngs=rngs)
     return make_controller(
-        config.controller, in_features, config.hidden, rngs=rngs, max_steps=config.max_steps,
+        config.controller,
+        in_features,
+        config.hidden,
+        rngs=rngs,
+        max_steps=config.max_steps,
         **config.controller_options(),
     )
 
@@ -446,15 +454,25 @@ def build_memory_model(name: str, config, input_size: int, output_size: int, rng
     ``tape_rnn`` from its config."""
     if name == "ntm":
         memory = NTMMemory(
-            config.hidden, config.num_slots, config.word_size, config.num_reads, config.num_writes,
-            config.shift_width, rngs=rngs,
+            config.hidden,
+            config.num_slots,
+            config.word_size,
+            config.num_reads,
+            config.num_writes,
+            config.shift_width,
+            rngs=rngs,
         )
         return MemoryModel(config, input_size, output_size, memory, rngs=rngs)
     if name == "dnc":
         memory = DNCMemory(
-            config.hidden, config.num_slots, config.word_size, config.num_reads, config.num_writes,
+            config.hidden,
+            config.num_slots,
+            config.word_size,
+            config.num_reads,
+            config.num_writes,
             read_previous_memory=config.read_previous_memory,
-            stop_usage_write_gradient=config.stop_usage_write_gradient, rngs=rngs,
+            stop_usage_write_gradient=config.stop_usage_write_gradient,
+            rngs=rngs,
         )
         return MemoryModel(config, input_size, output_size, memory, rngs=rngs)
     if name in ("stack_rnn", "tape_rnn"):
@@ -463,8 +481,13 @@ def build_memory_model(name: str, config, input_size: int, output_size: int, rng
         else:
             memory = TapeRNNMemory(config.hidden, config.tape_size, config.width, config.value_layers, rngs=rngs)
         return MemoryModel(
-            config, input_size, output_size, memory,
-            read_to_output=config.read_to_output, relu_output=config.relu_output, rngs=rngs,
+            config,
+            input_size,
+            output_size,
+            memory,
+            read_to_output=config.read_to_output,
+            relu_output=config.relu_output,
+            rngs=rngs,
         )
     kind = {"stack_lstm": "stack", "queue_lstm": "queue", "deque_lstm": "deque"}.get(name)
     if kind is None:
@@ -482,13 +505,34 @@ def _register(name: str, config_cls: type, description: str) -> None:
         return build_memory_model(name, config, input_size, output_size, rngs)
 
 
-_register("ntm", NTMConfig, "Neural Turing Machine (Graves et al. 2014; M10AE appendix; Reina Campo 2022): controller + content/location-addressed memory")
-_register("dnc", DNCConfig,
-          "Differentiable Neural Computer (Graves et al. 2016; Reina Campo 2022; Back et al. 2018): allocation, temporal links, R read, H write heads")
-_register("stack_lstm", StackLSTMConfig, "Stack-LSTM (Grefenstette et al. 2015): LSTM controller + continuous neural Stack")
-_register("queue_lstm", StackLSTMConfig, "Queue-LSTM (Grefenstette et al. 2015): LSTM controller + continuous neural Queue")
-_register("deque_lstm", StackLSTMConfig, "DeQue-LSTM (Grefenstette et al. 2015): LSTM controller + continuous neural DeQue")
-_register("stack_rnn", StackRNNConfig,
-          "Stack-RNN (Joulin & Mikolov 2015; Delétang et al. 2023): RNN controller + soft push/pop/no-op stack")
-_register("tape_rnn", TapeRNNConfig,
-          "Tape-RNN (Delétang et al. 2023): RNN controller + tape with write-and-move and input-length jumps")
+_register(
+    "ntm",
+    NTMConfig,
+    "Neural Turing Machine (Graves et al. 2014; M10AE appendix; Reina Campo 2022): "
+    "controller + content/location-addressed memory",
+)
+_register(
+    "dnc",
+    DNCConfig,
+    "Differentiable Neural Computer (Graves et al. 2016; Reina Campo 2022; Back et al. 2018): "
+    "allocation, temporal links, R read, H write heads",
+)
+_register(
+    "stack_lstm", StackLSTMConfig, "Stack-LSTM (Grefenstette et al. 2015): LSTM controller + continuous neural Stack"
+)
+_register(
+    "queue_lstm", StackLSTMConfig, "Queue-LSTM (Grefenstette et al. 2015): LSTM controller + continuous neural Queue"
+)
+_register(
+    "deque_lstm", StackLSTMConfig, "DeQue-LSTM (Grefenstette et al. 2015): LSTM controller + continuous neural DeQue"
+)
+_register(
+    "stack_rnn",
+    StackRNNConfig,
+    "Stack-RNN (Joulin & Mikolov 2015; Delétang et al. 2023): RNN controller + soft push/pop/no-op stack",
+)
+_register(
+    "tape_rnn",
+    TapeRNNConfig,
+    "Tape-RNN (Delétang et al. 2023): RNN controller + tape with write-and-move and input-length jumps",
+)

@@ -37,9 +37,9 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from panm_jax.models.registry import prepare_inputs, register_model
 from panm_jax.modules.encoders import BiGRUEncoder, LSTMEncoder, TransformerEncoder
 from panm_jax.modules.panm import CONTROLLER_STARTS, DISTRACTOR_SAMPLING, PANMDecoder
-from panm_jax.models.registry import prepare_inputs, register_model
 
 __all__ = ["ENCODER_NAMES", "PANM", "PANMConfig", "build_decoder", "build_encoder", "decoding_options"]
 

@@ -49,9 +49,9 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from panm_jax.modules.transformer import DecoderLayer, LayerNorm, causal_mask, sinusoidal_encoding
 from panm_jax.models.panm import TRANSFORMER_ENCODERS, PANMConfig, build_decoder, build_encoder, decoding_options
 from panm_jax.models.registry import prepare_inputs, register_model
+from panm_jax.modules.transformer import DecoderLayer, LayerNorm, causal_mask, sinusoidal_encoding
 
 __all__ = ["PANMTransformer", "PANMTransformerConfig"]
 

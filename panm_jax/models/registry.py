@@ -24,7 +24,15 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-__all__ = ["INPUT_BOUND", "SequenceModel", "build_model", "get_config", "list_models", "prepare_inputs", "register_model"]
+__all__ = [
+    "INPUT_BOUND",
+    "SequenceModel",
+    "build_model",
+    "get_config",
+    "list_models",
+    "prepare_inputs",
+    "register_model",
+]
 
 
 class SequenceModel(Protocol):
@@ -129,9 +137,7 @@ def get_config(name: str, **hparams):
     fields = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(hparams) - fields)
     if unknown:
-        raise ValueError(
-            f"hparams: unknown hyperparameter(s) {unknown} for model {name!r}; known: {sorted(fields)}"
-        )
+        raise ValueError(f"hparams: unknown hyperparameter(s) {unknown} for model {name!r}; known: {sorted(fields)}")
     return cls(**hparams)
 
 

@@ -28,6 +28,8 @@ counts match ``torch.nn.GRU`` / ``torch.nn.LSTM`` (two bias vectors each).
 
 from __future__ import annotations
 
+import itertools
+
 import jax
 import jax.numpy as jnp
 from flax import nnx
@@ -137,7 +139,8 @@ def _lstm_bwd(residuals, cotangents):
     i, f, g, o, _, tanh_c = _lstm_gates(gates, c)
     g_c = g_c + g_h * o * (1.0 - tanh_c * tanh_c)
     d_gates = jnp.concatenate(
-        [g_c * g * i * (1.0 - i), g_c * c * f * (1.0 - f), g_c * i * (1.0 - g * g), g_h * tanh_c * o * (1.0 - o)], -1)
+        [g_c * g * i * (1.0 - i), g_c * c * f * (1.0 - f), g_c * i * (1.0 - g * g), g_h * tanh_c * o * (1.0 - o)], -1
+    )
     return d_gates, g_c * f
 
 
@@ -243,7 +246,7 @@ class FeedForwardController(nnx.Module):
         self.hidden = hidden
         widths = [in_features] + [hidden] * num_layers
         self.layers = nnx.List(
-            [nnx.Linear(a, b, rngs=rngs) for a, b in zip(widths[:-1], widths[1:])]
+            [nnx.Linear(a, b, rngs=rngs) for a, b in itertools.pairwise(widths)]
         )  # L layers: [I, D], then [D, D]
 
     def init_carry(self, batch_shape: tuple[int, ...] = (), dtype=jnp.float32) -> tuple:

@@ -44,7 +44,8 @@ class BiGRUEncoder(nnx.Module):
     """A masked bidirectional GRU, its two directions summed: one slot per input step.
 
     The encoder of the PANM authors' public code (a bidirectional GRU whose
-    forward and backward outputs are added), offered beside the LSTM of Le et al. 2024 ("Plug, Play, and Generalize: Length
+    forward and backward outputs are added), offered beside the LSTM of Le et al. 2024 ("Plug, Play, and Generalize:
+    Length
     Extrapolation with Pointer-Augmented Neural Memory")
     (§3.1) so the two can be compared. Two ``GRUCell``s with their own
     parameters: the forward one reads steps ``1..T``, the backward one reads

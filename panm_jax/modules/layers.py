@@ -12,7 +12,8 @@ class MLP(nnx.Module):
     """A one-hidden-layer perceptron: ``Linear -> ReLU -> Linear``.
 
     PANM's ``g^a`` (address embedding), ``g^c`` (Mode-2 query) and ``g^o``
-    (output) are of this form, 128 hidden units by default (Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR), §3).
+    (output) are of this form, 128 hidden units by default (Le et al. 2024 (Plug, Play, and Generalize: Length
+    Extrapolation with Pointer-Augmented Neural Memory, TMLR), §3).
     """
 
     def __init__(self, in_features: int, hidden: int, out_features: int, *, rngs: nnx.Rngs):

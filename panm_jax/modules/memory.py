@@ -29,6 +29,7 @@ A masked step (``mask == 0``, padding) leaves the state unchanged and reads zero
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -241,9 +242,7 @@ class DNCMemory(nnx.Module):
     def controls(self, h: jax.Array) -> dnc_kernel.DNCControls:
         """``h [..., D] -> DNCControls`` with the leading axes of ``h``."""
         _check_hidden(h, self.hidden)
-        return dnc_kernel.controls_from_interface(
-            self.projection(h), self.num_reads, self.word_size, self.num_writes
-        )
+        return dnc_kernel.controls_from_interface(self.projection(h), self.num_reads, self.word_size, self.num_writes)
 
     def step(
         self, state: dnc_kernel.DNCState, controls: dnc_kernel.DNCControls, mask: jax.Array | None = None
@@ -253,7 +252,9 @@ class DNCMemory(nnx.Module):
 
         def one(s, c, m):
             return dnc_kernel.step(
-                s, c, m,
+                s,
+                c,
+                m,
                 read_previous_memory=self.read_previous_memory,
                 stop_usage_write_gradient=self.stop_usage_write_gradient,
             )
@@ -276,12 +277,27 @@ class DNCMemory(nnx.Module):
 
 _STACK_FNS = {
     # kind: (init_state, controls_from_interface, step, interface_size, ends)
-    "stack": (stack_kernel.stack_init_state, stack_kernel.stack_controls_from_interface, stack_kernel.stack_step,
-              stack_kernel.stack_interface_size, 1),
-    "queue": (stack_kernel.queue_init_state, stack_kernel.queue_controls_from_interface, stack_kernel.queue_step,
-              stack_kernel.stack_interface_size, 1),
-    "deque": (stack_kernel.deque_init_state, stack_kernel.deque_controls_from_interface, stack_kernel.deque_step,
-              stack_kernel.deque_interface_size, 2),
+    "stack": (
+        stack_kernel.stack_init_state,
+        stack_kernel.stack_controls_from_interface,
+        stack_kernel.stack_step,
+        stack_kernel.stack_interface_size,
+        1,
+    ),
+    "queue": (
+        stack_kernel.queue_init_state,
+        stack_kernel.queue_controls_from_interface,
+        stack_kernel.queue_step,
+        stack_kernel.stack_interface_size,
+        1,
+    ),
+    "deque": (
+        stack_kernel.deque_init_state,
+        stack_kernel.deque_controls_from_interface,
+        stack_kernel.deque_step,
+        stack_kernel.deque_interface_size,
+        2,
+    ),
 }
 
 
@@ -459,12 +475,10 @@ class TapeRNNMemory(nnx.Module):
         self.projection = nnx.Linear(hidden, len(tape_rnn_kernel.ACTIONS), rngs=rngs)  # [D, 5]: the action logits
         widths = [hidden, *self.value_layers, width]
         self.value_mlp = nnx.List(
-            [nnx.Linear(a, b, rngs=rngs) for a, b in zip(widths[:-1], widths[1:])]
+            [nnx.Linear(a, b, rngs=rngs) for a, b in itertools.pairwise(widths)]
         )  # [D, 64], [64, 64], [64, W]
 
-    def init_state(
-        self, batch_shape: tuple[int, ...] = (), dtype=jnp.float32, jump_length=1
-    ) -> tape_rnn_kernel.State:
+    def init_state(self, batch_shape: tuple[int, ...] = (), dtype=jnp.float32, jump_length=1) -> tape_rnn_kernel.State:
         """An empty (all-zero) ``[S, W]`` tape with ``batch_shape`` in front.
 
         ``jump_length``: a non-negative int, or an integer array of shape

@@ -1,6 +1,7 @@
 """The PANM decoder: address bank, Pointer Units, Mode-1/Mode-2 access, Controller.
 
-Implements §2.3 of Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR)
+Implements §2.3 of Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural
+Memory, TMLR)
 (Eq. 1-7, Algorithm 1, App. B-C) on top of the parameter-free ``panm_jax.kernels.pointer``. Given a
 memory ``M`` (an encoder's outputs, one slot per input step) it decodes
 ``T_out`` steps in one ``scan``:
@@ -184,9 +185,7 @@ class PANMDecoder(nnx.Module):
         if isinstance(input_features, bool) or not isinstance(input_features, int) or input_features < 0:
             raise ValueError(f"input_features: expected a non-negative integer, got {input_features!r}")
         if pointer_heads < 1 or mode2_heads < 0:
-            raise ValueError(
-                f"pointer_heads / mode2_heads: expected >= 1 / >= 0, got {pointer_heads} / {mode2_heads}"
-            )
+            raise ValueError(f"pointer_heads / mode2_heads: expected >= 1 / >= 0, got {pointer_heads} / {mode2_heads}")
         self.hidden = hidden
         self.address_bits = address_bits
         self.pointer_heads = pointer_heads

@@ -6,7 +6,8 @@
 * ``MultiHeadAttention``: scaled dot-product attention,
   ``softmax(Q K^T / sqrt(d_h)) V`` per head, with a boolean mask; optionally with
   the relative positional encoding (RPE) of Transformer-XL (Dai et al. 2019, §3.3),
-  the RPE that Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR) cites (App. A) and that its
+  the RPE that Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory,
+  TMLR) cites (App. A) and that its
   TRM+RPE baselines (§3.3, Table 4, the code of Csordás et al. 2021) use.
 * ``LayerNorm``: layer normalisation finite at every input scale.
 * ``EncoderLayer`` / ``DecoderLayer``: pre-LN layers (Xiong et al. 2020):
@@ -272,7 +273,8 @@ class LayerNorm(nnx.LayerNorm):
     same, so the result equals the unscaled formula to the bit wherever that one is
     finite. Rows below 1 are not scaled. ``eps 2^-2e`` underflows to 0 for rows
     beyond about ``1e16``, where it is below the rounding of the mean anyway; a
-    variance of exactly 0 there divides by 1 instead (value and gradient finite). The scale is a constant for differentiation (it is
+    variance of exactly 0 there divides by 1 instead (value and gradient finite). The scale is a constant for
+    differentiation (it is
     piecewise constant in ``x``). Parameters ``scale`` (gamma) and ``bias`` (beta)
     ``[D]`` as in ``flax.nnx.LayerNorm``.
     """

@@ -1,7 +1,8 @@
 """The six algorithmic tasks of PANM (Le et al. 2024, §3.1, App. D.1).
 
 Copy, Reverse, Mix (content-free) and Dynamic Recall, Priority Sort, ID Sort
-(content-based), as Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR)
+(content-based), as Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural
+Memory, TMLR)
 describes them and docs/tasks.md (algorithmic tasks) specifies.
 
 Input layout (``D_in = 12 + extra`` channels, ``T_in = n + 2`` rows, or
@@ -83,12 +84,12 @@ __all__ = [
     "ReverseTask",
 ]
 
-NUM_SYMBOLS = 10          # tokens 0..9
-START_CHANNEL = 10        # start delimiter (row 0)
-END_CHANNEL = 11          # end delimiter (row n + 1)
-EXTRA_CHANNEL = 12        # first task-specific channel
-ID_WIDTH = 8              # ID Sort's id vectors ~ N(0, I_8)
-ADDRESS_SLOTS = 2 ** 10   # PANM memory slots with A = 10 address bits (Le et al. 2024, §3)
+NUM_SYMBOLS = 10  # tokens 0..9
+START_CHANNEL = 10  # start delimiter (row 0)
+END_CHANNEL = 11  # end delimiter (row n + 1)
+EXTRA_CHANNEL = 12  # first task-specific channel
+ID_WIDTH = 8  # ID Sort's id vectors ~ N(0, I_8)
+ADDRESS_SLOTS = 2**10  # PANM memory slots with A = 10 address bits (Le et al. 2024, §3)
 
 
 class AlgorithmicTask(Task):
@@ -101,7 +102,7 @@ class AlgorithmicTask(Task):
     """
 
     extra_channels: ClassVar[int] = 0
-    extra_rows: ClassVar[int] = 0        # rows after the end delimiter
+    extra_rows: ClassVar[int] = 0  # rows after the end delimiter
     min_length: ClassVar[int] = 1
     output_size = NUM_SYMBOLS
 
@@ -185,7 +186,7 @@ class AlgorithmicTask(Task):
         token_rows = inputs[:, 1 : n_max + 1, :NUM_SYMBOLS]  # a view: writes land in `inputs`
         np.put_along_axis(token_rows, x[..., None], valid[..., None].astype(np.float32), axis=-1)
         if extra is not None:
-            inputs[:, 1 : n_max + 1, EXTRA_CHANNEL:EXTRA_CHANNEL + extra.shape[-1]] = extra * valid[..., None]
+            inputs[:, 1 : n_max + 1, EXTRA_CHANNEL : EXTRA_CHANNEL + extra.shape[-1]] = extra * valid[..., None]
         inputs[np.arange(B), lengths + 1, END_CHANNEL] = 1.0
         input_mask = step_mask(lengths + 2 + self.extra_rows, T)
         return inputs, input_mask
@@ -220,7 +221,7 @@ class CopyTask(AlgorithmicTask):
 
     name = "copy"
 
-    def _targets(self, x, lengths, valid):
+    def _targets(self, x, lengths, valid):  # type: ignore[override]  # takes its task's own extras (from _draw) by name
         return None, np.where(valid, x, 0), valid
 
 
@@ -229,7 +230,7 @@ class ReverseTask(AlgorithmicTask):
 
     name = "reverse"
 
-    def _targets(self, x, lengths, valid):
+    def _targets(self, x, lengths, valid):  # type: ignore[override]
         t = np.arange(x.shape[1])[None, :]
         src = np.clip(lengths[:, None] - 1 - t, 0, None)
         return None, np.where(valid, np.take_along_axis(x, src, axis=1), 0), valid
@@ -240,7 +241,7 @@ class MixTask(AlgorithmicTask):
 
     name = "mix"
 
-    def _targets(self, x, lengths, valid):
+    def _targets(self, x, lengths, valid):  # type: ignore[override]
         B = x.shape[0]
         middle = x[np.arange(B), (lengths - 1) // 2]  # 1-indexed ceil(n/2) is 0-indexed (n-1)//2
         first = x[:, 0]
@@ -266,7 +267,7 @@ class DynamicRecallTask(AlgorithmicTask):
 
     name = "dynamic_recall"
     extra_channels = 1  # channel 12 marks the query row
-    extra_rows = 1      # the query row, after the end delimiter
+    extra_rows = 1  # the query row, after the end delimiter
     min_length = 2
 
     def output_steps(self, length: int) -> int:
@@ -290,7 +291,7 @@ class DynamicRecallTask(AlgorithmicTask):
         j = np.where(cand, rng.random((B, n_max)), -1.0).argmax(axis=1)
         return x, {"query": x[np.arange(B), j]}
 
-    def _targets(self, x, lengths, valid, query):
+    def _targets(self, x, lengths, valid, query):  # type: ignore[override]
         B = x.shape[0]
         ar = np.arange(B)
         first = _first_occurrence(x, valid)[ar, query]
@@ -331,7 +332,7 @@ class PrioritySortTask(AlgorithmicTask):
     def _draw(self, rng, x, lengths, valid):
         return x, {"priority": rng.standard_normal(x.shape, dtype=np.float32)}
 
-    def _targets(self, x, lengths, valid, priority):
+    def _targets(self, x, lengths, valid, priority):  # type: ignore[override]
         order = np.argsort(np.where(valid, priority, np.inf), axis=1, kind="stable")
         y = np.take_along_axis(x, order, axis=1)
         return priority[..., None], np.where(valid, y, 0), valid
@@ -368,7 +369,7 @@ class IDSortTask(AlgorithmicTask):
         token_ids = ids[ar, rank // 2]  # [B, n, 8]: pair k = ranks (2k, 2k+1) shares ids[:, k]
         return x, {"partner": partner, "ids": token_ids}
 
-    def _targets(self, x, lengths, valid, partner, ids):
+    def _targets(self, x, lengths, valid, partner, ids):  # type: ignore[override]
         y = np.take_along_axis(x, partner, axis=1)
         return ids, np.where(valid, y, 0), valid
 
@@ -377,7 +378,9 @@ class IDSortTask(AlgorithmicTask):
         n = len(x)
         p = np.asarray(partner if partner is not None else [], dtype=np.int64)
         if p.shape != (n,) or not ((0 <= p) & (p < n)).all() or not (p[p] == np.arange(n)).all():
-            raise ValueError(f"partner: expected an involution of range({n}) (partner[partner[i]] == i), got {partner!r}")
+            raise ValueError(
+                f"partner: expected an involution of range({n}) (partner[partner[i]] == i), got {partner!r}"
+            )
         if ids is None:
             pair_ids = np.random.default_rng(0).standard_normal((n, ID_WIDTH), dtype=np.float32)
             ids = pair_ids[np.minimum(np.arange(n), p)]  # both members take the id of the smaller position
@@ -387,6 +390,6 @@ class IDSortTask(AlgorithmicTask):
         return {"partner": p[None, :], "ids": ids[None]}
 
     def _token_label(self, row, group):
-        key = tuple(np.round(row[EXTRA_CHANNEL:EXTRA_CHANNEL + ID_WIDTH], 5))
+        key = tuple(np.round(row[EXTRA_CHANNEL : EXTRA_CHANNEL + ID_WIDTH], 5))
         tag = group.setdefault(key, chr(ord("a") + len(group) % 26))
         return f"{super()._token_label(row, group)}#{tag}"

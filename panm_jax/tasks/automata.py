@@ -151,7 +151,7 @@ from collections import deque
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, ClassVar, NamedTuple, Union
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, cast
 
 import numpy as np
 
@@ -272,9 +272,7 @@ def _check_transitions(source: str, transitions, cls, to_symbols) -> tuple:
         elif isinstance(t, Sequence) and not isinstance(t, (str, bytes)) and len(t) == len(cls._fields):
             t = cls(*t)
         else:
-            raise MachineFormatError(
-                source, f"transitions[{i}]", f"expected a {cls.__name__} {cls._fields}, got {t!r}"
-            )
+            raise MachineFormatError(source, f"transitions[{i}]", f"expected a {cls.__name__} {cls._fields}, got {t!r}")
         out.append(to_symbols(i, t))
     return tuple(out)
 
@@ -291,6 +289,9 @@ class _Machine:
     source: str
     name: str
     input_alphabet: tuple[str, ...]
+    # Set by each machine's ``__post_init__`` (with ``object.__setattr__``: the machines are frozen).
+    _sigma_index: dict[str, int]
+    _final: frozenset[str]
 
     def check_word(self, word) -> tuple[str, ...]:
         """``word`` as a tuple of input symbols; ``ValueError`` naming a symbol outside the alphabet."""
@@ -335,6 +336,10 @@ class FiniteAutomaton(_Machine):
 
     kind: ClassVar[str] = "dfa"
 
+    if TYPE_CHECKING:  # caches set by ``__post_init__``; for the type checker only, not dataclass fields
+        _delta: dict[tuple[str, str], str] = dataclasses.field(init=False)
+        _counts: list[dict[str, int]] = dataclasses.field(init=False)
+
     def __post_init__(self):
         src = self.source
         states = _check_name_list(src, "states", self.states, "state")
@@ -350,7 +355,8 @@ class FiniteAutomaton(_Machine):
             key = (t.state, t.read)
             if key in delta:
                 raise MachineFormatError(
-                    src, f"transitions[{i}]",
+                    src,
+                    f"transitions[{i}]",
                     f"a second move from {t.state!r} reading {t.read!r} (the first is transitions[{delta[key][1]}]); "
                     "a finite automaton must be deterministic",
                 )
@@ -359,17 +365,23 @@ class FiniteAutomaton(_Machine):
 
         transitions = _check_transitions(src, self.transitions, FATransition, check)
         _set(self, states=states, input_alphabet=sigma, start=start, accepting=accepting, transitions=transitions)
-        _set(self, _delta={k: v[0] for k, v in delta.items()}, _sigma_index={s: i for i, s in enumerate(sigma)},
-             _final=frozenset(accepting), _counts=[])
+        _set(
+            self,
+            _delta={k: v[0] for k, v in delta.items()},
+            _sigma_index={s: i for i, s in enumerate(sigma)},
+            _final=frozenset(accepting),
+            _counts=[],
+        )
 
     def run(self, word) -> list[str] | None:
         """The states visited on ``word`` (``len(word) + 1`` of them), or ``None`` if a move is missing."""
         q = self.start
         path = [q]
         for s in self.check_word(word):
-            q = self._delta.get((q, s))
-            if q is None:
+            nxt = self._delta.get((q, s))
+            if nxt is None:
                 return None
+            q = nxt
             path.append(q)
         return path
 
@@ -387,10 +399,12 @@ class FiniteAutomaton(_Machine):
             counts.append({q: int(q in self._final) for q in self.states})
         while len(counts) <= length:
             prev = counts[-1]
-            counts.append({
-                q: sum(prev[self._delta[(q, s)]] for s in self.input_alphabet if (q, s) in self._delta)
-                for q in self.states
-            })
+            counts.append(
+                {
+                    q: sum(prev[self._delta[(q, s)]] for s in self.input_alphabet if (q, s) in self._delta)
+                    for q in self.states
+                }
+            )
         return counts
 
     def may_have_members(self, length: int, max_length: int | None = None) -> bool:
@@ -444,6 +458,11 @@ class PushdownAutomaton(_Machine):
 
     kind: ClassVar[str] = "pda"
 
+    if TYPE_CHECKING:  # caches set by ``__post_init__``; for the type checker only, not dataclass fields
+        _moves: dict[tuple[str, str], list[tuple[PDATransition, tuple[str, ...]]]] = dataclasses.field(init=False)
+        _growth: int = dataclasses.field(init=False)
+        _tables: dict[int, tuple[int, np.ndarray]] = dataclasses.field(init=False)
+
     def __post_init__(self):
         src = self.source
         states = _check_name_list(src, "states", self.states, "state")
@@ -461,7 +480,7 @@ class PushdownAutomaton(_Machine):
             f = f"transitions[{i}]"
             _check_member(src, f"{f}.from", t.state, states, "state")
             if t.read != "":
-                _check_member(src, f"{f}.read", t.read, sigma, "input symbol (or \"\" for epsilon)")
+                _check_member(src, f"{f}.read", t.read, sigma, 'input symbol (or "" for epsilon)')
             _check_member(src, f"{f}.pop", t.pop, gamma, "stack symbol")
             _check_member(src, f"{f}.to", t.to, states, "state")
             push = t.push
@@ -483,7 +502,8 @@ class PushdownAutomaton(_Machine):
                 key = (t.state, t.read, t.pop)
                 if key in by_key:
                     raise MachineFormatError(
-                        src, f"transitions[{i}]",
+                        src,
+                        f"transitions[{i}]",
                         f"deterministic = true, but transitions[{by_key[key]}] already moves from {t.state!r} "
                         f"reading {t.read!r} with {t.pop!r} on top",
                     )
@@ -493,17 +513,33 @@ class PushdownAutomaton(_Machine):
                     for j, u in enumerate(transitions):
                         if u.read != "" and (u.state, u.pop) == (t.state, t.pop):
                             raise MachineFormatError(
-                                src, f"transitions[{j}]",
+                                src,
+                                f"transitions[{j}]",
                                 f"deterministic = true, but transitions[{i}] is an epsilon move from {t.state!r} "
                                 f"with {t.pop!r} on top, and this one reads {u.read!r} there",
                             )
         moves: dict[tuple[str, str], list[tuple[PDATransition, tuple[str, ...]]]] = {}
         for t in transitions:
             moves.setdefault((t.state, t.pop), []).append((t, t.push[::-1]))
-        _set(self, states=states, input_alphabet=sigma, stack_alphabet=gamma, start=start,
-             start_stack=start_stack, accepting=accepting, transitions=transitions, max_configurations=budget)
-        _set(self, _moves=moves, _sigma_index={s: i for i, s in enumerate(sigma)}, _final=frozenset(accepting),
-             _growth=max([len(t.push) - 1 for t in transitions] + [0]), _tables={})
+        _set(
+            self,
+            states=states,
+            input_alphabet=sigma,
+            stack_alphabet=gamma,
+            start=start,
+            start_stack=start_stack,
+            accepting=accepting,
+            transitions=transitions,
+            max_configurations=budget,
+        )
+        _set(
+            self,
+            _moves=moves,
+            _sigma_index={s: i for i, s in enumerate(sigma)},
+            _final=frozenset(accepting),
+            _growth=max([len(t.push) - 1 for t in transitions] + [0]),
+            _tables={},
+        )
 
     # ------------------------------------------------------------- running
 
@@ -518,7 +554,7 @@ class PushdownAutomaton(_Machine):
         """
         w = self.check_word(word)
         n = len(w)
-        start = (self.start, 0, (self.start_stack,))
+        start: tuple[str, int, tuple[str, ...]] = (self.start, 0, (self.start_stack,))
         parent: dict[tuple, tuple | None] = {start: None}
         queue = deque([start])
         while queue:
@@ -526,9 +562,10 @@ class PushdownAutomaton(_Machine):
             q, i, stack = conf
             if i == n and q in self._final:
                 path = []
-                while conf is not None:
-                    path.append(conf)
-                    conf = parent[conf]
+                node: tuple | None = conf
+                while node is not None:
+                    path.append(node)
+                    node = parent[node]
                 return path[::-1]
             if not stack:
                 continue
@@ -569,8 +606,9 @@ class PushdownAutomaton(_Machine):
         Q, G = len(self.states), len(self.stack_alphabet)
         qi = {q: i for i, q in enumerate(self.states)}
         gi = {s: i for i, s in enumerate(self.stack_alphabet)}
-        moves = [(qi[t.state], gi[t.pop], int(t.read != ""), qi[t.to], [gi[s] for s in t.push])
-                 for t in self.transitions]
+        moves = [
+            (qi[t.state], gi[t.pop], int(t.read != ""), qi[t.to], [gi[s] for s in t.push]) for t in self.transitions
+        ]
         # Forward: which symbols can ever sit at each height (possible[h, x]).
         reach = np.zeros((Q, H + 1, G), bool)
         possible = np.zeros((H + 1, G), bool)
@@ -720,6 +758,9 @@ class TuringMachine(_Machine):
 
     kind: ClassVar[str] = "tm"
 
+    if TYPE_CHECKING:  # cache set by ``__post_init__``; for the type checker only, not a dataclass field
+        _delta: dict[tuple[str, str], TMTransition] = dataclasses.field(init=False)
+
     def __post_init__(self):
         src = self.source
         states = _check_name_list(src, "states", self.states, "state")
@@ -754,7 +795,8 @@ class TuringMachine(_Machine):
             key = (t.state, t.read)
             if key in delta:
                 raise MachineFormatError(
-                    src, f,
+                    src,
+                    f,
                     f"a second move from {t.state!r} reading {t.read!r} (the first is transitions[{delta[key][1]}]); "
                     "a Turing machine must be deterministic",
                 )
@@ -762,11 +804,25 @@ class TuringMachine(_Machine):
             return t
 
         transitions = _check_transitions(src, self.transitions, TMTransition, check)
-        _set(self, states=states, input_alphabet=sigma, tape_alphabet=gamma, blank=blank, start=start,
-             accepting=accepting, transitions=transitions, output_left=int(self.output_left),
-             output_right=int(self.output_right), max_steps=max_steps)
-        _set(self, _delta={k: v[0] for k, v in delta.items()}, _sigma_index={s: i for i, s in enumerate(sigma)},
-             _final=frozenset(accepting))
+        _set(
+            self,
+            states=states,
+            input_alphabet=sigma,
+            tape_alphabet=gamma,
+            blank=blank,
+            start=start,
+            accepting=accepting,
+            transitions=transitions,
+            output_left=int(self.output_left),
+            output_right=int(self.output_right),
+            max_steps=max_steps,
+        )
+        _set(
+            self,
+            _delta={k: v[0] for k, v in delta.items()},
+            _sigma_index={s: i for i, s in enumerate(sigma)},
+            _final=frozenset(accepting),
+        )
 
     def step_bound(self, length: int) -> int:
         """The most steps a run on an input of ``length`` symbols may take."""
@@ -809,7 +865,7 @@ class TuringMachine(_Machine):
         return self.run(word).output
 
 
-Machine = Union[FiniteAutomaton, PushdownAutomaton, TuringMachine]
+Machine = FiniteAutomaton | PushdownAutomaton | TuringMachine
 _KINDS = {"dfa": FiniteAutomaton, "pda": PushdownAutomaton, "tm": TuringMachine}
 _TRANSITION_KEYS = {
     "dfa": ("from", "read", "to"),
@@ -899,7 +955,9 @@ def machine_from_toml(raw: bytes | str, source: str = "<string>", default_name: 
     transitions = []
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
-            raise MachineFormatError(source, f"transitions[{i}]", f"expected a table with keys {list(tkeys)}, got {row!r}")
+            raise MachineFormatError(
+                source, f"transitions[{i}]", f"expected a table with keys {list(tkeys)}, got {row!r}"
+            )
         for key in row:
             if key not in tkeys:
                 raise MachineFormatError(source, f"transitions[{i}].{key}", f"unknown key; expected {list(tkeys)}")
@@ -968,7 +1026,7 @@ class AcceptanceTask(Task):
 
     def __init__(self, machine="anbn", max_train_length: int = 20, max_test_length: int = 40, **unknown: Any):
         check_option_names(self.name, unknown, self._OPTIONS)
-        self.machine = _task_machine(self.name, machine, ("dfa", "pda"))
+        self.machine = cast("FiniteAutomaton | PushdownAutomaton", _task_machine(self.name, machine, ("dfa", "pda")))
         L = check_int_option(self.name, "max_train_length", max_train_length, 1)
         T = check_int_option(self.name, "max_test_length", max_test_length, L + 1)
         self._options = {"machine": _option_value(machine), "max_train_length": L, "max_test_length": T}
@@ -987,8 +1045,8 @@ class AcceptanceTask(Task):
         missing = [n for n in range(lo, feasible[-1] + 1, step) if n not in set(feasible)]
         if missing:
             raise TaskOptionError(
-                f"{self.name}: option machine: the lengths at which {m} has members and non-members, {feasible[:8]}..., are not "
-                f"an arithmetic progression (none of length {missing[0]})"
+                f"{self.name}: option machine: the lengths at which {m} has members and non-members, "
+                f"{feasible[:8]}..., are not an arithmetic progression (none of length {missing[0]})"
             )
         self.lengths = LengthRange(lo, feasible[-1], step)
         self.train_lengths = LengthRange(lo, train[-1], step)
@@ -1040,7 +1098,7 @@ class AcceptanceTask(Task):
         labels[rng.permutation(B)[:n_pos]] = 1
         words = [
             self.sample_member(rng, int(n)) if y else self.sample_nonmember(rng, int(n))
-            for n, y in zip(lengths, labels)
+            for n, y in zip(lengths, labels, strict=True)
         ]
         return self.encode(words, labels)
 
@@ -1095,10 +1153,11 @@ class TransductionTask(Task):
 
     _OPTIONS = ("machine", "max_train_length", "max_test_length")
 
-    def __init__(self, machine="binary_increment", max_train_length: int = 20, max_test_length: int = 40,
-                 **unknown: Any):
+    def __init__(
+        self, machine="binary_increment", max_train_length: int = 20, max_test_length: int = 40, **unknown: Any
+    ):
         check_option_names(self.name, unknown, self._OPTIONS)
-        self.machine = _task_machine(self.name, machine, ("tm",))
+        self.machine = cast(TuringMachine, _task_machine(self.name, machine, ("tm",)))
         L = check_int_option(self.name, "max_train_length", max_train_length, 1)
         T = check_int_option(self.name, "max_test_length", max_test_length, L + 1)
         self._options = {"machine": _option_value(machine), "max_train_length": L, "max_test_length": T}

@@ -61,16 +61,16 @@ class Batch(NamedTuple):
     Padding steps are zero in ``inputs``/``targets`` and false in the masks.
     """
 
-    inputs: np.ndarray       # [B, T_in, D_in] float32
-    input_mask: np.ndarray   # [B, T_in]       bool, true on real input steps
-    targets: np.ndarray      # [B, T_out] int32 class ids, or [B, T_out, K] float32 multi-hot
+    inputs: np.ndarray  # [B, T_in, D_in] float32
+    input_mask: np.ndarray  # [B, T_in]       bool, true on real input steps
+    targets: np.ndarray  # [B, T_out] int32 class ids, or [B, T_out, K] float32 multi-hot
     target_mask: np.ndarray  # [B, T_out]      bool, true on scored output steps
 
 
 class DecodedExample(NamedTuple):
     """One example of a batch written back as symbols (for the CLI and for reading)."""
 
-    inputs: list[str]   # one symbol per real input step
+    inputs: list[str]  # one symbol per real input step
     targets: list[str]  # one symbol (or a set of symbols) per scored output step
 
 
@@ -332,9 +332,7 @@ def check_option_names(task_name: str, given: Mapping[str, Any], known: Sequence
     """Raise ``TaskOptionError`` naming any option of ``given`` not in ``known``."""
     unknown = sorted(set(given) - set(known))
     if unknown:
-        raise TaskOptionError(
-            f"{task_name}: unknown option(s) {unknown}; expected some of {sorted(known)}"
-        )
+        raise TaskOptionError(f"{task_name}: unknown option(s) {unknown}; expected some of {sorted(known)}")
 
 
 def check_int_option(task_name: str, option: str, value, lo: int, hi: int | None = None) -> int:

@@ -16,6 +16,7 @@ Padding is zeros with false masks, so masked metrics and losses are unchanged
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -32,7 +33,11 @@ def power_of_two_buckets(max_length: int, min_length: int = 1) -> tuple[int, ...
     """
     if isinstance(max_length, bool) or not isinstance(max_length, (int, np.integer)) or max_length < 1:
         raise ValueError(f"max_length: expected a positive integer, got {max_length!r}")
-    if isinstance(min_length, bool) or not isinstance(min_length, (int, np.integer)) or not 1 <= min_length <= max_length:
+    if (
+        isinstance(min_length, bool)
+        or not isinstance(min_length, (int, np.integer))
+        or not 1 <= min_length <= max_length
+    ):
         raise ValueError(f"min_length: expected an integer in [1, {max_length}], got {min_length!r}")
     b = 1
     while b < min_length:
@@ -48,10 +53,12 @@ def _check_buckets(buckets: Sequence[int]) -> tuple[int, ...]:
     ok = (
         len(buckets) > 0
         and all(not isinstance(b, bool) and isinstance(b, (int, np.integer)) and b >= 0 for b in buckets)
-        and all(a < b for a, b in zip(buckets, buckets[1:]))
+        and all(a < b for a, b in itertools.pairwise(buckets))
     )
     if not ok:
-        raise ValueError(f"buckets: expected a non-empty strictly ascending list of non-negative integers, got {buckets}")
+        raise ValueError(
+            f"buckets: expected a non-empty strictly ascending list of non-negative integers, got {buckets}"
+        )
     return tuple(int(b) for b in buckets)
 
 

@@ -50,7 +50,8 @@ Protocol (the paper's):
   .. max_test_length``); mode ``"1-40"`` (``min .. max_train_length``) draws fresh
   examples at the training lengths, the in-distribution validation set that
   selects checkpoints (``select_mode``) without looking at the test lengths.
-  Tasks with no instance at small ``N`` start higher (``missing_duplicate`` at 2; ``solve_equation``, ``binary_addition`` and
+  Tasks with no instance at small ``N`` start higher (``missing_duplicate`` at 2; ``solve_equation``,
+  ``binary_addition`` and
   ``binary_multiplication`` at 3); ``sample`` accepts any ``N`` up to 4096.
 
 Generation is vectorised over the batch where the task allows it (the string
@@ -102,8 +103,8 @@ __all__ = [
     "StackManipulationTask",
 ]
 
-MAX_LENGTH = 4096   # the longest N ``sample`` accepts
-MODULUS = 5         # the arithmetic tasks' modulus and the cycle's length
+MAX_LENGTH = 4096  # the longest N ``sample`` accepts
+MODULUS = 5  # the arithmetic tasks' modulus and the cycle's length
 
 _DIGITS = tuple(str(d) for d in range(MODULUS))
 _BINARY = ("a", "b")
@@ -129,7 +130,7 @@ class ChomskyTask(Task):
     input_vocab: ClassVar[tuple[str, ...]]
     output_vocab: ClassVar[tuple[str, ...]]
     min_length: ClassVar[int] = 1
-    end_symbol: ClassVar[int | None] = None   # output id that ends a variable-length answer
+    end_symbol: ClassVar[int | None] = None  # output id that ends a variable-length answer
     metric_names = ("token_accuracy", "sequence_accuracy")
     length_sampling = "per_batch"
 
@@ -144,7 +145,10 @@ class ChomskyTask(Task):
         self.train_lengths = LengthRange(self.min_length, L)
         # The test range first; then the training range, an in-distribution validation mode
         # (fresh examples) that picks a run's checkpoint without looking at the test lengths.
-        self.test_modes = {f"{L + 1}-{M}": LengthRange(L + 1, M), f"{self.min_length}-{L}": LengthRange(self.min_length, L)}
+        self.test_modes = {
+            f"{L + 1}-{M}": LengthRange(L + 1, M),
+            f"{self.min_length}-{L}": LengthRange(self.min_length, L),
+        }
 
     @property
     def validation_mode(self) -> str:
@@ -270,7 +274,7 @@ class ModularArithmeticTask(ChomskyTask):
 
     def _draw(self, rng, b, n):
         t = self.input_steps(n)
-        k = (t + 1) // 2                                   # numbers
+        k = (t + 1) // 2  # numbers
         nums = rng.integers(0, MODULUS, size=(b, k))
         ops = rng.integers(self.PLUS, self.TIMES + 1, size=(b, k - 1))
         x = np.empty((b, t), dtype=np.int64)
@@ -348,7 +352,7 @@ def bracket_expression(u: np.ndarray, n: int, num_ops: int) -> tuple[list[int], 
     """
     tokens: list[int] = []
     values: list[int] = []
-    work: list[tuple[int, int]] = [(0, n)]   # (0, n): expand; (1, tok): emit; (2, op): combine
+    work: list[tuple[int, int]] = [(0, n)]  # (0, n): expand; (1, tok): emit; (2, op): combine
     j = 0
     while work:
         kind, arg = work.pop()
@@ -607,7 +611,7 @@ class _BinaryOperationTask(ChomskyTask):
     """
 
     min_length = 3
-    input_vocab = ("0", "1")   # + the operator, set by subclasses
+    input_vocab: ClassVar[tuple[str, ...]] = ("0", "1")  # + the operator, set by subclasses
     output_vocab = ("0", "1", "END")
     end_symbol = 2
     OPERATOR = 2
@@ -616,7 +620,7 @@ class _BinaryOperationTask(ChomskyTask):
         raise NotImplementedError
 
     def _draw(self, rng, b, n):
-        lens = rng.integers(1, n - 1, size=b)                 # bits of the first number
+        lens = rng.integers(1, n - 1, size=b)  # bits of the first number
         t = np.arange(n)[None, :]
         first, second = t < lens[:, None], t > lens[:, None]
         bits = rng.integers(0, 2, size=(b, n))
@@ -629,7 +633,7 @@ class _BinaryOperationTask(ChomskyTask):
         t_out = self.output_steps(n)
         y = np.full((b, t_out), self.end_symbol, dtype=np.int64)
         for i in range(b):
-            value = self._combine(_bits_to_int(bits[i, : lens[i]]), _bits_to_int(bits[i, lens[i] + 1:]))
+            value = self._combine(_bits_to_int(bits[i, : lens[i]]), _bits_to_int(bits[i, lens[i] + 1 :]))
             width = value.bit_length()
             y[i, :width] = _int_to_bits(value, width)
         return x, y

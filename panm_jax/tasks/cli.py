@@ -1,8 +1,8 @@
 """``panm-jax tasks``: list the tasks, or show one decoded example.
 
-    panm-jax tasks                                  a table of every task
-    panm-jax tasks show copy --length 5 [--seed 0]  one example, decoded
-    panm-jax tasks show dyck --option n=3 --mode 2L
+panm-jax tasks                                  a table of every task
+panm-jax tasks show copy --length 5 [--seed 0]  one example, decoded
+panm-jax tasks show dyck --option n=3 --mode 2L
 """
 
 from __future__ import annotations
@@ -38,7 +38,10 @@ def register(subparsers) -> None:
     group.add_argument("--mode", help="draw the length from this mode instead (train or a test mode)")
     show.add_argument("--seed", type=int, default=0, help="the generator seed (default 0)")
     show.add_argument(
-        "--option", action="append", default=[], metavar="KEY=VALUE",
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="a task option, e.g. n=3 for dyck (repeatable)",
     )
     show.set_defaults(func=_show)
@@ -100,9 +103,11 @@ def _show(args) -> int:
         raise UserError(str(err)) from err
     example = task.decode(batch, 0)
     console = Console()
-    console.print(f"[bold]{task.describe()['name']}[/bold]  (seed {args.seed}; "
-                  f"inputs {tuple(batch.inputs.shape)}, targets {tuple(batch.targets.shape)}, "
-                  f"outputs {task.output_mode})")
+    console.print(
+        f"[bold]{task.describe()['name']}[/bold]  (seed {args.seed}; "
+        f"inputs {tuple(batch.inputs.shape)}, targets {tuple(batch.targets.shape)}, "
+        f"outputs {task.output_mode})"
+    )
     console.print(f"input  ({len(example.inputs)}): " + " ".join(example.inputs), markup=False, highlight=False)
     console.print(f"target ({len(example.targets)}): " + " ".join(example.targets), markup=False, highlight=False)
     return 0

@@ -1,6 +1,7 @@
 """Dyck languages ``D_n``: next-legal-bracket prediction (Suzgun et al. 2019; Le et al. 2024 §3.2).
 
-Grammar (Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR), §3.2;
+Grammar (Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR),
+§3.2;
 docs/tasks.md, Dyck)::
 
     S -> (_i S )_i   with probability p / n for each of the n bracket types
@@ -98,7 +99,7 @@ class DyckGrammar:
         self.r = 1.0 - p - q
         # P(0) is the smaller root of q x^2 - x + r = 0 (the extinction probability).
         self._P = [self.r if q == 0 else (1.0 - math.sqrt(1.0 - 4.0 * q * self.r)) / (2.0 * q)]
-        self._choices: dict[int, tuple[list[float], int]] = {}
+        self._choices: dict[int, list[float]] = {}
 
     def length_probability(self, k: int) -> float:
         """``P(k)``: the probability that ``S`` derives a string of length ``2k``."""
@@ -250,9 +251,15 @@ class DyckTask(Task):
         data_seed = check_int_option(self.name, "data_seed", data_seed, 0)
         max_length = check_int_option(self.name, "max_length", max_length, 2)
         L -= L % 2  # strings have even length
-        self._options = {
-            "n": n, "p": p, "q": q, "max_train_length": L, "num_train": num_train,
-            "num_test": num_test, "data_seed": data_seed, "max_length": max_length,
+        self._options: dict[str, Any] = {
+            "n": n,
+            "p": p,
+            "q": q,
+            "max_train_length": L,
+            "num_train": num_train,
+            "num_test": num_test,
+            "data_seed": data_seed,
+            "max_length": max_length,
         }
         self.n = n
         self._datasets: dict[str, tuple[tuple[int, ...], ...]] = {}
@@ -341,7 +348,9 @@ class DyckTask(Task):
         data = self.dataset("train")
         return self.encode([data[i] for i in rng.integers(len(data), size=batch_size)])
 
-    def eval_batches(self, mode: str, num_examples: int | None = None, batch_size: int = 128, seed: int = 0) -> Iterator[Batch]:
+    def eval_batches(
+        self, mode: str, num_examples: int | None = None, batch_size: int = 128, seed: int = 0
+    ) -> Iterator[Batch]:
         """The fixed test set of ``mode`` in order (its first ``num_examples``; all by default).
 
         ``seed`` is unused: the test sets are fixed by ``data_seed``.
@@ -366,7 +375,7 @@ class DyckTask(Task):
         sets = batch.targets[index][batch.target_mask[index]] > 0.5
         return DecodedExample(
             [self.symbols[i] for i in ids],
-            ["".join(s for s, on in zip(self.symbols, row) if on) for row in sets],
+            ["".join(s for s, on in zip(self.symbols, row, strict=True) if on) for row in sets],
         )
 
     def describe(self) -> dict[str, Any]:

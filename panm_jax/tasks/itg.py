@@ -62,6 +62,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -87,11 +88,17 @@ class ITG:
     binary: tuple[tuple[str, str, str, bool, int], ...]
     lexical: Mapping[str, tuple[tuple[str, str], ...]]
 
+    if TYPE_CHECKING:  # caches set by ``__post_init__``; for the type checker only, not dataclass fields
+        _counts: dict[str, list[int]] = dataclasses.field(init=False)
+        _choices: dict[tuple[str, int], tuple[list[float], list[tuple]]] = dataclasses.field(init=False)
+
     def __post_init__(self):
         nonterminals = {r[0] for r in self.binary} | set(self.lexical)
         for lhs, left, right, _, weight in self.binary:
             if not isinstance(weight, int) or weight < 1:
-                raise ValueError(f"grammar: rule {lhs} -> {left} {right}: expected a positive integer weight, got {weight!r}")
+                raise ValueError(
+                    f"grammar: rule {lhs} -> {left} {right}: expected a positive integer weight, got {weight!r}"
+                )
             for sym in (left, right):
                 if sym not in nonterminals:
                     raise ValueError(f"grammar: rule {lhs} -> {left} {right} uses undefined {sym!r}")
@@ -137,7 +144,8 @@ class ITG:
             return cached
         self.count(symbol, n)
         counts = self._counts
-        outcomes, weights = [], []
+        outcomes: list[tuple] = []  # (source, target) word pairs, or (left, a, right, n - a, inverted) splits
+        weights: list[int] = []
         if n == 1:
             for pair in self.lexical.get(symbol, ()):
                 outcomes.append(pair)
@@ -252,9 +260,9 @@ ADJECTIVES = ("big", "small", "old", "young", "red", "green", "happy", "sad", "q
 TRANSITIVE_VERBS = ("sees", "likes", "finds", "follows", "helps", "knows", "calls", "hears", "paints", "visits")
 CLAUSE_VERBS = ("says", "thinks", "believes", "hopes")
 # English nouns with the gender of their German translation.
-MASCULINE_NOUNS = ("dog", "man", "tree", "garden", "teacher", "river")      # Hund, Mann, Baum, Garten, Lehrer, Fluss
-FEMININE_NOUNS = ("cat", "woman", "flower", "city", "door", "street")      # Katze, Frau, Blume, Stadt, Tür, Straße
-NEUTER_NOUNS = ("house", "child", "book", "horse", "car", "boat")          # Haus, Kind, Buch, Pferd, Auto, Boot
+MASCULINE_NOUNS = ("dog", "man", "tree", "garden", "teacher", "river")  # Hund, Mann, Baum, Garten, Lehrer, Fluss
+FEMININE_NOUNS = ("cat", "woman", "flower", "city", "door", "street")  # Katze, Frau, Blume, Stadt, Tür, Straße
+NEUTER_NOUNS = ("house", "child", "book", "horse", "car", "boat")  # Haus, Kind, Buch, Pferd, Auto, Boot
 NOUNS = MASCULINE_NOUNS + FEMININE_NOUNS + NEUTER_NOUNS
 # Weight of the clausal-complement rule. With weight 1 (uniform derivations) a
 # sentence is nearly all adjectives (12 choices per word) and has about one

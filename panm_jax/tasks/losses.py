@@ -72,7 +72,9 @@ def check_batch(batch, num_classes: int, kind: str = "classes") -> None:
         values = targets[scored]
         bad = ~((values >= 0) & (values <= 1))
         if bad.any():
-            raise ValueError(f"targets: expected multi-hot values in [0, 1] at scored steps, got {float(values[bad][0])}")
+            raise ValueError(
+                f"targets: expected multi-hot values in [0, 1] at scored steps, got {float(values[bad][0])}"
+            )
         return
     values = targets[scored]
     bad = (values < 0) | (values >= num_classes)
@@ -95,7 +97,9 @@ def softmax_cross_entropy(logits, batch):
     """Mean over scored steps of ``-log softmax(logits)[target]``."""
     check_loss_arguments(logits, batch, "classes")
     logp = jax.nn.log_softmax(jnp.asarray(logits, jnp.float32), axis=-1)
-    targets = jnp.where(jnp.asarray(batch.target_mask, bool), jnp.asarray(batch.targets, jnp.int32), 0)  # padding: any id
+    targets = jnp.where(
+        jnp.asarray(batch.target_mask, bool), jnp.asarray(batch.targets, jnp.int32), 0
+    )  # padding: any id
     nll = -jnp.take_along_axis(logp, targets[..., None], axis=-1)[..., 0]
     return _mean_over_mask(nll, batch.target_mask)
 

@@ -70,12 +70,12 @@ START_CHANNEL, END_CHANNEL = 15, 16
 _OPERATORS = (PLUS, MINUS, TIMES)
 
 # Stack item kinds. An item is a tuple (kind, value):
-NUM = 0      # a numeral, value in 0..9 (kept mod 10: + - * commute with mod 10)
-OP = 1       # an operator, value in (PLUS, MINUS, TIMES)
-LP = 2       # '('
-RP = 3       # ')'
-NUM_OP = 4   # the pair (numeral, operator) = Algorithm 3's (S[1], S[0]); value (n, op)
-LP_NUM = 5   # the pair ('(', numeral); value n
+NUM = 0  # a numeral, value in 0..9 (kept mod 10: + - * commute with mod 10)
+OP = 1  # an operator, value in (PLUS, MINUS, TIMES)
+LP = 2  # '('
+RP = 3  # ')'
+NUM_OP = 4  # the pair (numeral, operator) = Algorithm 3's (S[1], S[0]); value (n, op)
+LP_NUM = 5  # the pair ('(', numeral); value n
 
 
 def tokenize(expression: str) -> list[int]:
@@ -99,7 +99,7 @@ def _reducible(S: list, x: int | None) -> bool:
     """Algorithm 2, ``REDUCIBLE(S, x)``: ``S[-1]`` is the printed algorithm's ``S[0]`` (top), ``x`` the look-ahead."""
     if len(S) < 2:
         return False
-    (k0, v0), (k1, v1) = S[-1], S[-2]
+    (k0, _v0), (k1, v1) = S[-1], S[-2]
     # if S[0] is an operator and S[1] is a numeral
     if k0 == OP and k1 == NUM:
         return True
@@ -245,7 +245,12 @@ class M10AETask(Task):
             raise TaskOptionError(
                 f"{self.name}: option max_train_length: expected 8 * L + 1 <= max_length = {max_length}, got L = {L}"
             )
-        self._options = {"max_train_length": L, "max_depth": max_depth, "paren_prob": paren_prob, "max_length": max_length}
+        self._options = {
+            "max_train_length": L,
+            "max_depth": max_depth,
+            "paren_prob": paren_prob,
+            "max_length": max_length,
+        }
         self.max_depth, self.paren_prob = max_depth, float(paren_prob)
         self.input_size = len(SYMBOLS) + 2
         self.lengths = LengthRange(1, max_length, 2)
@@ -282,7 +287,12 @@ class M10AETask(Task):
         inputs = np.zeros((B, T, self.input_size), dtype=np.float32)
         inputs[:, 0, START_CHANNEL] = 1.0
         valid = ids >= 0
-        np.put_along_axis(inputs[:, 1 : n_max + 1, : len(SYMBOLS)], np.maximum(ids, 0)[..., None], valid[..., None].astype(np.float32), axis=-1)
+        np.put_along_axis(
+            inputs[:, 1 : n_max + 1, : len(SYMBOLS)],
+            np.maximum(ids, 0)[..., None],
+            valid[..., None].astype(np.float32),
+            axis=-1,
+        )
         inputs[np.arange(B), lengths + 1, END_CHANNEL] = 1.0
         return Batch(inputs, step_mask(lengths + 2, T), labels, np.ones((B, 1), dtype=bool))
 

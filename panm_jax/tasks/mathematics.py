@@ -104,8 +104,8 @@ import hashlib
 import json
 import os
 import random
-import tempfile
 import string
+import tempfile
 import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -145,8 +145,8 @@ QUESTION_CHARS = " " + string.ascii_letters + string.digits + string.punctuation
 INPUT_VOCABULARY = tuple(QUESTION_CHARS) + ("<eos>",)
 ANSWER_CHARS = string.digits + "-."
 OUTPUT_VOCABULARY = tuple(ANSWER_CHARS) + ("<eos>",)
-IN_EOS = len(QUESTION_CHARS)    # 95
-OUT_EOS = len(ANSWER_CHARS)     # 12
+IN_EOS = len(QUESTION_CHARS)  # 95
+OUT_EOS = len(ANSWER_CHARS)  # 12
 _IN_ID = {c: i for i, c in enumerate(QUESTION_CHARS)}
 _OUT_ID = {c: i for i, c in enumerate(ANSWER_CHARS)}
 
@@ -191,7 +191,7 @@ def _import_package():
     return {"arithmetic": arithmetic, "numbers": numbers}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _generator(module: str, split: str):
     """The package's question generator of ``module`` and ``split`` (a no-argument callable)."""
     package, train_name, big_name = _GENERATORS[module]
@@ -304,7 +304,8 @@ def cache_dir() -> Path:
     """Where generated chunks are kept: ``$PANM_JAX_CACHE_DIR``, else ``$XDG_CACHE_HOME/panm_jax``
     (``~/.cache/panm_jax``), under ``mathematics/``."""
     root = os.environ.get(CACHE_ENV) or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "panm_jax")
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "panm_jax"
+    )
     return Path(root) / "mathematics"
 
 
@@ -367,6 +368,7 @@ def pool(module: str, split: str, size: int, seed: int = 0, max_answer_length: i
 
 # --------------------------------------------------------------------- task
 
+
 class MathematicsTask(Task):
     """A module of the Mathematics dataset with its extrapolation set (module docstring).
 
@@ -398,7 +400,8 @@ class MathematicsTask(Task):
         **options: Any,
     ):
         check_option_names(
-            self.name, options,
+            self.name,
+            options,
             ("module", "train_pool_size", "test_pool_size", "pool_seed", "max_answer_length"),
         )
         self.module = _check_choice("module", module, MODULES, self.name)
@@ -420,7 +423,7 @@ class MathematicsTask(Task):
         _import_package()  # fail now, naming the extra, rather than at the first batch
         self.input_size = len(INPUT_VOCABULARY)
         self.output_size = len(OUTPUT_VOCABULARY)
-        self._index = None
+        self._index: tuple | None = None
 
     # ------------------------------------------------------------- pools
 
@@ -443,12 +446,12 @@ class MathematicsTask(Task):
         return self._index
 
     @property
-    def train_lengths(self) -> LengthRange:
+    def train_lengths(self) -> LengthRange:  # type: ignore[override]  # computed from the pools; read-only here, an attribute in Task
         n = self.pool("train").num_chars
         return LengthRange(int(n.min()), int(n.max()))
 
     @property
-    def test_modes(self) -> dict[str, LengthRange]:
+    def test_modes(self) -> dict[str, LengthRange]:  # type: ignore[override]  # computed from the pools; read-only here, an attribute in Task
         n = self.pool("extrapolate").num_chars
         return {"extrapolate": LengthRange(int(n.min()), int(n.max()))}
 
@@ -459,7 +462,7 @@ class MathematicsTask(Task):
         return "train"
 
     @property
-    def lengths(self) -> LengthRange:
+    def lengths(self) -> LengthRange:  # type: ignore[override]  # computed from the pools; read-only here, an attribute in Task
         counts = self._lengths_index()[4]
         occurring = np.flatnonzero(counts)
         return LengthRange(int(occurring.min()), int(occurring.max()))
@@ -501,10 +504,12 @@ class MathematicsTask(Task):
         """The batch of ``(pool, rows)`` parts, in order, padded to the longest question."""
         n = np.concatenate([p.num_chars[r] for p, r in parts])
         t_in = int(n.max()) + 1
-        ids = np.concatenate([
-            np.pad(p.in_ids[r, :t_in], ((0, 0), (0, max(0, t_in - p.in_ids.shape[1]))), constant_values=-1)
-            for p, r in parts
-        ])
+        ids = np.concatenate(
+            [
+                np.pad(p.in_ids[r, :t_in], ((0, 0), (0, max(0, t_in - p.in_ids.shape[1]))), constant_values=-1)
+                for p, r in parts
+            ]
+        )
         targets = np.concatenate([p.out_ids[r] for p, r in parts]).astype(np.int32)
         input_mask = step_mask(n + 1, t_in)
         return Batch(one_hot(ids, self.input_size), input_mask, targets, np.ones(targets.shape, dtype=bool))

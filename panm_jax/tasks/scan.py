@@ -117,15 +117,26 @@ __all__ = [
 ]
 
 WORDS = (
-    "walk", "look", "run", "jump", "turn", "left", "right",
-    "opposite", "around", "twice", "thrice", "and", "after",
+    "walk",
+    "look",
+    "run",
+    "jump",
+    "turn",
+    "left",
+    "right",
+    "opposite",
+    "around",
+    "twice",
+    "thrice",
+    "and",
+    "after",
 )
 ACTIONS = ("WALK", "LOOK", "RUN", "JUMP", "LTURN", "RTURN")
 INPUT_VOCABULARY = WORDS + ("<eos>", "<pad>")
 OUTPUT_VOCABULARY = ACTIONS + ("<eos>",)
-IN_EOS = len(WORDS)               # 13
-IN_PAD = IN_EOS + 1               # 14
-OUT_EOS = len(ACTIONS)            # 6
+IN_EOS = len(WORDS)  # 13
+IN_PAD = IN_EOS + 1  # 14
+OUT_EOS = len(ACTIONS)  # 6
 CUTOFFS = (22, 24, 25, 26, 27, 28, 30, 32, 33, 36, 40)
 
 _PRIMITIVES = {"walk": "WALK", "look": "LOOK", "run": "RUN", "jump": "JUMP"}
@@ -135,6 +146,7 @@ Pair = tuple[tuple[str, ...], tuple[str, ...]]  # (command words, actions)
 
 
 # ------------------------------------------------------------------ grammar
+
 
 def _u() -> list[Pair]:
     """U -> walk | look | run | jump."""
@@ -151,9 +163,9 @@ def _v() -> list[Pair]:
     """V -> D[1] opposite D[2] | D[1] around D[2] | D | U."""
     out: list[Pair] = []
     for first, side, act, turn in _d_parts():
-        out.append(((first, side), (turn,) + act))                          # D
-        out.append(((first, "opposite", side), (turn, turn) + act))          # opposite
-        out.append(((first, "around", side), ((turn,) + act) * 4))           # around
+        out.append(((first, side), (turn,) + act))  # D
+        out.append(((first, "opposite", side), (turn, turn) + act))  # opposite
+        out.append(((first, "around", side), ((turn,) + act) * 4))  # around
     return out + _u()
 
 
@@ -194,7 +206,7 @@ class Language(NamedTuple):
     order: np.ndarray
     starts: np.ndarray
     counts: np.ndarray
-    index: dict[str, int]
+    index: dict[str, int]  # type: ignore[assignment]  # shadows tuple.index; a public field, kept
 
     @property
     def max_words(self) -> int:
@@ -205,7 +217,7 @@ class Language(NamedTuple):
         return int(self.num_actions.max())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def language() -> Language:
     """Every SCAN command with its actions (built on first use, then cached)."""
     pairs = sorted(set(_c()))
@@ -226,8 +238,8 @@ def language() -> Language:
     order = np.argsort(num_actions, kind="stable")
     counts = np.bincount(num_actions, minlength=t_out).astype(np.int64)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-    for a in (in_ids, out_ids, num_words, num_actions, order, counts, starts):
-        a.setflags(write=False)
+    for arr in (in_ids, out_ids, num_words, num_actions, order, counts, starts):
+        arr.setflags(write=False)
     index = {" ".join(w): i for i, w in enumerate(commands)}
     return Language(commands, actions, in_ids, out_ids, num_words, num_actions, order, starts, counts, index)
 
@@ -255,12 +267,13 @@ def split(cutoff: int = 22) -> tuple[list[Pair], list[Pair]]:
     """
     cutoff = _check_cutoff(cutoff, "split")
     lang = language()
-    train = [(w, a) for w, a in zip(lang.commands, lang.actions) if len(a) <= cutoff]
-    test = [(w, a) for w, a in zip(lang.commands, lang.actions) if len(a) > cutoff]
+    train = [(w, a) for w, a in zip(lang.commands, lang.actions, strict=True) if len(a) <= cutoff]
+    test = [(w, a) for w, a in zip(lang.commands, lang.actions, strict=True) if len(a) > cutoff]
     return train, test
 
 
 # --------------------------------------------------------------------- task
+
 
 class SCANTask(Task):
     """SCAN with a length split (module docstring).
@@ -282,7 +295,7 @@ class SCANTask(Task):
         lang = self._lang = language()
         self.input_size = len(INPUT_VOCABULARY)
         self.output_size = len(OUTPUT_VOCABULARY)
-        self._exists = lang.counts > 0                      # [49]: action counts that occur
+        self._exists = lang.counts > 0  # [49]: action counts that occur
         occurring = np.flatnonzero(self._exists)
         self.lengths = LengthRange(int(occurring.min()), int(occurring.max()))
         self.train_lengths = LengthRange(int(occurring.min()), self.cutoff)
@@ -303,7 +316,7 @@ class SCANTask(Task):
     # ------------------------------------------------------------- shapes
 
     def input_steps(self, length: int) -> int:
-        return self._lang.in_ids.shape[1]   # 10 for every length (module docstring)
+        return self._lang.in_ids.shape[1]  # 10 for every length (module docstring)
 
     def output_steps(self, length: int) -> int:
         return int(length) + 1
@@ -323,7 +336,7 @@ class SCANTask(Task):
 
     def _generate(self, rng: np.random.Generator, lengths: np.ndarray) -> Batch:
         lang = self._lang
-        pick = rng.integers(0, lang.counts[lengths])          # uniform within each count
+        pick = rng.integers(0, lang.counts[lengths])  # uniform within each count
         return self._encode(lang.order[lang.starts[lengths] + pick])
 
     def _encode(self, rows: np.ndarray) -> Batch:

@@ -85,7 +85,7 @@ class TransductionTask(Task):
 
     metric_names = ("coarse_accuracy", "fine_accuracy", "token_accuracy")
     length_sampling = "per_example"
-    length_step: ClassVar[int] = 1   # 2: even lengths only
+    length_step: ClassVar[int] = 1  # 2: even lengths only
     min_length: ClassVar[int] = 1
     _OPTIONS: ClassVar[tuple[str, ...]] = ("min_train_length", "max_train_length", "max_test_length", "max_length")
 
@@ -104,8 +104,11 @@ class TransductionTask(Task):
         test_hi = check_int_option(self.name, "max_test_length", max_test_length, hi + step)
         max_length = check_int_option(self.name, "max_length", max_length, test_hi)
         self._options = {
-            "min_train_length": lo, "max_train_length": hi, "max_test_length": test_hi,
-            "max_length": max_length, **options,
+            "min_train_length": lo,
+            "max_train_length": hi,
+            "max_test_length": test_hi,
+            "max_length": max_length,
+            **options,
         }
 
         def even_up(n):  # the first admissible length >= n

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from panm_jax.train.allocator import keep_freed_memory
-    from panm_jax.train.checkpoint import CheckpointError, Checkpointer
+    from panm_jax.train.checkpoint import Checkpointer, CheckpointError
     from panm_jax.train.config import ConfigError, OptimizerConfig, TrainConfig, load_config
     from panm_jax.train.lock import WorkdirBusy
     from panm_jax.train.loop import NonFiniteLossError, Run, train_and_evaluate

@@ -47,8 +47,11 @@ ENV_VAR = "PANM_JAX_MALLOC"
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_MAX = -4
 _M_ARENA_MAX = -8
-_SETTINGS = {"M_ARENA_MAX": (_M_ARENA_MAX, 1), "M_MMAP_MAX": (_M_MMAP_MAX, 0),
-             "M_TRIM_THRESHOLD": (_M_TRIM_THRESHOLD, 2**31 - 1)}
+_SETTINGS = {
+    "M_ARENA_MAX": (_M_ARENA_MAX, 1),
+    "M_MMAP_MAX": (_M_MMAP_MAX, 0),
+    "M_TRIM_THRESHOLD": (_M_TRIM_THRESHOLD, 2**31 - 1),
+}
 
 _applied: dict[str, int] = {}
 

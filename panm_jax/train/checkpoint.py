@@ -177,8 +177,14 @@ class Checkpointer:
     ``RuntimeWarning``. With ``read_only`` nothing is written, moved or deleted.
     """
 
-    def __init__(self, workdir: str | Path, keep: int = 3, *, read_only: bool = False,
-                 notify: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        workdir: str | Path,
+        keep: int = 3,
+        *,
+        read_only: bool = False,
+        notify: Callable[[str], None] | None = None,
+    ):
         self.workdir = Path(workdir).resolve()
         self.read_only = read_only
         self.notify = notify or _warn
@@ -268,15 +274,19 @@ class Checkpointer:
             raise failure
         if jax.process_count() > 1 and not all_same(_digest_words(found)):
             path = Path(manager.directory) / str(step)
-            raise CheckpointError(f"--workdir: the processes of this run read different contents from {path}; "
-                                  "expected one folder shared by all of them")
+            raise CheckpointError(
+                f"--workdir: the processes of this run read different contents from {path}; "
+                "expected one folder shared by all of them"
+            )
         return found
 
     def _note_unverified(self, path: Path, verified: bool) -> None:
         if not verified and path not in self._unverified_noted:
             self._unverified_noted.add(path)
-            self.notify(f"checkpoint {path} has no {CHECKSUM_FILE} (written before checksums were stored); "
-                        "restoring it without verifying its bytes")
+            self.notify(
+                f"checkpoint {path} has no {CHECKSUM_FILE} (written before checksums were stored); "
+                "restoring it without verifying its bytes"
+            )
 
     def _set_aside(self, manager: ocp.CheckpointManager, step: int) -> tuple[Path, Path | None]:
         """Move a corrupt checkpoint out of the step sequence (kept, never deleted): ``(path, new path)``.
@@ -317,8 +327,7 @@ class Checkpointer:
             try:
                 return self._read_agreed(self.latest, step, template, check)
             except _Corrupt as err:
-                failures.append(self._report_corrupt("checkpoint", self.latest, step, str(err),
-                                                     "trying an older one"))
+                failures.append(self._report_corrupt("checkpoint", self.latest, step, str(err), "trying an older one"))
         if failures:
             raise CheckpointError(f"checkpoints: none of {failures} could be read")
         return None
@@ -333,14 +342,20 @@ class Checkpointer:
             self._report_corrupt("best checkpoint", self.best, step, str(err), then)
             return None
 
-    def restore_best(self, template, check: Callable[[dict[str, Any]], None] | None = None, *,
-                     then: str = "going on without a best checkpoint"):
+    def restore_best(
+        self,
+        template,
+        check: Callable[[dict[str, Any]], None] | None = None,
+        *,
+        then: str = "going on without a best checkpoint",
+    ):
         """``(state, meta)`` of the best checkpoint, or ``None`` (none, or corrupt: reported, ``then`` says
         what the caller does instead)."""
         return self._best(template, check, then)
 
-    def best_meta(self, check: Callable[[dict[str, Any]], None] | None = None, *,
-                  then: str = "going on without a best checkpoint") -> dict[str, Any] | None:
+    def best_meta(
+        self, check: Callable[[dict[str, Any]], None] | None = None, *, then: str = "going on without a best checkpoint"
+    ) -> dict[str, Any] | None:
         """The best checkpoint's JSON record, or ``None`` (as ``restore_best``)."""
         found = self._best(None, check, then)
         return None if found is None else found[1]

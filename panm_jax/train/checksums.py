@@ -44,8 +44,13 @@ def _sha256(path: Path) -> str:
 
 
 def _files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file() and p.name != CHECKSUM_FILE
-                  and not (p.name.startswith(f".{CHECKSUM_FILE}.") and p.name.endswith(".tmp")))
+    return sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file()
+        and p.name != CHECKSUM_FILE
+        and not (p.name.startswith(f".{CHECKSUM_FILE}.") and p.name.endswith(".tmp"))
+    )
 
 
 def write_checksums(folder: str | Path) -> Path:

@@ -15,7 +15,6 @@ code 2; a run stopped by a non-finite loss exits with code 1.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import re
@@ -40,50 +39,86 @@ def register(subparsers) -> None:
         "Settings come from --config (TOML or JSON), then --set overrides, then the flags below.",
     )
     p.add_argument("--config", help="a TOML or JSON file of TrainConfig fields")
-    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                   help="override a config field, e.g. optimizer.learning_rate=1e-3 or model_options.hidden=128")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a config field, e.g. optimizer.learning_rate=1e-3 or model_options.hidden=128",
+    )
     p.add_argument("--task", help="task name (panm-jax tasks lists them)")
     p.add_argument("--model", help="model name (panm-jax models lists them)")
     p.add_argument("--steps", type=int, dest="num_steps", help="number of training steps")
     p.add_argument("--batch-size", type=int, dest="batch_size")
     p.add_argument("--lr", type=float, help="learning rate")
     p.add_argument("--seed", type=int)
-    p.add_argument("--seeds", metavar="S1,S2,...",
-                   help="train several seeds of the same settings together, in one compiled program (each seed's "
-                   "folder is what its single run writes); with --workdir W, seed S goes to W/s<S>")
-    p.add_argument("--on-nan", choices=["stop", "skip-batch"], dest="on_nan",
-                   help="on a NaN or infinite loss: stop with an error naming the step (default), or skip the batch "
-                   "(parameters and optimiser state unchanged)")
+    p.add_argument(
+        "--seeds",
+        metavar="S1,S2,...",
+        help="train several seeds of the same settings together, in one compiled program (each seed's "
+        "folder is what its single run writes); with --workdir W, seed S goes to W/s<S>",
+    )
+    p.add_argument(
+        "--on-nan",
+        choices=["stop", "skip-batch"],
+        dest="on_nan",
+        help="on a NaN or infinite loss: stop with an error naming the step (default), or skip the batch "
+        "(parameters and optimiser state unchanged)",
+    )
     p.add_argument("--workdir", default=None, help="run folder (default runs/<task>-<model>-s<seed>)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (logs still go to metrics.jsonl)")
     p.set_defaults(func=_train)
 
-    e = subparsers.add_parser("eval", help="evaluate a run's checkpoint over chosen length modes",
-                              description="Evaluate the best (or latest) checkpoint of a run at chosen length modes.")
+    e = subparsers.add_parser(
+        "eval",
+        help="evaluate a run's checkpoint over chosen length modes",
+        description="Evaluate the best (or latest) checkpoint of a run at chosen length modes.",
+    )
     e.add_argument("--workdir", required=True, help="a run folder written by panm-jax train")
     e.add_argument("--modes", help="comma-separated length modes (default: all of the task's)")
-    e.add_argument("--checkpoint", choices=["best", "latest"], default="best",
-                   help="which checkpoint (default best; the latest when the best is missing or corrupt)")
+    e.add_argument(
+        "--checkpoint",
+        choices=["best", "latest"],
+        default="best",
+        help="which checkpoint (default best; the latest when the best is missing or corrupt)",
+    )
     e.add_argument("--examples", type=int, help="examples per mode (default: the run's eval_examples)")
-    e.add_argument("--with-traces", action="store_true",
-                   help="also plot per-step attention (pointer positions, read weights) for one example")
+    e.add_argument(
+        "--with-traces",
+        action="store_true",
+        help="also plot per-step attention (pointer positions, read weights) for one example",
+    )
     e.add_argument("--out", help="results stem (default WORKDIR/eval)")
-    e.add_argument("--lengths", metavar="LO-HI",
-                   help="range evaluation instead of the modes: every length LO..HI on its own (the score is the "
-                   "headline metric averaged over them), one compilation per power-of-two length bucket; writes "
-                   "range.json, range.csv and range.png in WORKDIR")
-    e.add_argument("--examples-per-length", type=int, dest="examples_per_length",
-                   help=f"examples at each length with --lengths (default {DEFAULT_EXAMPLES_PER_LENGTH})")
+    e.add_argument(
+        "--lengths",
+        metavar="LO-HI",
+        help="range evaluation instead of the modes: every length LO..HI on its own (the score is the "
+        "headline metric averaged over them), one compilation per power-of-two length bucket; writes "
+        "range.json, range.csv and range.png in WORKDIR",
+    )
+    e.add_argument(
+        "--examples-per-length",
+        type=int,
+        dest="examples_per_length",
+        help=f"examples at each length with --lengths (default {DEFAULT_EXAMPLES_PER_LENGTH})",
+    )
     e.set_defaults(func=_eval)
 
-    q = subparsers.add_parser("plot", help="plot accuracy against length from results files",
-                              description="One line per results file (or run folder).")
+    q = subparsers.add_parser(
+        "plot",
+        help="plot accuracy against length from results files",
+        description="One line per results file (or run folder).",
+    )
     q.add_argument("results", nargs="+", help="results.json files or run folders")
     q.add_argument("--out", default="accuracy.png")
     q.add_argument("--labels", help="comma-separated line labels")
-    q.add_argument("--range", action="store_true", dest="range",
-                   help="plot range evaluations (range.json files or run folders, from panm-jax eval --lengths): "
-                   "accuracy at every length, the training lengths shaded")
+    q.add_argument(
+        "--range",
+        action="store_true",
+        dest="range",
+        help="plot range evaluations (range.json files or run folders, from panm-jax eval --lengths): "
+        "accuracy at every length, the training lengths shaded",
+    )
     q.set_defaults(func=_plot)
 
 
@@ -91,9 +126,15 @@ DEFAULT_EXAMPLES_PER_LENGTH = 64
 
 
 # The flags that set a config field: field -> (flag, argparse dest). A message about such a field names the flag.
-FLAGS = {"task": ("--task", "task"), "model": ("--model", "model"), "num_steps": ("--steps", "num_steps"),
-         "batch_size": ("--batch-size", "batch_size"), "seed": ("--seed", "seed"), "on_nan": ("--on-nan", "on_nan"),
-         "optimizer.learning_rate": ("--lr", "lr")}
+FLAGS = {
+    "task": ("--task", "task"),
+    "model": ("--model", "model"),
+    "num_steps": ("--steps", "num_steps"),
+    "batch_size": ("--batch-size", "batch_size"),
+    "seed": ("--seed", "seed"),
+    "on_nan": ("--on-nan", "on_nan"),
+    "optimizer.learning_rate": ("--lr", "lr"),
+}
 
 
 def _config_from_args(args):
@@ -121,7 +162,6 @@ def _error(message: str, code: int = 2) -> int:
 def _train(args) -> int:
     from panm_jax.train import report
     from panm_jax.train.loop import NonFiniteLossError, train_and_evaluate
-
     from panm_jax.train.sharding import is_primary, maybe_initialize_distributed
 
     seeds = _parse_seeds(args)
@@ -131,8 +171,10 @@ def _train(args) -> int:
     if seeds is not None:
         return _train_seeds(args, config, seeds, console)
     workdir = Path(args.workdir or f"runs/{config.task}-{config.model}-s{config.seed}")
-    console.print(f"[bold]panm-jax train[/] {config.model} on {config.task} -> {workdir} "
-                  f"({jax.device_count()} x {jax.devices()[0].device_kind})")
+    console.print(
+        f"[bold]panm-jax train[/] {config.model} on {config.task} -> {workdir} "
+        f"({jax.device_count()} x {jax.devices()[0].device_kind})"
+    )
     try:
         results = train_and_evaluate(config, workdir, progress=not args.no_progress, console=console)
     except NonFiniteLossError as err:
@@ -167,9 +209,11 @@ def _train_seeds(args, config, seeds: list[int], console: Console) -> int:
         workdirs = [Path(args.workdir) / f"s{s}" for s in seeds]
     else:
         workdirs = [Path(f"runs/{config.task}-{config.model}-s{s}") for s in seeds]
-    console.print(f"[bold]panm-jax train[/] {config.model} on {config.task}, seeds {','.join(map(str, seeds))} "
-                  f"together -> {', '.join(map(str, workdirs))} ({jax.device_count()} x "
-                  f"{jax.devices()[0].device_kind})")
+    console.print(
+        f"[bold]panm-jax train[/] {config.model} on {config.task}, seeds {','.join(map(str, seeds))} "
+        f"together -> {', '.join(map(str, workdirs))} ({jax.device_count()} x "
+        f"{jax.devices()[0].device_kind})"
+    )
     try:
         records = train_seeds(configs, workdirs, progress=not args.no_progress, console=console)
     except NonFiniteLossError as err:
@@ -225,15 +269,26 @@ def _check_range_args(args) -> tuple[int, int] | None:
     """``(lo, hi)`` of ``--lengths`` (None without it), the flags it does not combine with refused."""
     if args.lengths is None:
         if args.examples_per_length is not None:
-            raise UserError("--examples-per-length: only used with --lengths (the range evaluation); "
-                            "use --examples for the modes")
+            raise UserError(
+                "--examples-per-length: only used with --lengths (the range evaluation); use --examples for the modes"
+            )
         return None
     lengths = parse_lengths(args.lengths)
-    clash = [flag for flag, given in (("--modes", args.modes), ("--examples", args.examples is not None),
-                                      ("--with-traces", args.with_traces), ("--out", args.out)) if given]
+    clash = [
+        flag
+        for flag, given in (
+            ("--modes", args.modes),
+            ("--examples", args.examples is not None),
+            ("--with-traces", args.with_traces),
+            ("--out", args.out),
+        )
+        if given
+    ]
     if clash:
-        raise UserError(f"--lengths: a range evaluation writes range.* in WORKDIR and takes no {', '.join(clash)}; "
-                        "give them without --lengths")
+        raise UserError(
+            f"--lengths: a range evaluation writes range.* in WORKDIR and takes no {', '.join(clash)}; "
+            "give them without --lengths"
+        )
     if args.examples_per_length is not None and args.examples_per_length < 1:
         raise UserError(f"--examples-per-length: expected a positive integer, got {args.examples_per_length}")
     return lengths
@@ -268,17 +323,22 @@ def _evaluate_range(args, lengths: tuple[int, int], run, ckpt, workdir: Path, co
     lo, hi = lengths
     task = run.task
     if not (task.lengths.contains(lo) and task.lengths.contains(hi)):
-        raise UserError(f"--lengths: expected lengths of task {task.name!r} ({task.lengths.expected()}), "
-                        f"got {args.lengths!r}")
+        raise UserError(
+            f"--lengths: expected lengths of task {task.name!r} ({task.lengths.expected()}), got {args.lengths!r}"
+        )
     examples = args.examples_per_length or DEFAULT_EXAMPLES_PER_LENGTH
     batch_size = min(run.config.eval_batch_size, examples)
     devices = int(run.mesh.devices.size)
     if batch_size % devices:
-        raise UserError(f"--examples-per-length: expected a multiple of the {devices} devices (or at least "
-                        f"eval_batch_size, {run.config.eval_batch_size}), got {examples}")
+        raise UserError(
+            f"--examples-per-length: expected a multiple of the {devices} devices (or at least "
+            f"eval_batch_size, {run.config.eval_batch_size}), got {examples}"
+        )
     params, meta = _restore_params(args, run, ckpt, workdir)
-    console.print(f"[bold]range evaluation[/] {run.config.model} on {task.name} (step {meta['step']}): lengths "
-                  f"{lo}..{hi}, {examples} examples each")
+    console.print(
+        f"[bold]range evaluation[/] {run.config.model} on {task.name} (step {meta['step']}): lengths "
+        f"{lo}..{hi}, {examples} examples each"
+    )
     result = range_evaluate(run, params, range(lo, hi + 1), examples_per_length=examples, batch_size=batch_size)
     record = result.with_step(meta["step"]).to_record()
     base = results_record(run, {}, meta["step"])

@@ -12,7 +12,8 @@ model's config dataclass, then validated by it) and the evaluation modes are
 checked against the registries. Each problem raises ``ConfigError`` (a
 ``UserError``, a ``ValueError``) naming the field, what was expected and what was given.
 
-Defaults follow the algorithmic-task protocol of Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory, TMLR)
+Defaults follow the algorithmic-task protocol of Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with
+Pointer-Augmented Neural Memory, TMLR)
 and its authors' code (listed in docs/tasks.md): batch
 128, RMSprop with learning rate 1e-4, momentum 0.9, decay 0.95, gradient values
 clipped at 10, 50,000 steps, checkpoint selection on the L+1 validation set.
@@ -33,8 +34,15 @@ from typing import Any
 
 from panm_jax.errors import UserError
 
-__all__ = ["ConfigError", "OptimizerConfig", "TrainConfig", "check_type", "load_config", "parse_overrides",
-           "resume_differences"]
+__all__ = [
+    "ConfigError",
+    "OptimizerConfig",
+    "TrainConfig",
+    "check_type",
+    "load_config",
+    "parse_overrides",
+    "resume_differences",
+]
 
 OPTIMIZERS = ("rmsprop", "adam", "adamw", "sgd")
 SCHEDULES = ("constant", "cosine", "warmup_cosine")
@@ -136,16 +144,26 @@ class TrainConfig:
         for name in ("task", "model"):
             if not getattr(self, name):
                 raise ConfigError(name, f"expected a non-empty string, got {getattr(self, name)!r}")
-        for name in ("batch_size", "num_steps", "eval_every", "eval_examples", "eval_batch_size",
-                     "checkpoint_every", "keep_checkpoints", "log_every"):
+        for name in (
+            "batch_size",
+            "num_steps",
+            "eval_every",
+            "eval_examples",
+            "eval_batch_size",
+            "checkpoint_every",
+            "keep_checkpoints",
+            "log_every",
+        ):
             _positive_int(name, getattr(self, name))
         _non_negative_int("seed", self.seed)
         if self.max_minutes is not None:
             _positive("max_minutes", self.max_minutes)
         _one_of("on_nan", self.on_nan, ON_NAN)
         if self.optimizer.warmup_steps > self.num_steps:
-            raise ConfigError("optimizer.warmup_steps", f"expected at most num_steps ({self.num_steps}), "
-                              f"got {self.optimizer.warmup_steps}")
+            raise ConfigError(
+                "optimizer.warmup_steps",
+                f"expected at most num_steps ({self.num_steps}), got {self.optimizer.warmup_steps}",
+            )
         buckets = tuple(self.buckets)
         if any(b < 1 for b in buckets) or list(buckets) != sorted(set(buckets)):
             raise ConfigError("buckets", f"expected strictly ascending positive integers, got {list(buckets)}")
@@ -253,8 +271,11 @@ def _fits(value, hint) -> bool:
     if origin is not None and issubclass(origin, collections.abc.Mapping):
         return isinstance(value, Mapping)
     if origin is not None and issubclass(origin, collections.abc.Sequence):
-        return (isinstance(value, (list, tuple)) and not isinstance(value, str)
-                and all(_fits(v, args[0]) for v in value) if args else True)
+        return (
+            isinstance(value, (list, tuple)) and not isinstance(value, str) and all(_fits(v, args[0]) for v in value)
+            if args
+            else True
+        )
     return isinstance(value, hint) if isinstance(hint, type) else True
 
 

@@ -42,7 +42,9 @@ def mode_seed(task: Task, mode: str, seed: int) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little") & 0x7FFF_FFFF
 
 
-def eval_sets(task: Task, modes: Sequence[str], num_examples: int, batch_size: int, seed: int) -> dict[str, list[Batch]]:
+def eval_sets(
+    task: Task, modes: Sequence[str], num_examples: int, batch_size: int, seed: int
+) -> dict[str, list[Batch]]:
     """Fixed evaluation batches per mode (seeded by ``mode_seed``), padded to the mode's longest shape."""
     out = {}
     for mode in modes:
@@ -101,5 +103,7 @@ def _plain(value):
 def split_seeds(results: dict[str, dict[str, Any]], num_seeds: int) -> list[dict[str, dict[str, Any]]]:
     """``evaluate``'s results of a seed-batched ``eval_step`` (each metric a list over seeds) -> one
     results dict per seed, each what ``evaluate`` gives for that seed's parameters alone."""
-    return [{mode: {k: (v[i] if isinstance(v, list) else v) for k, v in row.items()} for mode, row in results.items()}
-            for i in range(num_seeds)]
+    return [
+        {mode: {k: (v[i] if isinstance(v, list) else v) for k, v in row.items()} for mode, row in results.items()}
+        for i in range(num_seeds)
+    ]

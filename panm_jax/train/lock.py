@@ -103,8 +103,10 @@ class WorkdirLock:
     def _busy_message(self, holder: tuple[int | None, str]) -> str:
         pid, host = holder
         who = f"process {pid}" + (f" on {host}" if host else "") if pid is not None else "another process"
-        return (f"--workdir: {str(self.workdir)!r} is in use by another run ({who} holds {self.path}); "
-                "wait for it to finish or use another workdir")
+        return (
+            f"--workdir: {str(self.workdir)!r} is in use by another run ({who} holds {self.path}); "
+            "wait for it to finish or use another workdir"
+        )
 
     def release(self) -> None:
         """Empty the file (a clean end) and drop the lock; a no-op when not held."""
@@ -126,8 +128,9 @@ class WorkdirLock:
 
 
 @contextmanager
-def run_lock(workdir: str | Path, *, primary: bool = True,
-             agree: Callable[[bool], bool] | None = None) -> Iterator[WorkdirLock | None]:
+def run_lock(
+    workdir: str | Path, *, primary: bool = True, agree: Callable[[bool], bool] | None = None
+) -> Iterator[WorkdirLock | None]:
     """The lock of a run of one or several processes; yields the ``WorkdirLock`` held, or ``None``.
 
     One process (``agree`` ``None``): ``WorkdirLock(workdir)``. Several: the
@@ -151,8 +154,10 @@ def run_lock(workdir: str | Path, *, primary: bool = True,
         if not agree(failure is None):
             if failure is not None:
                 raise failure
-            raise WorkdirBusy(f"--workdir: process 0 of this run could not take {Path(workdir) / LOCK_FILE} "
-                              "(another run holds it, or the folder cannot be written); its error names the reason")
+            raise WorkdirBusy(
+                f"--workdir: process 0 of this run could not take {Path(workdir) / LOCK_FILE} "
+                "(another run holds it, or the folder cannot be written); its error names the reason"
+            )
         yield lock
     finally:
         if lock is not None:

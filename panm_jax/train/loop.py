@@ -63,7 +63,7 @@ from panm_jax.tasks.buckets import pad_to_bucket
 from panm_jax.tasks.losses import check_batch
 from panm_jax.train import evaluate as evaluation
 from panm_jax.train import report
-from panm_jax.train.checkpoint import CheckpointError, Checkpointer
+from panm_jax.train.checkpoint import Checkpointer, CheckpointError
 from panm_jax.train.config import TrainConfig, resume_differences
 from panm_jax.train.io import append_jsonl, atomic_write_text
 from panm_jax.train.lock import run_lock
@@ -114,12 +114,14 @@ def training_batch(task, config: TrainConfig, step: int, buckets):
 def check_batch_sizes(config: TrainConfig, num_devices: int) -> None:
     """Every batch of the run (training, and evaluation with its smaller last batch) splits evenly over
     the ``num_devices`` devices of the mesh (of all processes); raises ``UserError`` naming the field."""
-    where = f"the {num_devices} devices" + (f" of the {jax.process_count()} processes" if jax.process_count() > 1
-                                            else "")
+    where = f"the {num_devices} devices" + (
+        f" of the {jax.process_count()} processes" if jax.process_count() > 1 else ""
+    )
     ex, eb = config.eval_examples, config.eval_batch_size
     # With eval_batch_size a multiple, eval_examples is one exactly when its last evaluation batch is.
-    sizes = [("batch_size", config.batch_size)] + ([("eval_batch_size", eb)] if ex > eb else []) + [
-        ("eval_examples", ex)]
+    sizes = (
+        [("batch_size", config.batch_size)] + ([("eval_batch_size", eb)] if ex > eb else []) + [("eval_examples", ex)]
+    )
     for name, size in sizes:
         if size % num_devices:
             last = f" (a last evaluation batch of {ex % eb})" if name == "eval_examples" and ex > eb else ""
@@ -134,7 +136,10 @@ class Run:
         self.config = config
         self.task = get_task(config.task, **config.task_options)
         self.model = build_model(
-            config.model, input_size=self.task.input_size, output_size=self.task.output_size, seed=config.seed,
+            config.model,
+            input_size=self.task.input_size,
+            output_size=self.task.output_size,
+            seed=config.seed,
             **config.model_options,
         )
         self.optimizer = make_optimizer(config.optimizer, config.num_steps)
@@ -206,8 +211,10 @@ def config_check(config: TrainConfig, workdir: Path):
         try:
             stored = TrainConfig.from_dict(meta["config"])
         except (KeyError, TypeError, ValueError) as err:
-            raise CheckpointError(f"config: the checkpoints in {str(workdir)!r} hold no config this version can "
-                                  f"read ({type(err).__name__}: {err}); use another workdir") from err
+            raise CheckpointError(
+                f"config: the checkpoints in {str(workdir)!r} hold no config this version can "
+                f"read ({type(err).__name__}: {err}); use another workdir"
+            ) from err
         diff = resume_differences(stored, config)
         if diff:
             shown = "; ".join(f"{name}: {old!r} in the checkpoints, {new!r} given" for name, old, new in diff[:4])
@@ -226,28 +233,37 @@ def _check_losses(unchecked, config: TrainConfig, ckpt: Checkpointer, log_path: 
     Every process sees the same (global) losses and decides the same; the ``primary`` one logs.
     """
     values = jax.device_get([(m["loss"], m.get("grad_norm", 0.0)) for _, m in unchecked])
-    bad = [(step, float(loss), float(norm)) for (step, _), (loss, norm) in zip(unchecked, values)
-           if not (np.isfinite(loss) and np.isfinite(norm))]
+    bad = [
+        (step, float(loss), float(norm))
+        for (step, _), (loss, norm) in zip(unchecked, values, strict=True)
+        if not (np.isfinite(loss) and np.isfinite(norm))
+    ]
     if not bad:
         return
     if config.on_nan == "stop":
         step, loss, norm = bad[0]
         if primary:
-            append_jsonl(log_path, {"event": "non-finite loss", "step": step, "loss": loss, "grad_norm": norm,
-                                    "on_nan": "stop"})
+            append_jsonl(
+                log_path, {"event": "non-finite loss", "step": step, "loss": loss, "grad_norm": norm, "on_nan": "stop"}
+            )
         last = ckpt.latest.latest_step()
-        kept = f"the last good checkpoint is {ckpt.latest.directory / str(last)}" if last is not None else (
-            "no checkpoint was saved before it")
+        kept = (
+            f"the last good checkpoint is {ckpt.latest.directory / str(last)}"
+            if last is not None
+            else ("no checkpoint was saved before it")
+        )
         raise NonFiniteLossError(
             f"loss: non-finite at step {step} (loss {loss}, gradient norm {norm}); the run stopped and saved "
-            f"nothing after it ({kept}); set on_nan = \"skip-batch\" (--on-nan skip-batch) to skip such batches"
+            f'nothing after it ({kept}); set on_nan = "skip-batch" (--on-nan skip-batch) to skip such batches'
         )
     if not primary:
         return
     for step, loss, norm in bad:
         append_jsonl(log_path, {"event": "skipped non-finite batch", "step": step, "loss": loss, "grad_norm": norm})
-    note(f"skipped {len(bad)} batch(es) with a non-finite loss or gradient (steps {[b[0] for b in bad]}): "
-         "parameters and optimiser state left unchanged for them")
+    note(
+        f"skipped {len(bad)} batch(es) with a non-finite loss or gradient (steps {[b[0] for b in bad]}): "
+        "parameters and optimiser state left unchanged for them"
+    )
 
 
 def _time_up(deadline: float) -> bool:
@@ -281,8 +297,10 @@ def train_and_evaluate(
     workdir = Path(workdir)
     with run_lock(workdir, primary=is_primary(), agree=all_agree if several else None) as lock:
         if lock is not None and lock.stale_pid is not None:
-            note(f"{lock.path}: the run of process {lock.stale_pid} ended without releasing it (crashed or killed); "
-                 "taking it over")
+            note(
+                f"{lock.path}: the run of process {lock.stale_pid} ended without releasing it (crashed or killed); "
+                "taking it over"
+            )
         return _train_and_evaluate(config, workdir, progress=progress, console=console)
 
 
@@ -301,14 +319,16 @@ def _train(run: Run, ckpt: Checkpointer, workdir: Path, *, progress: bool, conso
     primary = is_primary()  # writes the run's files (process 0; the only process of a single-process run)
     check = config_check(c, workdir)
     restored = ckpt.restore_latest(jax.device_get(state), check)
-    best_meta = ckpt.best_meta(check, then="the run goes on from the latest checkpoint and keeps a new best "
-                                           "at its next evaluation")
+    best_meta = ckpt.best_meta(
+        check, then="the run goes on from the latest checkpoint and keeps a new best at its next evaluation"
+    )
     if restored is not None:
         saved_state, meta = restored
         if meta["step"] > c.num_steps:
             raise CheckpointError(
                 f"num_steps: the checkpoints in {str(workdir)!r} are at step {meta['step']}, beyond the "
-                f"num_steps given ({c.num_steps}); give at least {meta['step']} to resume, or use another workdir")
+                f"num_steps given ({c.num_steps}); give at least {meta['step']} to resume, or use another workdir"
+            )
         state = replicate(saved_state, run.mesh)
         console.print(f"resumed from step {meta['step']} ({workdir / 'checkpoints'})")
         if primary:
@@ -356,8 +376,9 @@ def _train(run: Run, ckpt: Checkpointer, workdir: Path, *, progress: bool, conso
                 t_last, s_last = now, done
                 if primary:
                     append_jsonl(log_path, {"step": done, "time": time.time(), "steps_per_s": rate, **m})
-                bar.update(job, completed=done, loss=f"{m['loss']:.4f}", acc=f"{100 * m[headline]:.1f}%",
-                           rate=f"{rate:.1f}")
+                bar.update(
+                    job, completed=done, loss=f"{m['loss']:.4f}", acc=f"{100 * m[headline]:.1f}%", rate=f"{rate:.1f}"
+                )
             if eval_now:
                 val = run.evaluate(state.params, (c.select_mode,), evaluation.VALIDATION_SEED)
                 score = (val[c.select_mode][headline], -val[c.select_mode]["loss"])
@@ -365,12 +386,23 @@ def _train(run: Run, ckpt: Checkpointer, workdir: Path, *, progress: bool, conso
                     append_jsonl(log_path, {"step": done, "validation": val})
                 if score > best_score:
                     best_score = score
-                    ckpt.save_best(done, jax.device_get(state), {
-                        "step": done, "score": score[0], "loss": -score[1], "mode": c.select_mode,
-                        "config": c.to_dict()})
+                    ckpt.save_best(
+                        done,
+                        jax.device_get(state),
+                        {
+                            "step": done,
+                            "score": score[0],
+                            "loss": -score[1],
+                            "mode": c.select_mode,
+                            "config": c.to_dict(),
+                        },
+                    )
             if save_now:
-                ckpt.save(done, jax.device_get(state), {"step": done, "data_position": done, "seed": c.seed,
-                                                        "config": c.to_dict()})
+                ckpt.save(
+                    done,
+                    jax.device_get(state),
+                    {"step": done, "data_position": done, "seed": c.seed, "config": c.to_dict()},
+                )
             if last:
                 if done < c.num_steps and primary:
                     append_jsonl(log_path, {"event": "time budget reached", "step": done, "max_minutes": c.max_minutes})

@@ -30,8 +30,13 @@ def make_optimizer(config: OptimizerConfig, num_steps: int) -> optax.GradientTra
         # PyTorch's RMSprop (eps_in_sqrt false): v = a v + (1 - a) g^2; b = m b + g / (sqrt(v) + eps);
         # theta -= lr b. optax scales by the learning rate before its momentum trace, the same
         # update under a constant learning rate.
-        opt = optax.rmsprop(schedule, decay=config.decay, eps=config.eps, eps_in_sqrt=config.eps_in_sqrt,
-                            momentum=config.momentum or None)
+        opt = optax.rmsprop(
+            schedule,
+            decay=config.decay,
+            eps=config.eps,
+            eps_in_sqrt=config.eps_in_sqrt,
+            momentum=config.momentum or None,
+        )
     elif config.name == "adam":
         opt = optax.adam(schedule)
     elif config.name == "adamw":

@@ -52,8 +52,15 @@ from panm_jax.tasks.losses import check_batch
 from panm_jax.train.evaluate import TEST_SEED
 
 __all__ = [
-    "POWERS_OF_TWO", "PER_LENGTH", "CompileCounter", "EvalPieces", "RangeResult", "length_batches", "length_seed",
-    "range_buckets", "range_evaluate",
+    "POWERS_OF_TWO",
+    "PER_LENGTH",
+    "CompileCounter",
+    "EvalPieces",
+    "RangeResult",
+    "length_batches",
+    "length_seed",
+    "range_buckets",
+    "range_evaluate",
 ]
 
 POWERS_OF_TWO = "powers-of-two"  # buckets 2^k from the first >= the shortest length to the first >= the longest
@@ -139,18 +146,42 @@ class RangeResult:
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> RangeResult:
-        known = {"task", "model", "metric", "step", "lengths", "num_lengths", "score", "compiles", "compile_seconds",
-                 "wall_seconds", "train_lengths", "examples_per_length", "batch_size", "buckets", "buckets_used",
-                 "seed", "rows"}
+        known = {
+            "task",
+            "model",
+            "metric",
+            "step",
+            "lengths",
+            "num_lengths",
+            "score",
+            "compiles",
+            "compile_seconds",
+            "wall_seconds",
+            "train_lengths",
+            "examples_per_length",
+            "batch_size",
+            "buckets",
+            "buckets_used",
+            "seed",
+            "rows",
+        }
         buckets = record["buckets"]
         return cls(
-            task=record["task"], model=record["model"], metric=record["metric"],
-            rows=tuple(dict(r) for r in record["rows"]), score=float(record["score"]),
-            compiles=int(record["compiles"]), compile_seconds=float(record["compile_seconds"]),
-            wall_seconds=float(record["wall_seconds"]), train_lengths=tuple(record["train_lengths"]),
-            examples_per_length=int(record["examples_per_length"]), batch_size=int(record["batch_size"]),
-            buckets=buckets if isinstance(buckets, str) else tuple(buckets), seed=int(record["seed"]),
-            step=record.get("step"), extra={k: v for k, v in record.items() if k not in known},
+            task=record["task"],
+            model=record["model"],
+            metric=record["metric"],
+            rows=tuple(dict(r) for r in record["rows"]),
+            score=float(record["score"]),
+            compiles=int(record["compiles"]),
+            compile_seconds=float(record["compile_seconds"]),
+            wall_seconds=float(record["wall_seconds"]),
+            train_lengths=tuple(record["train_lengths"]),
+            examples_per_length=int(record["examples_per_length"]),
+            batch_size=int(record["batch_size"]),
+            buckets=buckets if isinstance(buckets, str) else tuple(buckets),
+            seed=int(record["seed"]),
+            step=record.get("step"),
+            extra={k: v for k, v in record.items() if k not in known},
         )
 
 
@@ -219,8 +250,9 @@ def _fill_rows(batch: Batch, rows: int) -> Batch:
     idx = np.concatenate([np.arange(n), np.zeros(rows - n, dtype=np.int64)])
     target_mask = np.asarray(batch.target_mask)[idx].copy()
     target_mask[n:] = False
-    return Batch(np.asarray(batch.inputs)[idx], np.asarray(batch.input_mask)[idx], np.asarray(batch.targets)[idx],
-                 target_mask)
+    return Batch(
+        np.asarray(batch.inputs)[idx], np.asarray(batch.input_mask)[idx], np.asarray(batch.targets)[idx], target_mask
+    )
 
 
 def length_batches(task: Task, length: int, num_examples: int, batch_size: int, seed: int) -> list[Batch]:
@@ -244,8 +276,13 @@ def _pieces(run_or_pieces) -> EvalPieces:
     if isinstance(run_or_pieces, EvalPieces):
         return run_or_pieces
     run = run_or_pieces  # a train.loop.Run
-    return EvalPieces(task=run.task, eval_step=run.eval_step, shard=run.shard, model=run.config.model,
-                      num_devices=int(run.mesh.devices.size))
+    return EvalPieces(
+        task=run.task,
+        eval_step=run.eval_step,
+        shard=run.shard,
+        model=run.config.model,
+        num_devices=int(run.mesh.devices.size),
+    )
 
 
 def _check_int(name: str, value, lo: int = 1) -> int:
@@ -303,14 +340,17 @@ def range_evaluate(
     examples = _check_int("examples_per_length", examples_per_length)
     rows_per_step = min(_check_int("batch_size", batch_size), examples)
     if rows_per_step % pieces.num_devices:
-        raise ValueError(f"batch_size: expected a multiple of the {pieces.num_devices} devices, got {rows_per_step}"
-                         + (f" (examples_per_length {examples} caps it)" if rows_per_step < batch_size else ""))
+        raise ValueError(
+            f"batch_size: expected a multiple of the {pieces.num_devices} devices, got {rows_per_step}"
+            + (f" (examples_per_length {examples} caps it)" if rows_per_step < batch_size else "")
+        )
     if isinstance(buckets, str):
         if buckets == POWERS_OF_TWO:
             buckets = range_buckets(values)
         elif buckets != PER_LENGTH:
-            raise ValueError(f"buckets: expected {POWERS_OF_TWO!r}, {PER_LENGTH!r} or a list of lengths, "
-                             f"got {buckets!r}")
+            raise ValueError(
+                f"buckets: expected {POWERS_OF_TWO!r}, {PER_LENGTH!r} or a list of lengths, got {buckets!r}"
+            )
     else:
         buckets = tuple(int(b) for b in buckets)
     headline = task.metric_names[0]
@@ -341,10 +381,10 @@ def range_evaluate(
             pending.append((n, bucket, outs))
         fetched = jax.device_get([[m for m, _, _ in outs] for _, _, outs in pending])
     rows = []
-    for (n, bucket, outs), metrics in zip(pending, fetched):
+    for (n, bucket, outs), metrics in zip(pending, fetched, strict=True):
         sums: dict[str, float] = {}
         weights: dict[str, float] = {}
-        for m, (_, n_seq, n_tok) in zip(metrics, outs):
+        for m, (_, n_seq, n_tok) in zip(metrics, outs, strict=True):
             for name in task.metric_names:
                 w = n_tok if name == "token_accuracy" else n_seq
                 sums[name] = sums.get(name, 0.0) + float(m[name]) * w
@@ -357,10 +397,17 @@ def range_evaluate(
         rows.append(row)
     wall = time.perf_counter() - start
     return RangeResult(
-        task=task.name, model=pieces.model, metric=headline, rows=tuple(rows),
-        score=float(np.mean([r[headline] for r in rows])), compiles=counter.count,
-        compile_seconds=counter.seconds, wall_seconds=wall,
+        task=task.name,
+        model=pieces.model,
+        metric=headline,
+        rows=tuple(rows),
+        score=float(np.mean([r[headline] for r in rows])),
+        compiles=counter.count,
+        compile_seconds=counter.seconds,
+        wall_seconds=wall,
         train_lengths=(int(task.train_lengths.lo), int(task.train_lengths.hi)),
-        examples_per_length=examples, batch_size=rows_per_step,
-        buckets=buckets if isinstance(buckets, str) else tuple(buckets), seed=int(seed),
+        examples_per_length=examples,
+        batch_size=rows_per_step,
+        buckets=buckets if isinstance(buckets, str) else tuple(buckets),
+        seed=int(seed),
     )

@@ -33,8 +33,20 @@ from rich.table import Table
 
 from panm_jax.train.io import atomic_write_bytes, atomic_write_text
 
-__all__ = ["default_labels", "load_range", "load_results", "plot_accuracy", "plot_range", "plot_title", "plot_traces",
-           "print_range", "print_results", "save_figure", "write_range", "write_results"]
+__all__ = [
+    "default_labels",
+    "load_range",
+    "load_results",
+    "plot_accuracy",
+    "plot_range",
+    "plot_title",
+    "plot_traces",
+    "print_range",
+    "print_results",
+    "save_figure",
+    "write_range",
+    "write_results",
+]
 
 
 def _columns(results: dict[str, Any]) -> list[str]:
@@ -86,19 +98,24 @@ def load_results(path: str | Path) -> dict[str, Any]:
     if path.is_dir():
         path = path / "results.json"
     if not path.is_file():
-        raise UserError(f"results: expected a results.json file or a run folder holding one, got {str(path)!r}, "
-                        "which does not exist")
+        raise UserError(
+            f"results: expected a results.json file or a run folder holding one, got {str(path)!r}, "
+            "which does not exist"
+        )
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as err:
         raise UserError(f"results: cannot parse {str(path)!r}: not UTF-8 text ({err})") from err
     except json.JSONDecodeError as err:
         raise UserError(f"results: cannot parse {str(path)!r}: {err}") from err
-    missing = [k for k in ("task", "model", "metric", "step", "modes")
-               if not isinstance(record, dict) or k not in record]
+    missing = [
+        k for k in ("task", "model", "metric", "step", "modes") if not isinstance(record, dict) or k not in record
+    ]
     if missing:
-        raise UserError(f"results: expected a results record (written by panm-jax train or eval) in {str(path)!r}, "
-                        f"missing {missing}")
+        raise UserError(
+            f"results: expected a results record (written by panm-jax train or eval) in {str(path)!r}, "
+            f"missing {missing}"
+        )
     return record
 
 
@@ -106,13 +123,17 @@ def default_labels(runs: Sequence[dict[str, Any]], paths: Sequence[str | Path]) 
     """``model (step N)`` per run; runs that would share a label get their file's run folder (or the
     whole path) in it instead, so every line of a plot has its own label."""
     labels = [f"{res['model']} (step {res['step']})" for res in runs]
-    for where in (lambda p: Path(p).resolve().parent.name if Path(p).is_file() else Path(p).resolve().name,
-                  lambda p: str(p)):
+    for where in (
+        lambda p: Path(p).resolve().parent.name if Path(p).is_file() else Path(p).resolve().name,
+        lambda p: str(p),
+    ):
         dup = {label for label in labels if labels.count(label) > 1}
         if not dup:
             break
-        labels = [f"{res['model']} ({where(p)}, step {res['step']})" if label in dup else label
-                  for res, p, label in zip(runs, paths, labels)]
+        labels = [
+            f"{res['model']} ({where(p)}, step {res['step']})" if label in dup else label
+            for res, p, label in zip(runs, paths, labels, strict=False)
+        ]
     return labels
 
 
@@ -149,8 +170,12 @@ def print_seed_summary(records: list[dict[str, Any]], console: Console | None = 
     for i, row in enumerate(first["modes"]):
         values = [100 * r["modes"][i][metric] for r in records]
         std = statistics.stdev(values) if len(values) > 1 else 0.0
-        table.add_row(row["mode"], str(row["length"]), *(f"{v:.1f}%" for v in values),
-                      f"{statistics.mean(values):.1f} ± {std:.1f}")
+        table.add_row(
+            row["mode"],
+            str(row["length"]),
+            *(f"{v:.1f}%" for v in values),
+            f"{statistics.mean(values):.1f} ± {std:.1f}",
+        )
     console.print(table)
 
 
@@ -218,7 +243,7 @@ def plot_traces(traces: dict[str, np.ndarray], out: str | Path, title: str = "")
 
     names = list(traces)
     fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.6), dpi=120, squeeze=False)
-    for ax, name in zip(axes[0], names):
+    for ax, name in zip(axes[0], names, strict=True):
         w = np.asarray(traces[name])
         im = ax.imshow(w, aspect="auto", cmap="viridis", vmin=0.0, vmax=max(float(w.max()), 1e-6))
         ax.set_title(name)
@@ -270,8 +295,10 @@ def load_range(path: str | Path) -> dict[str, Any]:
     if path.is_dir():
         path = path / "range.json"
     if not path.is_file():
-        raise UserError(f"range: expected a range.json file or a run folder holding one (panm-jax eval --lengths "
-                        f"writes it), got {str(path)!r}, which does not exist")
+        raise UserError(
+            f"range: expected a range.json file or a run folder holding one (panm-jax eval --lengths "
+            f"writes it), got {str(path)!r}, which does not exist"
+        )
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as err:
@@ -280,8 +307,9 @@ def load_range(path: str | Path) -> dict[str, Any]:
         raise UserError(f"range: cannot parse {str(path)!r}: {err}") from err
     missing = [k for k in _RANGE_KEYS if not isinstance(record, dict) or k not in record]
     if missing:
-        raise UserError(f"range: expected a range record (written by panm-jax eval --lengths) in {str(path)!r}, "
-                        f"missing {missing}")
+        raise UserError(
+            f"range: expected a range record (written by panm-jax eval --lengths) in {str(path)!r}, missing {missing}"
+        )
     return record
 
 
@@ -314,7 +342,7 @@ def print_range(result, console: Console | None = None, group: int | None = None
         return out
 
     for i in range(0, len(rows), group):
-        part = rows[i:i + group]
+        part = rows[i : i + group]
         lo, hi = part[0]["length"], part[-1]["length"]
         buckets = sorted({r["bucket"] for r in part})
         table.add_row(f"{lo}" if lo == hi else f"{lo}..{hi}", ",".join(str(b) for b in buckets), *cells(part))
@@ -322,10 +350,12 @@ def print_range(result, console: Console | None = None, group: int | None = None
     table.add_row(f"mean ({len(rows)} lengths)", "", *cells(rows), style="bold")
     console.print(table)
     buckets = record.get("buckets_used") or []
-    console.print(f"score ({metric} averaged over lengths): {100 * record['score']:.2f}%; "
-                  f"{record.get('compiles', '?')} compilation(s) of the eval step for {len(buckets)} bucket(s) "
-                  f"{buckets}; wall time {record.get('wall_seconds', float('nan')):.1f} s "
-                  f"({record.get('examples_per_length', '?')} examples per length)")
+    console.print(
+        f"score ({metric} averaged over lengths): {100 * record['score']:.2f}%; "
+        f"{record.get('compiles', '?')} compilation(s) of the eval step for {len(buckets)} bucket(s) "
+        f"{buckets}; wall time {record.get('wall_seconds', float('nan')):.1f} s "
+        f"({record.get('examples_per_length', '?')} examples per length)"
+    )
 
 
 def _range_labels(records: Sequence[dict[str, Any]]) -> list[str]:
@@ -352,15 +382,17 @@ def plot_range(results: Sequence, out: str | Path, labels: Sequence[str] | None 
     for rec in records:
         lo, hi = (int(v) for v in rec["train_lengths"])
         if (lo, hi) not in shaded:
-            ax.axvspan(lo - 0.5, hi + 0.5, color="grey", alpha=0.15, lw=0,
-                       label="training lengths" if not shaded else None)
+            ax.axvspan(
+                lo - 0.5, hi + 0.5, color="grey", alpha=0.15, lw=0, label="training lengths" if not shaded else None
+            )
             shaded.add((lo, hi))
-    for label, rec in zip(labels, records):
+    for label, rec in zip(labels, records, strict=False):
         rows = sorted(rec["rows"], key=lambda r: r["length"])
         xs = [r["length"] for r in rows]
         ys = [100 * r[rec["metric"]] for r in rows]
-        ax.plot(xs, ys, lw=1.2, marker="." if len(xs) <= 60 else None,
-                label=f"{label} (mean {100 * rec['score']:.1f}%)")
+        ax.plot(
+            xs, ys, lw=1.2, marker="." if len(xs) <= 60 else None, label=f"{label} (mean {100 * rec['score']:.1f}%)"
+        )
     ax.set_xlim(left=0)
     ax.set_xlabel("test length")
     ax.set_ylabel(f"{records[0]['metric']} (%)")

@@ -59,7 +59,7 @@ from panm_jax.tasks import get_task
 from panm_jax.tasks.buckets import pad_batch
 from panm_jax.train import evaluate as evaluation
 from panm_jax.train import report
-from panm_jax.train.checkpoint import CheckpointError, Checkpointer
+from panm_jax.train.checkpoint import Checkpointer, CheckpointError
 from panm_jax.train.config import TrainConfig
 from panm_jax.train.io import append_jsonl, atomic_write_text
 from panm_jax.train.lock import run_lock
@@ -111,8 +111,10 @@ def check_seed_configs(configs: Sequence[TrainConfig]) -> None:
         other = {k: v for k, v in c.to_dict().items() if k != "seed"}
         diff = sorted(k for k in first if first[k] != other.get(k))
         if diff:
-            raise UserError(f"seeds: the runs trained together must differ only in their seed; seed {c.seed} "
-                            f"differs from seed {configs[0].seed} in {diff}")
+            raise UserError(
+                f"seeds: the runs trained together must differ only in their seed; seed {c.seed} "
+                f"differs from seed {configs[0].seed} in {diff}"
+            )
 
 
 class SeedGroup:
@@ -128,8 +130,13 @@ class SeedGroup:
         self.optimizer = make_optimizer(c.optimizer, c.num_steps)
         states = []
         for cs in configs:  # each seed's initial state, exactly a single run's (Run in train/loop.py)
-            model = build_model(cs.model, input_size=self.task.input_size, output_size=self.task.output_size,
-                                seed=cs.seed, **cs.model_options)
+            model = build_model(
+                cs.model,
+                input_size=self.task.input_size,
+                output_size=self.task.output_size,
+                seed=cs.seed,
+                **cs.model_options,
+            )
             self.graphdef, state = init_train_state(model, self.optimizer, seed=cs.seed)
             states.append(jax.device_get(state))
         self.template = states[0]  # the structure of one seed's state, for restoring checkpoints
@@ -138,8 +145,7 @@ class SeedGroup:
         self.state = replicate(stack(states), self.mesh)
         self.buckets = tuple(c.buckets) or default_buckets(self.task)
         self.modes = tuple(c.eval_modes) or tuple(self.task.test_modes)
-        train_step = make_train_step(self.graphdef, self.optimizer, self.task,
-                                     skip_nonfinite=c.on_nan == "skip-batch")
+        train_step = make_train_step(self.graphdef, self.optimizer, self.task, skip_nonfinite=c.on_nan == "skip-batch")
 
         def masked_step(state, batch, active):
             # An inactive seed (ahead of the others after a resume) keeps its state: step, key and all.
@@ -164,7 +170,9 @@ class SeedGroup:
 
     def batch(self, steps: Sequence[int]):
         """The stacked batch ``[S, B, ...]``: seed s's batch of step ``steps[s]``, all padded to the longest."""
-        batches = [training_batch(self.task, cs, step, self.buckets) for cs, step in zip(self.configs, steps)]
+        batches = [
+            training_batch(self.task, cs, step, self.buckets) for cs, step in zip(self.configs, steps, strict=True)
+        ]
         t_in = max(b.inputs.shape[1] for b in batches)
         t_out = max(b.targets.shape[1] for b in batches)
         batches = [pad_batch(b, t_in, t_out) for b in batches]
@@ -174,8 +182,9 @@ class SeedGroup:
         """Per seed, ``evaluate``'s ``{mode: row}`` of that seed's parameters in the stacked ``params``."""
         c = self.config
         sets = evaluation.eval_sets(self.task, modes, c.eval_examples, c.eval_batch_size, seed)
-        results = evaluation.evaluate(self.eval_step, params, self.task, sets, seed,
-                                      shard=lambda b: shard_batch(b, self.mesh))
+        results = evaluation.evaluate(
+            self.eval_step, params, self.task, sets, seed, shard=lambda b: shard_batch(b, self.mesh)
+        )
         return evaluation.split_seeds(results, self.size)
 
 
@@ -208,25 +217,31 @@ def train_seeds(
         for w in workdirs:
             lock = stack_.enter_context(run_lock(w, primary=is_primary(), agree=all_agree if several else None))
             if lock is not None and lock.stale_pid is not None:
-                note(f"{lock.path}: the run of process {lock.stale_pid} ended without releasing it (crashed or "
-                     "killed); taking it over")
+                note(
+                    f"{lock.path}: the run of process {lock.stale_pid} ended without releasing it (crashed or "
+                    "killed); taking it over"
+                )
         group = SeedGroup(configs)
-        ckpts = [stack_.enter_context(contextlib.closing(Checkpointer(w, keep=c.keep_checkpoints, notify=note)))
-                 for w, c in zip(workdirs, configs)]
+        ckpts = [
+            stack_.enter_context(contextlib.closing(Checkpointer(w, keep=c.keep_checkpoints, notify=note)))
+            for w, c in zip(workdirs, configs, strict=True)
+        ]
         return _train(group, ckpts, workdirs, progress=progress, console=console)
 
 
-def _train(group: SeedGroup, ckpts: list[Checkpointer], workdirs: list[Path], *, progress: bool,
-           console: Console) -> list[dict[str, Any]]:
+def _train(
+    group: SeedGroup, ckpts: list[Checkpointer], workdirs: list[Path], *, progress: bool, console: Console
+) -> list[dict[str, Any]]:
     c, configs, S = group.config, group.configs, group.size
     primary = is_primary()
-    checks = [config_check(cs, w) for cs, w in zip(configs, workdirs)]
+    checks = [config_check(cs, w) for cs, w in zip(configs, workdirs, strict=True)]
     states = [jax.device_get(unstack(group.state, s)) for s in range(S)]
     best_scores = []
     for s in range(S):
         restored = ckpts[s].restore_latest(group.template, checks[s])
-        best_meta = ckpts[s].best_meta(checks[s], then="the run goes on from the latest checkpoint and keeps a new "
-                                                       "best at its next evaluation")
+        best_meta = ckpts[s].best_meta(
+            checks[s], then="the run goes on from the latest checkpoint and keeps a new best at its next evaluation"
+        )
         best_scores.append((best_meta["score"], -best_meta["loss"]) if best_meta else (-np.inf, -np.inf))
         if restored is not None:
             saved, meta = restored
@@ -234,7 +249,8 @@ def _train(group: SeedGroup, ckpts: list[Checkpointer], workdirs: list[Path], *,
                 raise CheckpointError(
                     f"num_steps: the checkpoints in {str(workdirs[s])!r} are at step {meta['step']}, beyond the "
                     f"num_steps given ({c.num_steps}); give at least {meta['step']} to resume, or use another "
-                    "workdir")
+                    "workdir"
+                )
             states[s] = saved
             console.print(f"seed {configs[s].seed}: resumed from step {meta['step']} ({workdirs[s] / 'checkpoints'})")
             if primary:
@@ -245,17 +261,29 @@ def _train(group: SeedGroup, ckpts: list[Checkpointer], workdirs: list[Path], *,
     pos = [int(st.step) for st in states]  # each seed's steps taken
     logs = [w / "metrics.jsonl" for w in workdirs]
     headline = group.task.metric_names[0]
-    columns = [TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("loss {task.fields[loss]}"), TextColumn("acc {task.fields[acc]}"),
-               TextColumn("{task.fields[rate]} steps/s"), TimeElapsedColumn(), TimeRemainingColumn()]
+    columns = [
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("loss {task.fields[loss]}"),
+        TextColumn("acc {task.fields[acc]}"),
+        TextColumn("{task.fields[rate]} steps/s"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    ]
     deadline = None if c.max_minutes is None else time.monotonic() + 60.0 * c.max_minutes
-    unchecked: list[list[tuple[int, Any]]] = [[] for _ in range(S)]
     pending: list[tuple[list[int], Any]] = []  # (the steps each active seed reached, stacked metrics on device)
     t_last, s_last = time.perf_counter(), min(pos)
     seeds_text = ",".join(str(cs.seed) for cs in configs)
     with Progress(*columns, console=console, disable=not progress, transient=False) as bar:
-        job = bar.add_task(f"{c.model} on {c.task}, seeds {seeds_text}", total=c.num_steps, completed=min(pos),
-                           loss="-", acc="-", rate="-")
+        job = bar.add_task(
+            f"{c.model} on {c.task}, seeds {seeds_text}",
+            total=c.num_steps,
+            completed=min(pos),
+            loss="-",
+            acc="-",
+            rate="-",
+        )
         while min(pos) < c.num_steps:
             lo = min(pos)
             active = [p == lo for p in pos]
@@ -280,11 +308,22 @@ def _train(group: SeedGroup, ckpts: list[Checkpointer], workdirs: list[Path], *,
                 t_last, s_last = now, done
                 for s in log_now:
                     if primary:
-                        append_jsonl(logs[s], {"step": pos[s], "time": time.time(), "steps_per_s": rate,
-                                               **{k: float(v[s]) for k, v in m.items()}})
-                bar.update(job, completed=done, loss=f"{float(np.mean(m['loss'])):.4f}",
-                           acc=f"{100 * float(np.min(m[headline])):.1f}-{100 * float(np.max(m[headline])):.1f}%",
-                           rate=f"{rate:.1f}")
+                        append_jsonl(
+                            logs[s],
+                            {
+                                "step": pos[s],
+                                "time": time.time(),
+                                "steps_per_s": rate,
+                                **{k: float(v[s]) for k, v in m.items()},
+                            },
+                        )
+                bar.update(
+                    job,
+                    completed=done,
+                    loss=f"{float(np.mean(m['loss'])):.4f}",
+                    acc=f"{100 * float(np.min(m[headline])):.1f}-{100 * float(np.max(m[headline])):.1f}%",
+                    rate=f"{rate:.1f}",
+                )
             if eval_now:
                 val = group.evaluate(state.params, (c.select_mode,), evaluation.VALIDATION_SEED)
                 for s in eval_now:
@@ -294,17 +333,29 @@ def _train(group: SeedGroup, ckpts: list[Checkpointer], workdirs: list[Path], *,
                         append_jsonl(logs[s], {"step": pos[s], "validation": val[s]})
                     if score > best_scores[s]:
                         best_scores[s] = score
-                        ckpts[s].save_best(pos[s], unstack(state, s), {
-                            "step": pos[s], "score": score[0], "loss": -score[1], "mode": c.select_mode,
-                            "config": configs[s].to_dict()})
+                        ckpts[s].save_best(
+                            pos[s],
+                            unstack(state, s),
+                            {
+                                "step": pos[s],
+                                "score": score[0],
+                                "loss": -score[1],
+                                "mode": c.select_mode,
+                                "config": configs[s].to_dict(),
+                            },
+                        )
             for s in save_now:
-                ckpts[s].save(pos[s], unstack(state, s), {"step": pos[s], "data_position": pos[s],
-                                                          "seed": configs[s].seed, "config": configs[s].to_dict()})
+                ckpts[s].save(
+                    pos[s],
+                    unstack(state, s),
+                    {"step": pos[s], "data_position": pos[s], "seed": configs[s].seed, "config": configs[s].to_dict()},
+                )
             if last:
                 if done < c.num_steps and primary:
                     for s in range(S):
-                        append_jsonl(logs[s], {"event": "time budget reached", "step": pos[s],
-                                               "max_minutes": c.max_minutes})
+                        append_jsonl(
+                            logs[s], {"event": "time budget reached", "step": pos[s], "max_minutes": c.max_minutes}
+                        )
                 break
     # Each seed's best checkpoint (selected on select_mode) on the test sets, all seeds in one evaluation.
     final_state = jax.device_get(state)
@@ -336,7 +387,10 @@ def _check_pending(pending, configs, ckpts, logs, primary: bool) -> None:
         return
     values = jax.device_get([(m["loss"], m.get("grad_norm", jnp.zeros_like(m["loss"]))) for _, m in pending])
     for s in range(len(configs)):
-        steps = [(reached[s], {"loss": float(np.asarray(loss)[s]), "grad_norm": float(np.asarray(norm)[s])})
-                 for (reached, _), (loss, norm) in zip(pending, values) if reached[s] >= 0]
+        steps = [
+            (reached[s], {"loss": float(np.asarray(loss)[s]), "grad_norm": float(np.asarray(norm)[s])})
+            for (reached, _), (loss, norm) in zip(pending, values, strict=True)
+            if reached[s] >= 0
+        ]
         if steps:
             _check_losses(steps, configs[s], ckpts[s], logs[s], primary=primary)

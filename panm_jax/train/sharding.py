@@ -40,8 +40,16 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from panm_jax.errors import UserError
 
 __all__ = [
-    "DATA_AXIS", "all_agree", "all_same", "barrier", "distributed_settings", "is_primary", "make_mesh",
-    "maybe_initialize_distributed", "replicate", "shard_batch",
+    "DATA_AXIS",
+    "all_agree",
+    "all_same",
+    "barrier",
+    "distributed_settings",
+    "is_primary",
+    "make_mesh",
+    "maybe_initialize_distributed",
+    "replicate",
+    "shard_batch",
 ]
 
 DATA_AXIS = "data"
@@ -76,8 +84,13 @@ def distributed_settings(environ: Mapping[str, str] | None = None) -> dict[str, 
     if address is None and environ.get("PANM_JAX_DISTRIBUTED") != "1":
         return None
     num = _int_env(environ, "JAX_NUM_PROCESSES", 1, None, "a positive integer")
-    pid = _int_env(environ, "JAX_PROCESS_ID", 0, num,
-                   "an integer in [0, JAX_NUM_PROCESSES)" if num is not None else "a non-negative integer")
+    pid = _int_env(
+        environ,
+        "JAX_PROCESS_ID",
+        0,
+        num,
+        "an integer in [0, JAX_NUM_PROCESSES)" if num is not None else "a non-negative integer",
+    )
     return {"coordinator_address": address, "num_processes": num, "process_id": pid}
 
 
@@ -153,8 +166,9 @@ def shard_batch(batch, mesh: Mesh, axis: int = 0):
     num = mesh.devices.size
     for x in jax.tree_util.tree_leaves(batch):
         if np.shape(x)[axis] % num:
-            raise ValueError(f"batch_size: expected a multiple of the {num} devices of the mesh, "
-                             f"got {np.shape(x)[axis]}")
+            raise ValueError(
+                f"batch_size: expected a multiple of the {num} devices of the mesh, got {np.shape(x)[axis]}"
+            )
     sharding = NamedSharding(mesh, PartitionSpec(*([None] * axis), DATA_AXIS))
 
     def put(x):

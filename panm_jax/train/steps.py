@@ -77,7 +77,8 @@ def make_train_step(graphdef, optimizer: optax.GradientTransformation, task, *, 
         if skip_nonfinite:
             finite = jnp.isfinite(loss) & jnp.isfinite(metrics["grad_norm"])
             params, opt_state = jax.tree_util.tree_map(
-                lambda new, old: jnp.where(finite, new, old), (params, opt_state), (state.params, state.opt_state))
+                lambda new, old: jnp.where(finite, new, old), (params, opt_state), (state.params, state.opt_state)
+            )
         return TrainState(params, opt_state, state.step + 1, key), metrics
 
     return train_step
