@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Lint and type checks, with the tools in .venv (installed there if missing; ruff and
-# mypy are configured in pyproject.toml): ruff on the whole repository, the formatting
-# of the package and the benchmarks, and mypy on panm_jax.kernels and panm_jax.tasks.
+# mypy are configured in pyproject.toml): ruff's lint and format checks on the whole
+# repository, and mypy on panm_jax.kernels and panm_jax.tasks.
 # Every check runs; the script fails if any of them did.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +15,6 @@ run() {
     "$@" || status=1
 }
 run "$bin/python" -m ruff check .
-run "$bin/python" -m ruff format --check panm_jax benchmarks
+run "$bin/python" -m ruff format --check .
 run "$bin/python" -m mypy panm_jax/kernels panm_jax/tasks
 exit "$status"

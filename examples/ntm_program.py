@@ -12,7 +12,11 @@ W = 4, starting at slot 0:
 
 The whole program runs as one jitted ``scan`` over the 8 steps.
 
-Run: ``make demo`` (or ``python examples/ntm_program.py``).
+At the end it prints slots 0-2 of the final memory, one stored vector per row
+(the kernel keeps the memory word-major, ``[W, N]``: slot ``i`` is column ``i``
+of ``final.memory``; see "Layout" in ``panm_jax/kernels/ntm.py``).
+
+Run: ``make ntm-demo`` (or ``.venv/bin/python examples/ntm_program.py``).
 """
 
 from __future__ import annotations
@@ -97,11 +101,25 @@ def main() -> None:
             name,
         )
     console.print(table)
-    console.print(f"memory rows 0-2 after the program:\n{np.array2string(np.asarray(final.memory[:3]), precision=3, suppress_small=True)}")
+    # The kernel stores the memory word-major, [W, N] (kernels/ntm.py, "Layout"): slot i is column i.
+    slots = np.asarray(final.memory).T  # [N, W]: row i is the vector stored in slot i
+    stored = Table(title="final memory, slots 0-2")
+    for col in ("slot i", "stored vector: final.memory[:, i]", "is"):
+        stored.add_column(col)
+    for i, want in enumerate("abc"):
+        name = names.get(tuple(np.round(slots[i], 3)), "-")
+        ok = ok and name == want
+        stored.add_row(str(i), np.array2string(slots[i], precision=3, suppress_small=True), name)
+    console.print(stored)
     console.print(f"compiled and ran the 8-step scan in {elapsed:.2f} s on {jax.devices()[0].device_kind}")
     if not ok:
-        raise SystemExit("the reads did not match the program: a, b, c, b, a")
-    console.print("[bold green]read back a, b, c by location, b by content, then a by a -1 shift: as programmed")
+        raise SystemExit(
+            "the reads or the stored vectors did not match the program: reads a, b, c, b, a; slots 0-2 holding a, b, c"
+        )
+    console.print(
+        "[bold green]stored a, b, c in slots 0-2; read back a, b, c by location, b by content, "
+        "then a by a -1 shift: as programmed"
+    )
 
 
 if __name__ == "__main__":

@@ -51,8 +51,12 @@ def main(argv=None) -> int:
     p.add_argument("--model", default="panm")
     p.add_argument("--hidden", type=int, default=None, help="model width (default: the model's own)")
     p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--optimizer", choices=["adam", "paper"], default="adam",
-                   help="adam (lr --lr, clip by global norm 1) or paper (RMSprop 1e-4, momentum 0.9, clip 10)")
+    p.add_argument(
+        "--optimizer",
+        choices=["adam", "paper"],
+        default="adam",
+        help="adam (lr --lr, clip by global norm 1) or paper (RMSprop 1e-4, momentum 0.9, clip 10)",
+    )
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--steps", type=int, default=100_000)
     p.add_argument("--minutes", type=float, default=15.0)
@@ -77,8 +81,11 @@ def main(argv=None) -> int:
     buckets = tuple(b for b in (1, 2, 4, 8) if b < top) + (top,)
     eval_sets = {mode: list(task.eval_batches(mode, args.eval_examples, 128, seed=1)) for mode in task.test_modes}
 
-    print(f"{args.model} on {args.task}: {n_params:,} parameters, buckets {buckets}, "
-          f"device {jax.devices()[0].device_kind}", flush=True)
+    print(
+        f"{args.model} on {args.task}: {n_params:,} parameters, buckets {buckets}, "
+        f"device {jax.devices()[0].device_kind}",
+        flush=True,
+    )
     rng = np.random.default_rng(args.seed)
     t0 = time.perf_counter()
     history = []

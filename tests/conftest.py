@@ -39,6 +39,7 @@ def x64():
     ctx = getattr(jax, "enable_x64", None)
     if ctx is None:  # jax < 0.5 keeps it in jax.experimental
         from jax.experimental import enable_x64 as ctx  # type: ignore[no-redef]
+
         with ctx():
             yield
         return

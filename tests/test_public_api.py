@@ -50,7 +50,7 @@ def api_directives() -> dict[str, bool]:
             if not match:
                 continue
             options = []
-            for following in lines[i + 1:]:
+            for following in lines[i + 1 :]:
                 if following.strip() and not following.startswith("    "):
                     break
                 options.append(following.strip())
@@ -110,8 +110,10 @@ def test_exports_have_docstrings_and_api_pages(package):
                 problems.append(f"{where}: defined outside panm_jax ({module_name!r}), so not on the API site")
                 continue
             if not pages.get(module_name, False):
-                problems.append(f"{where}: its module {module_name} has no '::: {module_name}' directive "
-                                "rendering members in docs/api/*.md")
+                problems.append(
+                    f"{where}: its module {module_name} has no '::: {module_name}' directive "
+                    "rendering members in docs/api/*.md"
+                )
                 continue
             module = importlib.import_module(module_name)
             if getattr(module, name, None) is not obj:

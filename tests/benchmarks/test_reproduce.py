@@ -7,13 +7,26 @@ import re
 
 import pytest
 
-from benchmarks.reproduce import (AUTHORS_CODE_COPY_23MIN, MODES, PUBLISHED, finished_results, make_config,
-                                  options_tag, parse_minutes, parse_model_sets, summarize)
+from benchmarks.reproduce import (
+    AUTHORS_CODE_COPY_23MIN,
+    MODES,
+    PUBLISHED,
+    finished_results,
+    make_config,
+    options_tag,
+    parse_minutes,
+    parse_model_sets,
+    summarize,
+)
 
 
 def _result(accs, step=500, steps_trained=900):
-    return {"metric": "token_accuracy", "step": step, "steps_trained": steps_trained,
-            "modes": [{"mode": m, "token_accuracy": a} for m, a in zip(MODES, accs)]}
+    return {
+        "metric": "token_accuracy",
+        "step": step,
+        "steps_trained": steps_trained,
+        "modes": [{"mode": m, "token_accuracy": a} for m, a in zip(MODES, accs)],
+    }
 
 
 def test_summary_puts_published_numbers_and_differences_beside_ours():
@@ -36,7 +49,11 @@ def test_models_without_a_published_row_use_best_other_except_panm():
 def test_protocols():
     paper = make_config("id_sort", "panm", 0, quick=False, minutes=20)
     assert (paper.num_steps, paper.optimizer.name, paper.optimizer.learning_rate, paper.batch_size) == (
-        100_000, "rmsprop", 1e-4, 128)
+        100_000,
+        "rmsprop",
+        1e-4,
+        128,
+    )
     quick = make_config("copy", "panm", 1, quick=True, minutes=20)
     assert quick.max_minutes == 20 and quick.optimizer.name == "adam" and quick.select_mode == "L+1"
     # The paper protocol runs its 50,000 steps uncapped unless minutes are given; then they cap it.
@@ -55,8 +72,12 @@ def test_select_mode_reaches_the_config_and_the_table():
 def test_minutes_take_a_default_and_per_model_budgets():
     assert parse_minutes("8,panm=23", ["panm", "lstm"]) == {"panm": 23.0, "lstm": 8.0}
     assert parse_minutes("panm=23,lstm=6", ["panm", "lstm"]) == {"panm": 23.0, "lstm": 6.0}
-    for bad, says in [("panm=23", "no budget for ['lstm']"), ("x", "NUMBER or MODEL=NUMBER"),
-                      ("8,ntm=3", "'ntm' is not one of --models"), ("0", "positive")]:
+    for bad, says in [
+        ("panm=23", "no budget for ['lstm']"),
+        ("x", "NUMBER or MODEL=NUMBER"),
+        ("8,ntm=3", "'ntm' is not one of --models"),
+        ("0", "positive"),
+    ]:
         with pytest.raises(SystemExit, match=re.escape(says)):
             parse_minutes(bad, ["panm", "lstm"])
 

@@ -40,4 +40,3 @@ def test_throughput_sweep_raises_errors_other_than_out_of_memory(monkeypatch):
     monkeypatch.setattr(speed, "run_case", broken)
     with pytest.raises(RuntimeError, match="something else"):
         speed.throughput_sweep(speed.find_case("PANM D=256, Copy n=10, B=128"), bw=1.0)
-

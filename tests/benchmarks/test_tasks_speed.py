@@ -16,13 +16,16 @@ def recorded(monkeypatch):
     return names
 
 
-@pytest.mark.parametrize("argv, names", [
-    ([], ["tasks_speed"]),
-    (["--quick"], []),
-    (["--tasks", "copy"], []),
-    (["--batches", "10"], []),
-    (["--tasks", "copy", "--name", "trial"], ["trial"]),
-])
+@pytest.mark.parametrize(
+    "argv, names",
+    [
+        ([], ["tasks_speed"]),
+        (["--quick"], []),
+        (["--tasks", "copy"], []),
+        (["--batches", "10"], []),
+        (["--tasks", "copy", "--name", "trial"], ["trial"]),
+    ],
+)
 def test_only_the_full_run_or_a_named_one_is_recorded(recorded, argv, names, capsys):
     assert tasks_speed.main(argv) == 0
     assert recorded == names

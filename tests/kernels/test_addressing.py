@@ -29,13 +29,17 @@ def _softmax_rows(x):
 
 # ---- 1. equals the reference -------------------------------------------------
 
+
 def test_cosine_and_content_weights_match_reference(rng):
     memory = rng.normal(size=(N, W))
     keys = rng.normal(size=(K, W))
     beta = rng.uniform(0.5, 5.0, size=K)
     got_cos = np.asarray(A.cosine_similarity(jnp.asarray(keys, jnp.float32), jnp.asarray(memory, jnp.float32)))
-    got_w = np.asarray(A.content_weights(jnp.asarray(memory, jnp.float32), jnp.asarray(keys, jnp.float32),
-                                         jnp.asarray(beta, jnp.float32)))
+    got_w = np.asarray(
+        A.content_weights(
+            jnp.asarray(memory, jnp.float32), jnp.asarray(keys, jnp.float32), jnp.asarray(beta, jnp.float32)
+        )
+    )
     for h in range(K):
         want_cos = [ref.cosine(keys[h], memory[i]) for i in range(N)]
         np.testing.assert_allclose(got_cos[h], want_cos, atol=TOL)
@@ -72,6 +76,7 @@ def test_circular_shift_wide_and_narrow(rng, num_slots, width):
 
 # ---- 2. invariants ------------------------------------------------------------
 
+
 def test_weights_are_distributions(rng):
     memory = jnp.asarray(rng.normal(size=(N, W)), jnp.float32)
     keys = jnp.asarray(rng.normal(size=(K, W)), jnp.float32)
@@ -91,6 +96,7 @@ def test_oneplus_range_and_overflow():
 
 
 # ---- 3. hand-built scenarios ----------------------------------------------------
+
 
 def test_shift_by_plus_one_moves_one_slot():
     # A one-hot weighting at slot 2 with all shift mass on index S-1 (= +1) ends at slot 3.
@@ -129,6 +135,7 @@ def test_zero_key_and_zero_memory_give_uniform_weights():
 
 # ---- 4. gradients -----------------------------------------------------------------
 
+
 def test_gradients_match_finite_differences():
     rng = np.random.default_rng(2)
     with x64():
@@ -164,14 +171,16 @@ def test_gradients_finite_at_zero_key_zero_memory_and_zero_weights():
 
 # ---- 5. transforms -------------------------------------------------------------------
 
+
 def test_vmap_equals_loop(rng):
     memory = jnp.asarray(rng.normal(size=(4, N, W)), jnp.float32)
     keys = jnp.asarray(rng.normal(size=(4, K, W)), jnp.float32)
     beta = jnp.asarray(rng.uniform(1, 3, size=(4, K)), jnp.float32)
     batched = jax.vmap(A.content_weights)(memory, keys, beta)
     for b in range(4):
-        np.testing.assert_allclose(np.asarray(batched[b]), np.asarray(A.content_weights(memory[b], keys[b], beta[b])),
-                                   atol=1e-6)
+        np.testing.assert_allclose(
+            np.asarray(batched[b]), np.asarray(A.content_weights(memory[b], keys[b], beta[b])), atol=1e-6
+        )
 
 
 def test_even_shift_width_is_rejected():

@@ -43,9 +43,11 @@ def _deepmind_read_weights(modes, content, forward, backward):
     """
     h = forward.shape[1]
     backward_mode, forward_mode, content_mode = modes[:, :h], modes[:, h : 2 * h], modes[:, 2 * h]
-    return (content_mode[:, None] * content
-            + jnp.sum(forward_mode[:, :, None] * forward, axis=1)
-            + jnp.sum(backward_mode[:, :, None] * backward, axis=1))
+    return (
+        content_mode[:, None] * content
+        + jnp.sum(forward_mode[:, :, None] * forward, axis=1)
+        + jnp.sum(backward_mode[:, :, None] * backward, axis=1)
+    )
 
 
 @pytest.mark.parametrize("h", [1, 2, 3])
@@ -91,8 +93,11 @@ def test_strengths_oneplus_here_softplus_in_the_peers():
     big = jnp.asarray([1.5, 3.0, 8.0])
     x = jnp.log(jnp.expm1(big - 1.0))
     np.testing.assert_allclose(addressing.oneplus(x), big, rtol=1e-5)
-    np.testing.assert_allclose(addressing.content_weights(memory, keys, addressing.oneplus(x)),
-                               addressing.content_weights(memory, keys, big), atol=1e-6)
+    np.testing.assert_allclose(
+        addressing.content_weights(memory, keys, addressing.oneplus(x)),
+        addressing.content_weights(memory, keys, big),
+        atol=1e-6,
+    )
     # A peer strength below 1 (s < log(e - 1) ~ 0.541) has no oneplus counterpart:
     # its content weights are flatter than any of ours (the top slot's weight grows
     # with beta).
@@ -181,7 +186,9 @@ def test_usage_form_and_the_stop_gradient_option():
     # pytorch-dnc and our default do not. With one head, d u_t[n] / d w_{t-1}[n] =
     # (1 - u_{t-1}[n]) psi_t[n], and 0 with the option.
     state = dnc.init_state(N, W, R)._replace(
-        usage=u, write_weights=w[:1], read_weights=_distributions(rng, R, N),
+        usage=u,
+        write_weights=w[:1],
+        read_weights=_distributions(rng, R, N),
         memory=jnp.asarray(rng.normal(size=(N, W)), jnp.float32),
     )
     raw = jnp.asarray(rng.normal(size=dnc.interface_size(R, W)), jnp.float32)
@@ -241,9 +248,18 @@ def test_table1_layout_puts_the_read_modes_after_the_read_strengths():
     # strengths, read modes, write key, write strength, erase, write vector, free
     # gates, allocation gate, write gate.
     for h in (1, 2):
-        sizes = dict(read_keys=R * W, read_strengths=R, read_modes=R * (2 * h + 1), write_key=h * W,
-                     write_strength=h, erase=h * W, write_vector=h * W, free_gates=R, allocation_gate=h,
-                     write_gate=h)
+        sizes = dict(
+            read_keys=R * W,
+            read_strengths=R,
+            read_modes=R * (2 * h + 1),
+            write_key=h * W,
+            write_strength=h,
+            erase=h * W,
+            write_vector=h * W,
+            free_gates=R,
+            allocation_gate=h,
+            write_gate=h,
+        )
         blocks = {name: np.full(size, float(i + 1), np.float32) for i, (name, size) in enumerate(sizes.items())}
         raw = jnp.asarray(np.concatenate(list(blocks.values())))
         assert raw.shape[0] == dnc.interface_size(R, W, h)
@@ -278,12 +294,16 @@ def test_reads_follow_the_write_and_content_reads_see_the_written_memory():
     controls = dnc.controls_from_interface(raw, R, W)._replace(read_modes=content_only)
     after, _ = dnc.step(state, controls)
     before, _ = dnc.step(state, controls, read_previous_memory=True)
-    np.testing.assert_allclose(after.read_weights,
-                               addressing.content_weights(after.memory, controls.read_keys, controls.read_strengths),
-                               atol=1e-6)
-    np.testing.assert_allclose(before.read_weights,
-                               addressing.content_weights(state.memory, controls.read_keys, controls.read_strengths),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        after.read_weights,
+        addressing.content_weights(after.memory, controls.read_keys, controls.read_strengths),
+        atol=1e-6,
+    )
+    np.testing.assert_allclose(
+        before.read_weights,
+        addressing.content_weights(state.memory, controls.read_keys, controls.read_strengths),
+        atol=1e-6,
+    )
     assert float(jnp.max(jnp.abs(after.read_weights - before.read_weights))) > 1e-3
     # Both read the written memory.
     np.testing.assert_allclose(before.reads, dnc.read(after.memory, before.read_weights), atol=1e-6)

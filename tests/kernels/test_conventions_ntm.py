@@ -8,7 +8,6 @@ Machines", ICANN 2018). Each test writes the peer's convention with NumPy or wit
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -38,8 +37,9 @@ def test_shift_direction_is_reversed_in_pytorch_ntm():
     np.testing.assert_allclose(pytorch_ntm_shift(w, s), ours_reversed, atol=1e-6)
     # And not the same shift unreversed: [0, 0, 1] moves slot j to j + 1 here, to j - 1 there.
     one_hot = np.eye(N)[2]
-    np.testing.assert_array_equal(np.asarray(A.circular_shift(jnp.asarray(one_hot[None]),
-                                                              jnp.asarray([[0.0, 0.0, 1.0]])))[0], np.eye(N)[3])
+    np.testing.assert_array_equal(
+        np.asarray(A.circular_shift(jnp.asarray(one_hot[None]), jnp.asarray([[0.0, 0.0, 1.0]])))[0], np.eye(N)[3]
+    )
     np.testing.assert_array_equal(pytorch_ntm_shift(one_hot, np.array([0.0, 0.0, 1.0])), np.eye(N)[1])
 
 
@@ -47,12 +47,21 @@ def _controls(rng, write_vector):
     # The write head stays where it was (gate 0: slot 0) and writes v there over an erase of 1;
     # the read head looks v up by content.
     def head(k, gate):
-        return ntm.HeadControls(key=jnp.asarray(k, jnp.float32)[None], strength=jnp.asarray([20.0]),
-                                gate=jnp.asarray([gate]), shift=jnp.asarray([[0.0, 1.0, 0.0]]),
-                                sharpen=jnp.asarray([1.0]))
+        return ntm.HeadControls(
+            key=jnp.asarray(k, jnp.float32)[None],
+            strength=jnp.asarray([20.0]),
+            gate=jnp.asarray([gate]),
+            shift=jnp.asarray([[0.0, 1.0, 0.0]]),
+            sharpen=jnp.asarray([1.0]),
+        )
+
     v = write_vector
-    return ntm.NTMControls(read=head(v, 1.0), write=head(rng.normal(size=W), 0.0),
-                           erase=jnp.ones((1, W)), add=jnp.asarray(v, jnp.float32)[None])
+    return ntm.NTMControls(
+        read=head(v, 1.0),
+        write=head(rng.normal(size=W), 0.0),
+        erase=jnp.ones((1, W)),
+        add=jnp.asarray(v, jnp.float32)[None],
+    )
 
 
 def peer_read_before_write(state: ntm.NTMState, c: ntm.NTMControls):
@@ -77,8 +86,9 @@ def test_read_after_write_here_read_before_write_in_the_peers():
     assert np.abs(np.asarray(peer_read)[0] - v).max() > 0.5
     # With a step that writes nothing the two orders agree.
     quiet = c._replace(erase=jnp.zeros((1, W)), add=jnp.zeros((1, W)))
-    np.testing.assert_allclose(np.asarray(ntm.step(state, quiet)[1]),
-                               np.asarray(peer_read_before_write(state, quiet)[1]), atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(ntm.step(state, quiet)[1]), np.asarray(peer_read_before_write(state, quiet)[1]), atol=1e-6
+    )
 
 
 def test_initial_state_and_zero_weights():
@@ -148,11 +158,15 @@ def test_memory_layout_is_the_transpose():
     rng = np.random.default_rng(4)
     memory = rng.normal(size=(N, W)).astype(np.float32)  # the peers' [N, W]
     keys = rng.normal(size=(2, W)).astype(np.float32)
-    np.testing.assert_allclose(np.asarray(ntm.similarity(jnp.asarray(keys), jnp.asarray(memory.T))),
-                               np.asarray(A.cosine_similarity(jnp.asarray(keys), jnp.asarray(memory))), atol=1e-7)
+    np.testing.assert_allclose(
+        np.asarray(ntm.similarity(jnp.asarray(keys), jnp.asarray(memory.T))),
+        np.asarray(A.cosine_similarity(jnp.asarray(keys), jnp.asarray(memory))),
+        atol=1e-7,
+    )
     weights = _softmax(rng.normal(size=(2, N))).astype(np.float32)
-    np.testing.assert_allclose(np.asarray(ntm.read(jnp.asarray(memory.T), jnp.asarray(weights))), weights @ memory,
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(ntm.read(jnp.asarray(memory.T), jnp.asarray(weights))), weights @ memory, rtol=1e-5
+    )
 
 
 def test_guarded_cosines_of_the_peers_against_the_exact_one():

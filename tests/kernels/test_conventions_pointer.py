@@ -37,12 +37,13 @@ def _softmax(x):
 
 # ---- bit order ------------------------------------------------------------------------------
 
+
 def test_msb_first_codes_are_the_reversed_columns():
     # The paper prints addresses most-significant bit first; column k of ours is bit k.
     base, length = 45, 30  # 45 .. 74 mod 64: wraps past 63
     ours = np.asarray(pointer.binary_addresses(jnp.int32(base), length, BITS), int)
     msb_first = ["".join(str(bit) for bit in row[::-1]) for row in ours]
-    assert msb_first == [format((base + j) % 2 ** BITS, f"0{BITS}b") for j in range(length)]
+    assert msb_first == [format((base + j) % 2**BITS, f"0{BITS}b") for j in range(length)]
     assert not np.array_equal(ours, ours[:, ::-1])  # the order matters for these codes
     # The paper's example (§2.2): a_B = 3, b = 4 gives the addresses 3, 4, 5 ...
     three = np.asarray(pointer.binary_addresses(jnp.int32(3), 3, 4), int)
@@ -55,9 +56,9 @@ def test_msb_first_codes_are_the_reversed_columns():
 
 def test_authors_code_is_lsb_first_like_ours_and_weights_port_by_reversing_rows():
     # The authors' code: binary(x) = (x & 2 ** arange(b)) != 0, i.e. element k is bit k.
-    values = np.arange(2 ** BITS)
+    values = np.arange(2**BITS)
     theirs = ((values[:, None] & (2 ** np.arange(BITS))[None, :]) != 0).astype(np.float32)
-    np.testing.assert_array_equal(np.asarray(pointer.binary_addresses(jnp.int32(0), 2 ** BITS, BITS)), theirs)
+    np.testing.assert_array_equal(np.asarray(pointer.binary_addresses(jnp.int32(0), 2**BITS, BITS)), theirs)
     # Porting a first layer W [b, hidden] that reads MSB-first codes: W[::-1] reads ours, and a
     # soft pointer p = A w converts the same way (Eq. 3 is linear in the columns).
     rng = np.random.default_rng(0)
@@ -65,22 +66,25 @@ def test_authors_code_is_lsb_first_like_ours_and_weights_port_by_reversing_rows(
     w_msb = rng.normal(size=(BITS, 3))
     np.testing.assert_allclose(codes[:, ::-1] @ w_msb, codes @ w_msb[::-1], rtol=1e-12)
     weights = _f32(_softmax(rng.normal(size=(H, L))))
-    np.testing.assert_array_equal(np.asarray(pointer.pointer_values(weights, _f32(codes)))[:, ::-1],
-                                  np.asarray(pointer.pointer_values(weights, _f32(codes[:, ::-1]))))
+    np.testing.assert_array_equal(
+        np.asarray(pointer.pointer_values(weights, _f32(codes)))[:, ::-1],
+        np.asarray(pointer.pointer_values(weights, _f32(codes[:, ::-1]))),
+    )
 
 
 # ---- base address ----------------------------------------------------------------------------
+
 
 def test_authors_rolled_bank_is_our_bank_from_minus_start():
     # The authors' code draws start_p = random.randint(0, 2^b) (both ends included) and takes
     # torch.roll(bank_from_0, start_p)[:L]: slot i then holds (i - start_p) mod 2^b, which is
     # our bank from a_B = -start_p mod 2^b (start_p = 0 and 2^b both give a_B = 0).
-    full = np.asarray(pointer.binary_addresses(jnp.int32(0), 2 ** BITS, BITS))
-    for start_p in (0, 1, 17, 2 ** BITS - 1, 2 ** BITS):
+    full = np.asarray(pointer.binary_addresses(jnp.int32(0), 2**BITS, BITS))
+    for start_p in (0, 1, 17, 2**BITS - 1, 2**BITS):
         theirs = np.roll(full, start_p, axis=0)[:L]
-        ours = np.asarray(pointer.binary_addresses(jnp.int32(-start_p % 2 ** BITS), L, BITS))
+        ours = np.asarray(pointer.binary_addresses(jnp.int32(-start_p % 2**BITS), L, BITS))
         np.testing.assert_array_equal(theirs, ours)
-        if start_p % 2 ** BITS:
+        if start_p % 2**BITS:
             assert not np.array_equal(theirs, np.asarray(pointer.binary_addresses(jnp.int32(start_p), L, BITS)))
 
 
@@ -100,12 +104,15 @@ def test_base_is_random_in_training_and_zero_at_evaluation():
     bases = {}
     for random_eval, train in ((False, True), (False, False), (True, False)):
         stand_in = types.SimpleNamespace(
-            config=PANMConfig(address_bits=bits, random_base_at_eval=random_eval), input_size=3,
-            encoder=lambda inputs, mask: (jnp.zeros(inputs.shape[:2] + (4,)), None), decoder=decoder)
+            config=PANMConfig(address_bits=bits, random_base_at_eval=random_eval),
+            input_size=3,
+            encoder=lambda inputs, mask: (jnp.zeros(inputs.shape[:2] + (4,)), None),
+            decoder=decoder,
+        )
         PANM.__call__(stand_in, x, mask, 1, train=train, key=jax.random.key(2))
         bases[random_eval, train] = seen.pop("base")
     for key, base in bases.items():
-        assert base.shape == (batch,) and np.all((0 <= base) & (base < 2 ** bits)), key
+        assert base.shape == (batch,) and np.all((0 <= base) & (base < 2**bits)), key
     np.testing.assert_array_equal(bases[False, False], 0)  # evaluation: a_B = 0
     assert len(set(bases[False, True].tolist())) > 4  # training: drawn per example
     assert len(set(bases[True, False].tolist())) > 4  # random_base_at_eval: drawn at evaluation too
@@ -114,6 +121,7 @@ def test_base_is_random_in_training_and_zero_at_evaluation():
 
 
 # ---- score function and inverse temperature ------------------------------------------------
+
 
 def test_cosine_with_beta_one_is_the_papers_eq_2():
     rng = np.random.default_rng(3)
@@ -149,13 +157,16 @@ def test_scaled_dot_with_projections_is_the_authors_multihead_attention():
     q, k = query @ w_q + b_q, keys @ w_k + b_k
     theirs_w = _softmax(q @ k.T / math.sqrt(e))  # no padding mask in their code: all L slots
     theirs_read = (theirs_w @ (memory @ w_v + b_v)) @ w_o + b_o
-    ours_w = pointer.address_attention(_f32(q), _f32(k), jnp.ones((L,)), score="scaled_dot",
-                                       inverse_temperature=1.0)
+    ours_w = pointer.address_attention(_f32(q), _f32(k), jnp.ones((L,)), score="scaled_dot", inverse_temperature=1.0)
     ours_read = np.asarray(pointer.dereference(ours_w, _f32(memory @ w_v + b_v))) @ w_o + b_o
-    errs = (float(np.max(np.abs(np.asarray(ours_w) - theirs_w))),
-            float(np.max(np.abs(ours_read - theirs_read)) / np.max(np.abs(theirs_read))))
-    print(f"scaled_dot + projections vs the authors' attention by hand: weights {errs[0]:.1e}, read (relative) "
-          f"{errs[1]:.1e}")
+    errs = (
+        float(np.max(np.abs(np.asarray(ours_w) - theirs_w))),
+        float(np.max(np.abs(ours_read - theirs_read)) / np.max(np.abs(theirs_read))),
+    )
+    print(
+        f"scaled_dot + projections vs the authors' attention by hand: weights {errs[0]:.1e}, read (relative) "
+        f"{errs[1]:.1e}"
+    )
     assert max(errs) < 1e-5
     # Without the value/output projections our Mode 1 reads M w (the paper), not their read.
     assert np.max(np.abs(np.asarray(pointer.dereference(ours_w, _f32(memory))) - theirs_read)) > 0.1
@@ -165,8 +176,10 @@ def test_module_learns_a_positive_inverse_temperature_starting_at_the_config_val
     # The PANM module is not beta = 1: tau = softplus(parameter), one per head, initialised at
     # PANMConfig.inverse_temperature (5.0 by default) and trained.
     assert PANMConfig().inverse_temperature == 5.0
-    for config in (PANMConfig(hidden=4, mlp_hidden=4, address_bits=3),
-                   PANMConfig(hidden=4, mlp_hidden=4, address_bits=3, inverse_temperature=1.0)):
+    for config in (
+        PANMConfig(hidden=4, mlp_hidden=4, address_bits=3),
+        PANMConfig(hidden=4, mlp_hidden=4, address_bits=3, inverse_temperature=1.0),
+    ):
         decoder = PANM(config, 3, 2, rngs=nnx.Rngs(0)).decoder
         for param in (decoder.pointer_temperature, decoder.mode2_temperature):
             np.testing.assert_allclose(np.asarray(jax.nn.softplus(param[...])), config.inverse_temperature, rtol=1e-6)
@@ -175,6 +188,7 @@ def test_module_learns_a_positive_inverse_temperature_starting_at_the_config_val
 
 
 # ---- relational_access return order ---------------------------------------------------------
+
 
 def test_relational_access_returns_values_then_weights_unlike_dereference_arguments():
     rng = np.random.default_rng(5)
@@ -190,6 +204,7 @@ def test_relational_access_returns_values_then_weights_unlike_dereference_argume
 
 
 # ---- masked softmax ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("beta", [1.0, 1e12, 0.0, -3.0])
 def test_masked_softmax_equals_the_softmax_of_the_unpadded_example(beta):

@@ -30,8 +30,7 @@ def test_controls_follow_the_interface_layout_and_the_step_pops_before_it_pushes
 
 def test_deque_controls_follow_the_interface_layout():
     # DequeControls is (push, pop, value) of the top, then of the bottom: the raw layout's two blocks.
-    assert S.DequeControls._fields == ("push_top", "pop_top", "value_top", "push_bottom", "pop_bottom",
-                                       "value_bottom")
+    assert S.DequeControls._fields == ("push_top", "pop_top", "value_top", "push_bottom", "pop_bottom", "value_bottom")
     raw = jnp.arange(2 * (2 + W), dtype=jnp.float32) / 10
     c = S.deque_controls_from_interface(raw, W)
     top = S.stack_controls_from_interface(raw[: 2 + W], W)

@@ -122,16 +122,21 @@ def test_ntm_initial_memory_scores_as_the_papers_cosine():
     memory = np.full((N, W), ntm.MEMORY_INIT)
     memory[1] = rng.normal(size=W)
     key = rng.normal(size=W) + 1.0  # a key with a clear component along the all-ones direction
-    got = np.asarray(A.content_weights(jnp.asarray(memory, jnp.float32), jnp.asarray(key[None], jnp.float32),
-                                       jnp.asarray([5.0], jnp.float32)))[0]
+    got = np.asarray(
+        A.content_weights(
+            jnp.asarray(memory, jnp.float32), jnp.asarray(key[None], jnp.float32), jnp.asarray([5.0], jnp.float32)
+        )
+    )[0]
     want = ntm_ref.content_weights(memory, key, 5.0)
     unwritten = key.sum() / (math.sqrt(W) * np.linalg.norm(key))
     got_sim = np.asarray(ntm.similarity(jnp.asarray(key[None], jnp.float32), jnp.asarray(memory.T, jnp.float32)))[0]
     assert unwritten > 0.5
     np.testing.assert_allclose(got_sim[[0, 2, 3, 4]], unwritten, atol=1e-6)
     np.testing.assert_allclose(got, want, atol=1e-6)
-    print(f"MEMORY_INIT rows: similarity {got_sim[0]:.6f} (exact {unwritten:.6f}), "
-          f"largest content-weight error {np.max(np.abs(got - want)):.1e}")
+    print(
+        f"MEMORY_INIT rows: similarity {got_sim[0]:.6f} (exact {unwritten:.6f}), "
+        f"largest content-weight error {np.max(np.abs(got - want)):.1e}"
+    )
 
 
 @pytest.mark.parametrize("scale", [1.0, 1e4, 1e10, 1e20, 3e38])
@@ -145,8 +150,9 @@ def test_scaled_softmax_is_a_distribution_at_any_strength(scale):
     np.testing.assert_allclose(weights[0], 1 / 8, atol=1e-6)
     if scale >= 1e4:
         np.testing.assert_allclose(weights[1], [0, 0.5, 0, 0.5, 0, 0, 0, 0], atol=1e-6)
-    sharpened = np.asarray(jax.jit(A.sharpen)(jnp.asarray([[0.5, 0.5, 0, 0, 0, 0, 0, 0]], jnp.float32),
-                                             jnp.asarray([scale], jnp.float32)))
+    sharpened = np.asarray(
+        jax.jit(A.sharpen)(jnp.asarray([[0.5, 0.5, 0, 0, 0, 0, 0, 0]], jnp.float32), jnp.asarray([scale], jnp.float32))
+    )
     np.testing.assert_allclose(sharpened[0, :2], 0.5, atol=1e-6)
 
 
@@ -164,6 +170,7 @@ def test_scaled_softmax_gradient_equals_the_plain_softmax():
 
 
 # ---- the NTM's finite range --------------------------------------------------------------
+
 
 def _ntm_rollout(raw, dtype):
     r, h, n, w = 1, 1, 8, 6

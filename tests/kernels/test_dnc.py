@@ -439,9 +439,7 @@ def test_read_previous_memory_cannot_find_this_steps_write():
     # Write a into empty slot 0 and look for it by content in the same step. With
     # M_t (default) the key a matches row 0 (cosine 1, others 0); with M_{t-1}
     # (as some presentations print it) memory is still all zero, so content weights are uniform.
-    controls = _allocating_write(A_VEC)._replace(
-        read_keys=jnp.tile(A_VEC, (R, 1)), read_strengths=jnp.full((R,), 50.0)
-    )
+    controls = _allocating_write(A_VEC)._replace(read_keys=jnp.tile(A_VEC, (R, 1)), read_strengths=jnp.full((R,), 50.0))
     state = dnc.init_state(N, W, R)
     after, reads = _step(state, controls)
     assert float(after.read_weights[0, 0]) > 0.99
@@ -476,8 +474,12 @@ def _link_inputs(rng, n=N, r=R, zero_diagonal=True):
     link = rng.uniform(0.0, 0.3, size=(n, n))
     if zero_diagonal:
         link *= 1.0 - np.eye(n)
-    return (link, rng.dirichlet(np.ones(n)) * 0.8, rng.dirichlet(np.ones(n)) * 0.9,
-            rng.dirichlet(np.ones(n), size=r) * 0.9)
+    return (
+        link,
+        rng.dirichlet(np.ones(n)) * 0.8,
+        rng.dirichlet(np.ones(n)) * 0.9,
+        rng.dirichlet(np.ones(n), size=r) * 0.9,
+    )
 
 
 def _link_then_directions(link, precedence, weights, read_weights):
@@ -500,25 +502,32 @@ def test_link_and_directions_vjp_equals_autodiff_of_the_two_equations(zero_diago
         plain, plain_vjp = jax.vjp(_link_then_directions, *inputs)
         for a, b in zip(fused, plain):
             np.testing.assert_array_equal(a, b)
-        for name, a, b in zip(("link", "precedence", "weights", "read_weights"),
-                              fused_vjp(cotangents), plain_vjp(cotangents)):
+        for name, a, b in zip(
+            ("link", "precedence", "weights", "read_weights"), fused_vjp(cotangents), plain_vjp(cotangents)
+        ):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=name)
         # Batched (as the modules call it) and against finite differences.
         batched = [jnp.stack([x, 0.5 * x]) for x in inputs]
-        g_fused = jax.grad(lambda *a: sum(jnp.sum(jnp.sin(o)) for o in jax.vmap(dnc.link_and_directions)(*a)),
-                           argnums=(0, 1, 2, 3))(*batched)
-        g_plain = jax.grad(lambda *a: sum(jnp.sum(jnp.sin(o)) for o in jax.vmap(_link_then_directions)(*a)),
-                           argnums=(0, 1, 2, 3))(*batched)
+        g_fused = jax.grad(
+            lambda *a: sum(jnp.sum(jnp.sin(o)) for o in jax.vmap(dnc.link_and_directions)(*a)), argnums=(0, 1, 2, 3)
+        )(*batched)
+        g_plain = jax.grad(
+            lambda *a: sum(jnp.sum(jnp.sin(o)) for o in jax.vmap(_link_then_directions)(*a)), argnums=(0, 1, 2, 3)
+        )(*batched)
         for a, b in zip(g_fused, g_plain):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
         check_grads(dnc.link_and_directions, inputs, order=1, modes=("rev",))
         # Mapped over three write heads sharing the read weights, as `step` calls it.
         heads = [jnp.stack([x, 0.5 * x, 0.25 * x]) for x in inputs[:3]]
         in_axes = (0, 0, 0, None)
-        g_fused = jax.grad(lambda *a: sum(jnp.sum(jnp.sin(o)) for o in jax.vmap(dnc.link_and_directions, in_axes)(*a)),
-                           argnums=(0, 1, 2, 3))(*heads, inputs[3])
-        g_plain = jax.grad(lambda *a: sum(jnp.sum(jnp.sin(o)) for o in jax.vmap(_link_then_directions, in_axes)(*a)),
-                           argnums=(0, 1, 2, 3))(*heads, inputs[3])
+        g_fused = jax.grad(
+            lambda *a: sum(jnp.sum(jnp.sin(o)) for o in jax.vmap(dnc.link_and_directions, in_axes)(*a)),
+            argnums=(0, 1, 2, 3),
+        )(*heads, inputs[3])
+        g_plain = jax.grad(
+            lambda *a: sum(jnp.sum(jnp.sin(o)) for o in jax.vmap(_link_then_directions, in_axes)(*a)),
+            argnums=(0, 1, 2, 3),
+        )(*heads, inputs[3])
         for a, b in zip(g_fused, g_plain):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
@@ -568,9 +577,7 @@ _grad_raw = jax.jit(
 def test_gradients_finite_at_ties_zero_memory_zero_keys(usage_value):
     # All-equal usage (a full tie in the sort), usage exactly 0 or 1, zero memory
     # and zero keys (cosine 0/0 without the norm epsilon).
-    state = dnc.init_state(N, W, R)._replace(
-        usage=jnp.full((N,), usage_value), read_weights=jnp.full((R, N), 1.0 / N)
-    )
+    state = dnc.init_state(N, W, R)._replace(usage=jnp.full((N,), usage_value), read_weights=jnp.full((R, N), 1.0 / N))
     controls = _controls(write_gate=[1.0], allocation_gate=[0.5], free_gates=jnp.full((R,), 0.5))
     grads = _grad_step(state, controls)
     chex.assert_tree_all_finite(grads)
@@ -607,13 +614,18 @@ def test_stop_usage_write_gradient_cuts_exactly_the_usage_path(h):
         np.testing.assert_array_equal(stopped, jnp.zeros_like(stopped))
         np.testing.assert_array_equal(next_write_weights(gate, True), next_write_weights(gate, False))
         eps = 1e-6
+
         def central(k):
             up, down = gate.at[k].add(eps), gate.at[k].add(-eps)
             return (next_write_weights(up, False) - next_write_weights(down, False)) / (2 * eps)
 
         finite = jnp.stack([central(k) for k in range(h)], axis=-1)
-        print(f"\nH={h}: d w^w_(t+1) / d g^w_t, max |autodiff|:", float(jnp.max(jnp.abs(plain))),
-              "max |autodiff - finite difference|:", float(jnp.max(jnp.abs(plain - finite))))
+        print(
+            f"\nH={h}: d w^w_(t+1) / d g^w_t, max |autodiff|:",
+            float(jnp.max(jnp.abs(plain))),
+            "max |autodiff - finite difference|:",
+            float(jnp.max(jnp.abs(plain - finite))),
+        )
         assert float(jnp.max(jnp.abs(plain))) > 1e-3
         np.testing.assert_allclose(plain, finite, atol=1e-8)
 
@@ -671,8 +683,9 @@ def test_wrong_control_shape_names_the_field():
     controls = _controls(read_keys=jnp.zeros((R, W - 1)))
     with pytest.raises(ValueError, match=r"controls\.read_keys: expected shape \[R, W\] = \(3, 5\), got \(3, 4\)"):
         dnc.step(state, controls)
-    with pytest.raises(ValueError,
-                       match=r"controls\.read_modes: expected shape \[R, 2H \+ 1\] = \(3, 3\), got \(2, 3\)"):
+    with pytest.raises(
+        ValueError, match=r"controls\.read_modes: expected shape \[R, 2H \+ 1\] = \(3, 3\), got \(2, 3\)"
+    ):
         dnc.step(state, _controls(read_modes=jnp.zeros((2, 3))))
     with pytest.raises(ValueError, match=r"controls\.write_gate: expected shape \[H\] = \(1\), got \(\)"):
         dnc.step(state, _controls(write_gate=jnp.zeros(())))
@@ -680,8 +693,9 @@ def test_wrong_control_shape_names_the_field():
     state2 = dnc.init_state(N, W, R, 2)
     with pytest.raises(ValueError, match=r"controls\.write_key: expected shape \[H, W\] = \(2, 5\), got \(1, 5\)"):
         dnc.step(state2, _controls())
-    with pytest.raises(ValueError,
-                       match=r"controls\.read_modes: expected shape \[R, 2H \+ 1\] = \(3, 5\), got \(3, 3\)"):
+    with pytest.raises(
+        ValueError, match=r"controls\.read_modes: expected shape \[R, 2H \+ 1\] = \(3, 5\), got \(3, 3\)"
+    ):
         dnc.step(state2, _controls(2, read_modes=_modes("c", "c", "c")))
     with pytest.raises(ValueError, match=r"read_modes: expected shape \[R, 2H \+ 1\] = \(3, 5\), got \(3, 3\)"):
         dnc.read_weights(_modes("c", "c", "c"), jnp.zeros((2, R, N)), jnp.zeros((R, N)), jnp.zeros((2, R, N)))

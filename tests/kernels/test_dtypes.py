@@ -24,8 +24,11 @@ FIRST = 3
 
 
 def _finite(tree) -> bool:
-    return all(bool(np.all(np.isfinite(np.asarray(x, np.float32)))) for x in jax.tree.leaves(tree)
-               if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating))
+    return all(
+        bool(np.all(np.isfinite(np.asarray(x, np.float32))))
+        for x in jax.tree.leaves(tree)
+        if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating)
+    )
 
 
 def _check(name, dtype, rollout, raw):
@@ -37,15 +40,20 @@ def _check(name, dtype, rollout, raw):
         if jnp.issubdtype(leaf.dtype, jnp.floating):
             assert leaf.dtype == dtype, f"{name}: state dtype {leaf.dtype}, expected {jnp.dtype(dtype).name}"
     grad = jax.jit(jax.grad(lambda r: jnp.sum(jax.tree.leaves(rollout(r)[1])[0].astype(jnp.float32))))(
-        raw.astype(dtype))
+        raw.astype(dtype)
+    )
     assert _finite(grad), f"{name} {jnp.dtype(dtype).name}: non-finite gradient"
     _, reference = jax.jit(rollout)(raw[:FIRST].astype(jnp.float32))
     _, early = jax.jit(rollout)(raw[:FIRST].astype(dtype))
-    dev = max(float(np.max(np.abs(np.asarray(a, np.float32) - np.asarray(b, np.float32))))
-              for a, b in zip(jax.tree.leaves(early), jax.tree.leaves(reference)))
+    dev = max(
+        float(np.max(np.abs(np.asarray(a, np.float32) - np.asarray(b, np.float32))))
+        for a, b in zip(jax.tree.leaves(early), jax.tree.leaves(reference))
+    )
     scale = max(1.0, max(float(np.max(np.abs(np.asarray(b, np.float32)))) for b in jax.tree.leaves(reference)))
-    print(f"{name:18s} {jnp.dtype(dtype).name:8s} {STEPS} steps finite; first {FIRST} steps vs float32: "
-          f"largest deviation {dev:.1e} (outputs up to {scale:.2g})")
+    print(
+        f"{name:18s} {jnp.dtype(dtype).name:8s} {STEPS} steps finite; first {FIRST} steps vs float32: "
+        f"largest deviation {dev:.1e} (outputs up to {scale:.2g})"
+    )
     assert dev <= TOL[dtype] * scale, (name, dtype, dev)
 
 
@@ -67,6 +75,7 @@ def test_ntm(dtype):
     def rollout(x):
         def body(state, xt):
             return ntm.step(state, ntm.controls_from_interface(xt, w, r, h, s))
+
         return jax.lax.scan(body, ntm.init_state(n, w, r, h, memory_init=0.0, dtype=x.dtype), x)
 
     _check("ntm", dtype, rollout, raw)
@@ -82,6 +91,7 @@ def test_dnc(dtype):
     def rollout(x):
         def body(state, xt):
             return dnc.step(state, dnc.controls_from_interface(xt, r, w))
+
         return jax.lax.scan(body, dnc.init_state(n, w, r, dtype=x.dtype), x)
 
     _check("dnc", dtype, rollout, raw)
@@ -92,8 +102,12 @@ def test_dnc(dtype):
 def test_stack_queue_deque(kind, dtype):
     w = 4
     if kind == "deque":
-        size, init, split, step_fn = (stack.deque_interface_size(w), stack.deque_init_state,
-                                      stack.deque_controls_from_interface, stack.deque_step)
+        size, init, split, step_fn = (
+            stack.deque_interface_size(w),
+            stack.deque_init_state,
+            stack.deque_controls_from_interface,
+            stack.deque_step,
+        )
     else:
         size = stack.stack_interface_size(w)
         init = stack.stack_init_state if kind == "stack" else stack.queue_init_state
@@ -104,6 +118,7 @@ def test_stack_queue_deque(kind, dtype):
     def rollout(x):
         def body(state, xt):
             return step_fn(state, split(xt, w))
+
         return jax.lax.scan(body, init(STEPS, w, x.dtype), x)
 
     _check(kind, dtype, rollout, raw)
@@ -122,11 +137,11 @@ def test_pointer_attention(score, dtype):
         mask = (jnp.arange(length) < 4).astype(x.dtype)
         memory = jnp.zeros((length, d), x.dtype)
         codes = pointer.binary_addresses(jnp.int32(3), length, bits, dtype=x.dtype)
-        embedded = jnp.concatenate([codes[:, :d - 1], jnp.zeros((length, 1), x.dtype)], axis=1)
+        embedded = jnp.concatenate([codes[:, : d - 1], jnp.zeros((length, 1), x.dtype)], axis=1)
 
         def body(carry, xt):
             keys = xt[: heads * d].reshape(heads, d) + carry
-            beta = jnp.exp(xt[heads * d:])  # positive, one per head
+            beta = jnp.exp(xt[heads * d :])  # positive, one per head
             w = pointer.address_attention(keys, embedded, mask, score=score, inverse_temperature=beta)
             values = pointer.dereference(w, memory)
             queries = keys * 0 + values  # zero: the memory is zero

@@ -119,6 +119,7 @@ def test_pointer_memory_must_be_real_floating():
 
 # ---- value ranges: named in eager calls, not checked (and free) under jit ------------------------
 
+
 def _eager_and_jit(step, state, controls, match):
     with pytest.raises(ValueError, match=match):
         step(state, controls)
@@ -128,37 +129,70 @@ def _eager_and_jit(step, state, controls, match):
 
 def test_dnc_state_out_of_range_is_named_eagerly():
     state, controls = _dnc()
-    _eager_and_jit(dnc.step, state._replace(usage=state.usage.at[1].set(2.0)), controls,
-                   r"^state\.usage: expected values in \[0, 1\], got 2$")
-    _eager_and_jit(dnc.step, state, controls._replace(read_strengths=-controls.read_strengths - 1.0),
-                   r"^controls\.read_strengths: expected values in \[0, inf\], got -")
-    _eager_and_jit(dnc.step, state, controls._replace(write_gate=jnp.full_like(controls.write_gate, np.nan)),
-                   r"^controls\.write_gate: expected values in \[0, 1\], got nan$")
+    _eager_and_jit(
+        dnc.step,
+        state._replace(usage=state.usage.at[1].set(2.0)),
+        controls,
+        r"^state\.usage: expected values in \[0, 1\], got 2$",
+    )
+    _eager_and_jit(
+        dnc.step,
+        state,
+        controls._replace(read_strengths=-controls.read_strengths - 1.0),
+        r"^controls\.read_strengths: expected values in \[0, inf\], got -",
+    )
+    _eager_and_jit(
+        dnc.step,
+        state,
+        controls._replace(write_gate=jnp.full_like(controls.write_gate, np.nan)),
+        r"^controls\.write_gate: expected values in \[0, 1\], got nan$",
+    )
 
 
 def test_ntm_controls_out_of_range_are_named_eagerly():
     state, controls = _ntm()
     write = controls.write._replace(sharpen=jnp.full_like(controls.write.sharpen, 0.5))
-    _eager_and_jit(ntm.step, state, controls._replace(write=write),
-                   r"^controls\.write\.sharpen: expected values in \[1, inf\], got 0\.5$")
+    _eager_and_jit(
+        ntm.step,
+        state,
+        controls._replace(write=write),
+        r"^controls\.write\.sharpen: expected values in \[1, inf\], got 0\.5$",
+    )
     read = controls.read._replace(gate=jnp.full_like(controls.read.gate, -0.5))
-    _eager_and_jit(ntm.step, state, controls._replace(read=read),
-                   r"^controls\.read\.gate: expected values in \[0, 1\], got -0\.5$")
-    _eager_and_jit(ntm.step, state, controls._replace(erase=controls.erase + 3.0),
-                   r"^controls\.erase: expected values in \[0, 1\], got 3\.5$")
+    _eager_and_jit(
+        ntm.step, state, controls._replace(read=read), r"^controls\.read\.gate: expected values in \[0, 1\], got -0\.5$"
+    )
+    _eager_and_jit(
+        ntm.step,
+        state,
+        controls._replace(erase=controls.erase + 3.0),
+        r"^controls\.erase: expected values in \[0, 1\], got 3\.5$",
+    )
 
 
 @pytest.mark.parametrize("kind", ["stack", "queue", "deque"])
 def test_stack_push_and_pop_out_of_range_are_named_eagerly(kind):
     state, controls, step = _stack(kind)
     field = "push_top" if kind == "deque" else "push"
-    _eager_and_jit(step, state, controls._replace(**{field: jnp.float32(5.0)}),
-                   rf"^controls\.{field}: expected values in \[0, 1\], got 5$")
+    _eager_and_jit(
+        step,
+        state,
+        controls._replace(**{field: jnp.float32(5.0)}),
+        rf"^controls\.{field}: expected values in \[0, 1\], got 5$",
+    )
     field = "pop_bottom" if kind == "deque" else "pop"
-    _eager_and_jit(step, state, controls._replace(**{field: jnp.float32(-1.0)}),
-                   rf"^controls\.{field}: expected values in \[0, 1\], got -1$")
-    _eager_and_jit(step, state._replace(strengths=state.strengths.at[0].set(1.5)), controls,
-                   r"^state\.strengths: expected values in \[0, 1\], got 1\.5$")
+    _eager_and_jit(
+        step,
+        state,
+        controls._replace(**{field: jnp.float32(-1.0)}),
+        rf"^controls\.{field}: expected values in \[0, 1\], got -1$",
+    )
+    _eager_and_jit(
+        step,
+        state._replace(strengths=state.strengths.at[0].set(1.5)),
+        controls,
+        r"^state\.strengths: expected values in \[0, 1\], got 1\.5$",
+    )
 
 
 def test_a_rounding_outside_the_range_passes():
@@ -181,5 +215,8 @@ def test_eager_steps_of_valid_inputs_run_as_before():
         ntm_state, _ = ntm.step(ntm_state, ntm.controls_from_interface(raw, W, R, H))
         raw = 3.0 * jax.random.normal(k3, (stack.deque_interface_size(W),))
         s_state, _ = s_step(s_state, stack.deque_controls_from_interface(raw, W))
-    assert all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree_util.tree_leaves((state, ntm_state, s_state))
-               if jnp.issubdtype(x.dtype, jnp.floating))
+    assert all(
+        bool(jnp.all(jnp.isfinite(x)))
+        for x in jax.tree_util.tree_leaves((state, ntm_state, s_state))
+        if jnp.issubdtype(x.dtype, jnp.floating)
+    )

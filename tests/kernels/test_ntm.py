@@ -52,6 +52,7 @@ def _rollout(state, raws):
 
 # ---- 1. equals the reference --------------------------------------------------------
 
+
 def test_interface_size_and_split_match_reference():
     assert P == R * (W + S + 3) + H * (3 * W + S + 3)
     raw = np.random.default_rng(0).normal(size=P)
@@ -87,8 +88,14 @@ def test_one_step_matches_reference():
     state = _random_state(rng)
     raw = rng.normal(size=P)
     got, reads = _jit_step_raw(state, jnp.asarray(raw, jnp.float32))
-    m, rw, ww, rr = ref.step(np.asarray(state.memory, np.float64).T, np.asarray(state.read_weights, np.float64),
-                             np.asarray(state.write_weights, np.float64), raw, W, S)
+    m, rw, ww, rr = ref.step(
+        np.asarray(state.memory, np.float64).T,
+        np.asarray(state.read_weights, np.float64),
+        np.asarray(state.write_weights, np.float64),
+        raw,
+        W,
+        S,
+    )
     errors = _max_errors(got, reads, m, rw, ww, rr)
     print("NTM one step, max abs error vs float64 reference:", errors)
     assert max(errors.values()) < TOL, errors
@@ -99,8 +106,14 @@ def test_twenty_step_rollout_matches_reference():
     state = _random_state(rng)
     raws = rng.normal(size=(20, P))
     got, reads = _rollout(state, jnp.asarray(raws, jnp.float32))
-    m, rw, ww, rr = ref.rollout(np.asarray(state.memory, np.float64).T, np.asarray(state.read_weights, np.float64),
-                                np.asarray(state.write_weights, np.float64), raws, W, S)
+    m, rw, ww, rr = ref.rollout(
+        np.asarray(state.memory, np.float64).T,
+        np.asarray(state.read_weights, np.float64),
+        np.asarray(state.write_weights, np.float64),
+        raws,
+        W,
+        S,
+    )
     errors = _max_errors(got, reads, m, rw, ww, rr)
     print("NTM 20-step rollout, max abs error vs float64 reference:", errors)
     assert max(errors.values()) < TOL, errors
@@ -113,8 +126,12 @@ def test_functions_match_reference_pieces():
     weights /= weights.sum(-1, keepdims=True)
     erase = rng.uniform(size=(H, W))
     add = rng.normal(size=(H, W))
-    got = ntm.write(jnp.asarray(memory.T, jnp.float32), jnp.asarray(weights, jnp.float32),
-                    jnp.asarray(erase, jnp.float32), jnp.asarray(add, jnp.float32))
+    got = ntm.write(
+        jnp.asarray(memory.T, jnp.float32),
+        jnp.asarray(weights, jnp.float32),
+        jnp.asarray(erase, jnp.float32),
+        jnp.asarray(add, jnp.float32),
+    )
     np.testing.assert_allclose(np.asarray(got).T, ref.write(memory, weights, erase, add), atol=TOL)
     rw = rng.uniform(size=(R, N))
     got_r = ntm.read(jnp.asarray(memory.T, jnp.float32), jnp.asarray(rw, jnp.float32))
@@ -127,6 +144,7 @@ def test_functions_match_reference_pieces():
 
 
 # ---- 2. invariants ---------------------------------------------------------------------
+
 
 def test_weights_are_distributions_and_reads_are_convex_combinations():
     rng = np.random.default_rng(4)
@@ -143,19 +161,22 @@ def test_weights_are_distributions_and_reads_are_convex_combinations():
 
 # ---- 3. hand-built scenarios --------------------------------------------------------------
 
+
 def _location_head(k: int, shift: int, width: int = W) -> ntm.HeadControls:
     """k heads that ignore content (g = 0) and shift by `shift` exactly (one-hot s, gamma = 1)."""
     s = jnp.zeros((k, S)).at[:, shift + (S - 1) // 2].set(1.0)
-    return ntm.HeadControls(key=jnp.zeros((k, width)), strength=jnp.zeros((k,)), gate=jnp.zeros((k,)), shift=s,
-                            sharpen=jnp.ones((k,)))
+    return ntm.HeadControls(
+        key=jnp.zeros((k, width)), strength=jnp.zeros((k,)), gate=jnp.zeros((k,)), shift=s, sharpen=jnp.ones((k,))
+    )
 
 
 def test_one_hot_head_shifted_by_plus_one_moves_one_slot():
     # g = 0 keeps the previous one-hot weighting; s one-hot at +1 moves it one slot;
     # gamma = 1 leaves it as it is. From the initial slot 0 the heads reach slot 1.
     state = ntm.init_state(N, W, R, H)
-    controls = ntm.NTMControls(read=_location_head(R, +1), write=_location_head(H, +1),
-                               erase=jnp.zeros((H, W)), add=jnp.zeros((H, W)))
+    controls = ntm.NTMControls(
+        read=_location_head(R, +1), write=_location_head(H, +1), erase=jnp.zeros((H, W)), add=jnp.zeros((H, W))
+    )
     new, _ = ntm.step(state, controls)
     np.testing.assert_allclose(np.asarray(new.read_weights), np.tile(np.eye(N)[1], (R, 1)), atol=1e-6)
     np.testing.assert_allclose(np.asarray(new.write_weights), np.tile(np.eye(N)[1], (H, 1)), atol=1e-6)
@@ -164,11 +185,13 @@ def test_one_hot_head_shifted_by_plus_one_moves_one_slot():
 def test_erase_one_then_add_v_leaves_v():
     # A one-hot write at slot 0 with e = 1 wipes the row (M(0) * (1 - 1*1) = 0), then adds v.
     # The read head, at slot 0 too, reads v back in the same step (reads see M_t).
-    state = ntm.init_state(N, W, 1, 1)._replace(memory=jnp.asarray(np.random.default_rng(5).normal(size=(W, N)),
-                                                                       jnp.float32))
+    state = ntm.init_state(N, W, 1, 1)._replace(
+        memory=jnp.asarray(np.random.default_rng(5).normal(size=(W, N)), jnp.float32)
+    )
     v = jnp.arange(1.0, W + 1.0)
-    controls = ntm.NTMControls(read=_location_head(1, 0), write=_location_head(1, 0),
-                               erase=jnp.ones((1, W)), add=v[None])
+    controls = ntm.NTMControls(
+        read=_location_head(1, 0), write=_location_head(1, 0), erase=jnp.ones((1, W)), add=v[None]
+    )
     new, reads = ntm.step(state, controls)
     np.testing.assert_allclose(np.asarray(new.memory[:, 0]), np.asarray(v), atol=1e-6)  # slot 0 is column 0
     np.testing.assert_allclose(np.asarray(new.memory[:, 1:]), np.asarray(state.memory[:, 1:]), atol=1e-6)
@@ -179,8 +202,13 @@ def test_content_addressing_finds_the_matching_row():
     # g = 1 uses only content; a key equal to row 4 with a large beta points at row 4;
     # the "stay" shift and gamma = 1 keep it there.
     memory = jnp.asarray(np.random.default_rng(6).normal(size=(N, W)), jnp.float32)
-    head = ntm.HeadControls(key=memory[4][None], strength=jnp.array([300.0]), gate=jnp.ones((1,)),
-                            shift=jnp.array([[0.0, 1.0, 0.0]]), sharpen=jnp.ones((1,)))
+    head = ntm.HeadControls(
+        key=memory[4][None],
+        strength=jnp.array([300.0]),
+        gate=jnp.ones((1,)),
+        shift=jnp.array([[0.0, 1.0, 0.0]]),
+        sharpen=jnp.ones((1,)),
+    )
     w = ntm.address(memory.T, jnp.eye(N)[:1], head)
     assert int(jnp.argmax(w[0])) == 4 and float(w[0, 4]) > 0.99
 
@@ -195,6 +223,7 @@ def test_two_write_heads_erase_multiplicatively_and_add_additively():
 
 
 # ---- 4. gradients ---------------------------------------------------------------------------
+
 
 def test_gradients_match_finite_differences():
     rng = np.random.default_rng(7)
@@ -224,14 +253,24 @@ def test_memory_step_vjp_equals_autodiff(reads, writes, keep):
     # cotangent (keep included), random cotangents on all four outputs.
     rng = np.random.default_rng(17)
     with x64():
+
         def dist(*shape):
             x = rng.uniform(size=shape)
             return jnp.asarray(x / x.sum(-1, keepdims=True))
 
-        controls = ntm.controls_from_interface(jnp.asarray(rng.normal(size=ntm.interface_size(W, reads, writes, S))),
-                                               W, reads, writes, S)
-        args = (jnp.asarray(rng.normal(size=(W, N))), dist(writes, N), dist(reads, N), controls.write,
-                controls.read, controls.erase, controls.add, jnp.asarray(keep))
+        controls = ntm.controls_from_interface(
+            jnp.asarray(rng.normal(size=ntm.interface_size(W, reads, writes, S))), W, reads, writes, S
+        )
+        args = (
+            jnp.asarray(rng.normal(size=(W, N))),
+            dist(writes, N),
+            dist(reads, N),
+            controls.write,
+            controls.read,
+            controls.erase,
+            controls.add,
+            jnp.asarray(keep),
+        )
         out, vjp = jax.vjp(ntm.memory_step, *args)
         out_ref, vjp_ref = jax.vjp(_plain_memory_step, *args)
         chex.assert_trees_all_close(out, out_ref, rtol=1e-12, atol=1e-12)
@@ -248,15 +287,27 @@ def test_memory_step_vjp_equals_autodiff_at_exact_zero_weights():
     # the same 1/2 there as jnp.maximum's derivative.
     rng = np.random.default_rng(18)
     with x64():
+
         def head(k):
-            return ntm.HeadControls(key=jnp.asarray(rng.normal(size=(k, W))), strength=jnp.full((k,), 2.0),
-                                    gate=jnp.zeros((k,)), shift=jnp.tile(jnp.array([0.0, 1.0, 0.0]), (k, 1)),
-                                    sharpen=jnp.full((k,), 1.5))
+            return ntm.HeadControls(
+                key=jnp.asarray(rng.normal(size=(k, W))),
+                strength=jnp.full((k,), 2.0),
+                gate=jnp.zeros((k,)),
+                shift=jnp.tile(jnp.array([0.0, 1.0, 0.0]), (k, 1)),
+                sharpen=jnp.full((k,), 1.5),
+            )
 
         one_hot = jnp.zeros((N,)).at[0].set(1.0)
-        args = (jnp.asarray(rng.normal(size=(W, N))), jnp.tile(one_hot, (H, 1)), jnp.tile(one_hot, (R, 1)),
-                head(H), head(R), jnp.asarray(rng.uniform(size=(H, W))), jnp.asarray(rng.normal(size=(H, W))),
-                jnp.asarray(1.0))
+        args = (
+            jnp.asarray(rng.normal(size=(W, N))),
+            jnp.tile(one_hot, (H, 1)),
+            jnp.tile(one_hot, (R, 1)),
+            head(H),
+            head(R),
+            jnp.asarray(rng.uniform(size=(H, W))),
+            jnp.asarray(rng.normal(size=(H, W))),
+            jnp.asarray(1.0),
+        )
         out, vjp = jax.vjp(ntm.memory_step, *args)
         assert float(jnp.min(out[1])) < 1e-10  # the write weights are one-hot up to the sharpen's eps
         _, vjp_ref = jax.vjp(_plain_memory_step, *args)
@@ -270,7 +321,7 @@ def test_gradients_finite_at_zero_memory_and_zero_keys():
 
     def loss(memory, raw):
         new, reads = _step_raw(state._replace(memory=memory), raw)
-        return jnp.sum(reads ** 2) + jnp.sum(new.memory ** 2) + jnp.sum(new.read_weights ** 2)
+        return jnp.sum(reads**2) + jnp.sum(new.memory**2) + jnp.sum(new.read_weights**2)
 
     grads = jax.grad(loss, argnums=(0, 1))(state.memory, raw)
     chex.assert_shape(grads, [(W, N), (P,)])
@@ -278,6 +329,7 @@ def test_gradients_finite_at_zero_memory_and_zero_keys():
 
 
 # ---- 5. transforms ---------------------------------------------------------------------------
+
 
 def test_masked_step_changes_nothing():
     rng = np.random.default_rng(8)
@@ -315,6 +367,7 @@ def test_second_call_does_not_retrace(trace_counter):
 
 # ---- bad input ------------------------------------------------------------------------------------
 
+
 def test_init_state_rejects_bad_sizes():
     with pytest.raises(ValueError, match=r"num_slots: expected a positive integer, got 0"):
         ntm.init_state(0, W)
@@ -341,18 +394,20 @@ def test_step_names_the_bad_argument():
         ntm.step(state._replace(memory=jnp.zeros((N,))), good)
     with pytest.raises(ValueError, match=r"mask: expected shape \[\] = \(\), got \(2,\)"):
         ntm.step(state, good, jnp.ones((2,)))
-    with pytest.raises(ValueError, match=rf"raw: expected shape \[..., P\] with P = interface_size\(.*\) = {P}, got \({P - 1},\)"):
+    with pytest.raises(
+        ValueError, match=rf"raw: expected shape \[..., P\] with P = interface_size\(.*\) = {P}, got \({P - 1},\)"
+    ):
         ntm.controls_from_interface(jnp.zeros((P - 1,)), W, R, H, S)
 
 
 def test_errors_are_raised_at_trace_time_under_jit():
     state = ntm.init_state(N, W, R, H)
     with pytest.raises(ValueError, match=r"controls.add"):
-        jax.jit(ntm.step)(state, ntm.controls_from_interface(jnp.zeros((P,)), W, R, H, S)._replace(
-            add=jnp.zeros((H, W + 2))))
+        jax.jit(ntm.step)(
+            state, ntm.controls_from_interface(jnp.zeros((P,)), W, R, H, S)._replace(add=jnp.zeros((H, W + 2)))
+        )
 
 
 def test_controls_from_interface_keeps_leading_axes():
     c = ntm.controls_from_interface(jnp.zeros((4, P)), W, R, H, S)
     assert c.read.key.shape == (4, R, W) and c.write.shift.shape == (4, H, S) and c.erase.shape == (4, H, W)
-

@@ -29,8 +29,12 @@ def _f32(x):
 
 def _inputs(rng, scale=1.0):
     """Random keys [H, D], embedded addresses [L, D], memory [L, D], queries [HC, D] (float64 NumPy)."""
-    return (scale * rng.normal(size=(H, D)), scale * rng.normal(size=(L, D)),
-            scale * rng.normal(size=(L, D)), scale * rng.normal(size=(HC, D)))
+    return (
+        scale * rng.normal(size=(H, D)),
+        scale * rng.normal(size=(L, D)),
+        scale * rng.normal(size=(L, D)),
+        scale * rng.normal(size=(HC, D)),
+    )
 
 
 def _betas(kind):
@@ -48,14 +52,16 @@ def _max_err(got, want) -> float:
 
 # ---- 1. equals the reference --------------------------------------------------------
 
+
 @pytest.mark.parametrize("bits,base,length", [(3, 6, 4), (5, 0, 7), (5, 29, 7), (10, 1020, 9), (4, -3, 5)])
 def test_binary_addresses_and_end_address_match_reference(bits, base, length):
     got = pointer.binary_addresses(jnp.int32(base), length, bits)
     assert got.shape == (length, bits) and got.dtype == jnp.float32
     np.testing.assert_array_equal(np.asarray(got), ref.binary_addresses(base, length, bits))
     assert int(pointer.end_address(jnp.int32(base), jnp.int32(length), bits)) == ref.end_address(base, length, bits)
-    np.testing.assert_array_equal(np.asarray(pointer.address_bits(jnp.int32(base), bits)),
-                                  ref.binary_code(base % 2 ** bits, bits))
+    np.testing.assert_array_equal(
+        np.asarray(pointer.address_bits(jnp.int32(base), bits)), ref.binary_code(base % 2**bits, bits)
+    )
 
 
 @pytest.mark.parametrize("beta_kind", ["paper", "scalar", "per_head"])
@@ -69,8 +75,9 @@ def test_attention_dereference_and_relational_access_match_reference(score, beta
     w = pointer.address_attention(_f32(keys), _f32(emb), _f32(MASK), score=score, inverse_temperature=_f32(beta_a))
     p = pointer.pointer_values(w, _f32(addresses))
     v = pointer.dereference(w, _f32(memory))
-    rv, rw = pointer.relational_access(_f32(queries), _f32(memory), _f32(MASK), score=score,
-                                       inverse_temperature=_f32(beta_c))
+    rv, rw = pointer.relational_access(
+        _f32(queries), _f32(memory), _f32(MASK), score=score, inverse_temperature=_f32(beta_c)
+    )
 
     w_ref = ref.address_attention(keys, emb, MASK, score, beta_a)
     rv_ref, rw_ref = ref.relational_access(queries, memory, MASK, score, beta_c)
@@ -101,6 +108,7 @@ def test_attention_scores_and_masked_softmax_match_reference(score):
 
 # ---- 2. invariants ---------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("score", SCORES)
 def test_weights_are_distributions_over_real_slots_and_reads_are_convex(score):
     rng = np.random.default_rng(3)
@@ -123,22 +131,25 @@ def test_weights_are_distributions_over_real_slots_and_reads_are_convex(score):
 
 # ---- 3. hand-built scenarios --------------------------------------------------------------
 
+
 def test_binary_addresses_wrap_around_at_two_to_the_bits():
     # bits = 3: the space is 0..7, so from base 6 the bank runs 6, 7, then wraps to 0, 1.
     # LSB first: 6 = 0*1 + 1*2 + 1*4 -> [0, 1, 1]; 7 -> [1, 1, 1]; 0 -> [0, 0, 0]; 1 -> [1, 0, 0].
     got = pointer.binary_addresses(jnp.int32(6), 4, 3)
     np.testing.assert_array_equal(np.asarray(got), [[0, 1, 1], [1, 1, 1], [0, 0, 0], [1, 0, 0]])
     # The paper's §2.2 example: a_B = 3 with b = 4 gives the addresses 3, 4, 5.
-    np.testing.assert_array_equal(np.asarray(pointer.binary_addresses(3, 3, 4)),
-                                  [[1, 1, 0, 0], [0, 0, 1, 0], [1, 0, 1, 0]])
+    np.testing.assert_array_equal(
+        np.asarray(pointer.binary_addresses(3, 3, 4)), [[1, 1, 0, 0], [0, 0, 1, 0], [1, 0, 1, 0]]
+    )
 
 
 def test_end_address_is_the_address_of_the_last_real_slot():
     # (6 + 4 - 1) mod 8 = 1: the bank above ends at address 1, and its last row is bin(1).
     a_e = pointer.end_address(jnp.int32(6), jnp.int32(4), 3)
     assert a_e.dtype == jnp.int32 and int(a_e) == 1
-    np.testing.assert_array_equal(np.asarray(pointer.address_bits(a_e, 3)),
-                                  np.asarray(pointer.binary_addresses(jnp.int32(6), 4, 3)[-1]))
+    np.testing.assert_array_equal(
+        np.asarray(pointer.address_bits(a_e, 3)), np.asarray(pointer.binary_addresses(jnp.int32(6), 4, 3)[-1])
+    )
     # At test time a_B = 0, so a length-10 input ends at address 9 (b = 10, no wrap).
     assert int(pointer.end_address(0, jnp.int32(10), 10)) == 9
     np.testing.assert_array_equal(np.asarray(pointer.address_bits(9, 10)), [1, 0, 0, 1, 0, 0, 0, 0, 0, 0])
@@ -158,10 +169,12 @@ def test_key_equal_to_an_address_embedding_points_at_it():
     assert [int(i) for i in jnp.argmax(w1, -1)] == [2, 0] and float(w1.max()) < 0.6
     w = pointer.address_attention(keys, emb, _f32(MASK), inverse_temperature=1000.0)
     assert float(w[0, 2]) > 0.999 and float(w[1, 0]) > 0.999
-    np.testing.assert_allclose(np.asarray(pointer.pointer_values(w, addresses)),
-                               np.asarray(addresses[jnp.array([2, 0])]), atol=1e-3)
-    np.testing.assert_allclose(np.asarray(pointer.dereference(w, memory)),
-                               np.asarray(memory[jnp.array([2, 0])]), atol=1e-2)
+    np.testing.assert_allclose(
+        np.asarray(pointer.pointer_values(w, addresses)), np.asarray(addresses[jnp.array([2, 0])]), atol=1e-3
+    )
+    np.testing.assert_allclose(
+        np.asarray(pointer.dereference(w, memory)), np.asarray(memory[jnp.array([2, 0])]), atol=1e-2
+    )
 
 
 def test_plain_cosine_cannot_sharpen_over_81_slots():
@@ -182,8 +195,9 @@ def test_one_hot_weights_dereference_exactly_that_slot():
     addresses = pointer.binary_addresses(jnp.int32(30), L, A)
     w = jnp.zeros((H, L)).at[:, 3].set(1.0)
     np.testing.assert_array_equal(np.asarray(pointer.dereference(w, memory)), np.tile(np.asarray(memory[3]), (H, 1)))
-    np.testing.assert_array_equal(np.asarray(pointer.pointer_values(w, addresses)),
-                                  np.tile(np.asarray(addresses[3]), (H, 1)))
+    np.testing.assert_array_equal(
+        np.asarray(pointer.pointer_values(w, addresses)), np.tile(np.asarray(addresses[3]), (H, 1))
+    )
 
 
 @pytest.mark.parametrize("score", SCORES)
@@ -195,8 +209,9 @@ def test_relational_access_with_a_memory_row_as_query_finds_it(score):
     memory = rng.normal(size=(L, D))
     memory[1] *= 3.0
     memory = _f32(memory)
-    values, weights = pointer.relational_access(memory[1][None], memory, _f32(MASK), score=score,
-                                                inverse_temperature=1000.0)
+    values, weights = pointer.relational_access(
+        memory[1][None], memory, _f32(MASK), score=score, inverse_temperature=1000.0
+    )
     assert int(jnp.argmax(weights[0])) == 1 and float(weights[0, 1]) > 0.999
     np.testing.assert_allclose(np.asarray(values[0]), np.asarray(memory[1]), atol=1e-2)
 
@@ -218,17 +233,20 @@ def test_appending_padded_slots_changes_no_output(score):
     short = run(emb[:REAL], memory[:REAL], jnp.int32(29), REAL, jnp.ones((REAL,)))
     junk = _f32(100.0 * rng.normal(size=(9, D)))  # any finite content in the padding
     mask = jnp.concatenate([jnp.ones((REAL,)), jnp.zeros((9,))])
-    long = run(jnp.concatenate([emb[:REAL], junk]), jnp.concatenate([memory[:REAL], -junk]), jnp.int32(29),
-               REAL + 9, mask)
+    long = run(
+        jnp.concatenate([emb[:REAL], junk]), jnp.concatenate([memory[:REAL], -junk]), jnp.int32(29), REAL + 9, mask
+    )
     w_s, p_s, v_s, rw_s, rv_s = short
     w_l, p_l, v_l, rw_l, rv_l = long
-    chex.assert_trees_all_close((w_l[:, :REAL], rw_l[:, :REAL], p_l, v_l, rv_l), (w_s, rw_s, p_s, v_s, rv_s),
-                                rtol=1e-6, atol=1e-6)
+    chex.assert_trees_all_close(
+        (w_l[:, :REAL], rw_l[:, :REAL], p_l, v_l, rv_l), (w_s, rw_s, p_s, v_s, rv_s), rtol=1e-6, atol=1e-6
+    )
     np.testing.assert_array_equal(np.asarray(w_l[:, REAL:]), 0.0)
     np.testing.assert_array_equal(np.asarray(rw_l[:, REAL:]), 0.0)
 
 
 # ---- 4. gradients ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("score", SCORES)
 def test_gradients_match_finite_differences(score):
@@ -247,8 +265,7 @@ def test_gradients_match_finite_differences(score):
         def mode2(queries, memory, beta):
             return pointer.relational_access(queries, memory, mask, score=score, inverse_temperature=beta)
 
-        check_grads(mode1, (keys, emb, memory, jnp.asarray([1.5, 3.0])), order=1, modes=("rev",),
-                    atol=1e-4, rtol=1e-4)
+        check_grads(mode1, (keys, emb, memory, jnp.asarray([1.5, 3.0])), order=1, modes=("rev",), atol=1e-4, rtol=1e-4)
         check_grads(mode2, (queries, memory, jnp.asarray(2.0)), order=1, modes=("rev",), atol=1e-4, rtol=1e-4)
 
 
@@ -264,8 +281,9 @@ def test_scaled_dot_and_masked_softmax_second_derivatives_match_finite_differenc
         def attend(keys, emb, beta):
             return pointer.address_attention(keys, emb, mask, score="scaled_dot", inverse_temperature=beta)
 
-        check_grads(attend, (keys, emb, jnp.asarray([1.5, 0.0, -2.0])), order=2, modes=("fwd", "rev"),
-                    atol=1e-5, rtol=1e-5)
+        check_grads(
+            attend, (keys, emb, jnp.asarray([1.5, 0.0, -2.0])), order=2, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5
+        )
 
 
 @pytest.mark.parametrize("score", SCORES)
@@ -278,8 +296,12 @@ def test_gradients_finite_at_zero_key_zero_memory_and_fully_masked_row(score):
     def loss(keys, emb, memory, queries, beta, mask):
         w = pointer.address_attention(keys, emb, mask, score=score, inverse_temperature=beta)
         rv, rw = pointer.relational_access(queries, memory, mask, score=score, inverse_temperature=beta[0])
-        return (jnp.sum(pointer.dereference(w, memory) * cot) + jnp.sum(pointer.pointer_values(w, addresses) ** 2)
-                + jnp.sum(rv ** 2) + jnp.sum(rw * jnp.arange(L)))
+        return (
+            jnp.sum(pointer.dereference(w, memory) * cot)
+            + jnp.sum(pointer.pointer_values(w, addresses) ** 2)
+            + jnp.sum(rv**2)
+            + jnp.sum(rw * jnp.arange(L))
+        )
 
     grad = jax.jit(jax.grad(loss, argnums=(0, 1, 2, 3, 4)))
     zeros_k, zeros_m, zeros_q = jnp.zeros((H, D)), jnp.zeros((L, D)), jnp.zeros((HC, D))
@@ -298,6 +320,7 @@ def test_gradients_finite_at_zero_key_zero_memory_and_fully_masked_row(score):
 
 
 # ---- 5. transforms ---------------------------------------------------------------------------
+
 
 def _example(base, length, keys, emb, memory, queries):
     """One example's pointer step, as the module will call it (base and length traced)."""
@@ -321,8 +344,9 @@ def test_vmap_equals_python_loop():
         chex.assert_trees_all_close(jax.tree_util.tree_map(lambda x: x[i], batched), single, rtol=1e-7, atol=1e-6)
         # per-example bases reach binary_addresses through vmap: compare to the reference
         np.testing.assert_array_equal(np.asarray(batched[1][i]), ref.binary_addresses(int(bases[i]), L, A))
-        np.testing.assert_array_equal(np.asarray(batched[0][i]),
-                                      ref.binary_code(ref.end_address(int(bases[i]), int(lengths[i]), A), A))
+        np.testing.assert_array_equal(
+            np.asarray(batched[0][i]), ref.binary_code(ref.end_address(int(bases[i]), int(lengths[i]), A), A)
+        )
 
 
 def test_second_call_does_not_retrace(trace_counter):
@@ -342,6 +366,7 @@ def test_binary_addresses_with_a_traced_base_under_jit():
 
 
 # ---- 6. bad input ------------------------------------------------------------------------------
+
 
 def test_address_functions_reject_bad_sizes():
     for bits in (0, 31, 2.5, True):
@@ -375,8 +400,11 @@ def test_attention_names_the_bad_argument():
         pointer.address_attention(keys, jnp.zeros((L, D - 1)), mask)
     with pytest.raises(ValueError, match=r"mask: expected shape \[L\] = \(7\), got \(6,\)"):
         pointer.address_attention(keys, emb, jnp.ones((L - 1,)))
-    with pytest.raises(ValueError, match=r"inverse_temperature: expected shape \[\] or \[H\] = \(\) or \(2,\), "
-                                         r"got \(3,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"inverse_temperature: expected shape \[\] or \[H\] = \(\) or \(2,\), "
+        r"got \(3,\)",
+    ):
         pointer.address_attention(keys, emb, mask, inverse_temperature=jnp.ones((3,)))
     with pytest.raises(ValueError, match=r"scores: expected shape \[H, L\], got \(7,\)"):
         pointer.masked_softmax(jnp.zeros((L,)), mask)
@@ -386,8 +414,11 @@ def test_attention_names_the_bad_argument():
         pointer.dereference(jnp.zeros((H, L)), jnp.zeros((L + 1, D)))
     with pytest.raises(ValueError, match=r"queries: expected shape \[Hc, D\], got \(3, 6, 1\)"):
         pointer.relational_access(jnp.zeros((HC, D, 1)), emb, mask)
-    with pytest.raises(ValueError, match=r"inverse_temperature: expected shape \[\] or \[Hc\] = \(\) or \(3,\), "
-                                         r"got \(2,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"inverse_temperature: expected shape \[\] or \[Hc\] = \(\) or \(3,\), "
+        r"got \(2,\)",
+    ):
         pointer.relational_access(jnp.zeros((HC, D)), emb, mask, inverse_temperature=jnp.ones((2,)))
     with pytest.raises(ValueError, match=r"memory: expected shape \[L, D\] = \(\?, 6\), got \(7, 4\)"):
         pointer.relational_access(jnp.zeros((HC, D)), jnp.zeros((L, 4)), mask)
@@ -401,6 +432,7 @@ def test_errors_are_raised_at_trace_time_under_jit():
 
 
 # ---- 5. off_bank_addresses: the training distractors (the library's option) -----------------
+
 
 @pytest.mark.parametrize("bits,base,length", [(4, 3, 5), (4, 14, 5), (5, 0, 31), (3, 6, 1)])
 def test_off_bank_addresses_are_uniform_over_the_addresses_no_slot_holds(bits, base, length):
@@ -431,7 +463,6 @@ def test_off_bank_addresses_when_the_bank_fills_the_space_and_under_jit_vmap():
         pointer.off_bank_addresses(jax.random.key(0), jnp.int32(0), jnp.float32(3), 2, 4)
 
 
-
 @pytest.mark.parametrize("bits,base,length", [(5, 3, 5), (5, 30, 4), (10, 1000, 12), (4, 0, 16)])
 def test_neighbour_addresses_are_one_bit_from_the_bank_and_off_it(bits, base, length):
     # 30, 31, 0, 1 wraps; with 16 of 16 slots real every flip lands in the bank (no valid draw).
@@ -456,6 +487,7 @@ def test_neighbour_addresses_of_an_empty_bank_are_all_invalid():
 
 
 # ---- 6. snap_to_address (the option snap_pointers) ------------------------------------------
+
 
 def test_snap_to_address_rounds_each_bit_with_a_straight_through_gradient():
     rng = np.random.default_rng(15)
@@ -513,12 +545,13 @@ def test_masked_softmax_is_the_softmax_over_real_slots_at_any_inverse_temperatur
     tol = {np.float32: 2e-6, np.float64: 1e-14}[dtype]
     with x64():
         s, b, c, m = (jnp.asarray(x, dtype) for x in (scores, betas, cot, MASK))
-        value_and_grad = jax.jit(jax.value_and_grad(
-            lambda s, b: jnp.sum(pointer.masked_softmax(s, m, b) * c), argnums=(0, 1)))
+        value_and_grad = jax.jit(
+            jax.value_and_grad(lambda s, b: jnp.sum(pointer.masked_softmax(s, m, b) * c), argnums=(0, 1))
+        )
         w = pointer.masked_softmax(s, m, b)
         _, (g_s, g_b) = value_and_grad(s, b)
         # A scalar beta, and the same numbers given as a per-head vector, agree.
-        w_scalar = jnp.stack([pointer.masked_softmax(s[i:i + 1], m, b[i])[0] for i in range(len(BETAS))])
+        w_scalar = jnp.stack([pointer.masked_softmax(s[i : i + 1], m, b[i])[0] for i in range(len(BETAS))])
     want = ref.masked_softmax(scores, MASK, betas)
     err = _max_err(w, want)
     print(f"masked_softmax {np.dtype(dtype).name} scores ~{scale:g}, beta in {BETAS}: max abs error {err:.1e}")
@@ -549,8 +582,7 @@ def test_masked_softmax_ignores_padding_content_and_empty_rows_have_zero_gradien
     betas = _f32(BETAS)
     junk = scores.copy()
     junk[:, REAL:] = [np.inf, -np.inf, np.nan]
-    grad = jax.jit(jax.grad(lambda s, b, m: jnp.sum(pointer.masked_softmax(s, m, b) * jnp.arange(L)),
-                            argnums=(0, 1)))
+    grad = jax.jit(jax.grad(lambda s, b, m: jnp.sum(pointer.masked_softmax(s, m, b) * jnp.arange(L)), argnums=(0, 1)))
     clean = pointer.masked_softmax(_f32(scores), _f32(MASK), betas)
     dirty = pointer.masked_softmax(_f32(junk), _f32(MASK), betas)
     np.testing.assert_array_equal(np.asarray(dirty), np.asarray(clean))
@@ -588,8 +620,9 @@ def test_scaled_dot_saturates_instead_of_overflowing(q_scale):
     rng = np.random.default_rng(22)
     queries = np.asarray(np.asarray(q_scale * rng.normal(size=(HC, D)), np.float32), np.float64)
     cot = rng.normal(size=(HC, L))
-    grad = jax.jit(jax.grad(lambda q, k: jnp.sum(pointer.attention_scores(q, k, score="scaled_dot") * _f32(cot)),
-                            argnums=(0, 1)))
+    grad = jax.jit(
+        jax.grad(lambda q, k: jnp.sum(pointer.attention_scores(q, k, score="scaled_dot") * _f32(cot)), argnums=(0, 1))
+    )
     worst, worst_grad = 0.0, 0.0
     for k_scale in SCALES:
         keys = np.asarray(np.asarray(k_scale * rng.normal(size=(L, D)), np.float32), np.float64)
@@ -610,8 +643,10 @@ def test_scaled_dot_saturates_instead_of_overflowing(q_scale):
             rel = _max_err(g, g_ref) / max(np.abs(g_ref).max(), 1e-30)
             worst_grad = max(worst_grad, rel)
             assert rel < 1e-5, (k_scale, rel)
-    print(f"scaled_dot, queries ~{q_scale:g}, keys ~{SCALES}: max error {worst:.1e} (relative to sum |q k| / sqrt D), "
-          f"gradient {worst_grad:.1e} (relative to its largest entry)")
+    print(
+        f"scaled_dot, queries ~{q_scale:g}, keys ~{SCALES}: max error {worst:.1e} (relative to sum |q k| / sqrt D), "
+        f"gradient {worst_grad:.1e} (relative to its largest entry)"
+    )
 
 
 def test_scaled_dot_at_the_edge_of_the_finite_range():
@@ -620,8 +655,8 @@ def test_scaled_dot_at_the_edge_of_the_finite_range():
     # is exactly +-f_max. The score is finite-valued everywhere; the remaining limit is that
     # scores beyond f_max tie there.
     top = float(np.finfo(np.float32).max)
-    y = 2.0 ** 100
-    for fraction, sign in ((1 - 2.0 ** -20, 1.0), (0.5, -1.0), (1.0, 1.0), (1.0 + 2.0 ** -20, -1.0), (4.0, 1.0)):
+    y = 2.0**100
+    for fraction, sign in ((1 - 2.0**-20, 1.0), (0.5, -1.0), (1.0, 1.0), (1.0 + 2.0**-20, -1.0), (4.0, 1.0)):
         x = float(np.float32(sign * fraction * top * math.sqrt(D) / y))
         q = jnp.zeros((1, D)).at[0, 0].set(x)
         k = jnp.zeros((1, D)).at[0, 0].set(y)
@@ -649,8 +684,13 @@ def test_scaled_dot_saturates_at_the_16_bit_range():
         q = jnp.concatenate([big, jnp.full((1, D), 2.0, dtype)])
         got = pointer.attention_scores(q, jnp.concatenate([big, -big]), score="scaled_dot")
         assert got.dtype == dtype
-        want = [[top, -top], [float(jnp.asarray(2.0 * math.sqrt(D) * float(big[0, 0]), dtype)),
-                              float(jnp.asarray(-2.0 * math.sqrt(D) * float(big[0, 0]), dtype))]]
+        want = [
+            [top, -top],
+            [
+                float(jnp.asarray(2.0 * math.sqrt(D) * float(big[0, 0]), dtype)),
+                float(jnp.asarray(-2.0 * math.sqrt(D) * float(big[0, 0]), dtype)),
+            ],
+        ]
         np.testing.assert_array_equal(np.asarray(got, np.float64), want)
 
 
@@ -660,8 +700,7 @@ def test_scaled_dot_equals_the_plain_einsum_where_that_fits():
     for scale in (1e-9, 1.0, 1e15):  # products in the normal range
         q, k = _f32(scale * rng.normal(size=(HC, D))), _f32(scale * rng.normal(size=(L, D)))
         plain = jnp.einsum("hd,nd->hn", q, k) * (1.0 / math.sqrt(D))
-        np.testing.assert_array_equal(np.asarray(pointer.attention_scores(q, k, score="scaled_dot")),
-                                      np.asarray(plain))
+        np.testing.assert_array_equal(np.asarray(pointer.attention_scores(q, k, score="scaled_dot")), np.asarray(plain))
 
 
 @pytest.mark.parametrize("beta", [1.0, 1e12, -1e12])
@@ -673,15 +712,18 @@ def test_scaled_dot_attention_with_huge_vectors_and_beta(beta):
     for scale in (1e18, 1e30):
         keys = np.asarray(np.asarray(scale * rng.normal(size=(H, D)), np.float32), np.float64)
         emb = np.asarray(np.asarray(scale * rng.normal(size=(L, D)), np.float32), np.float64)
-        w = pointer.address_attention(_f32(keys), _f32(emb), _f32(MASK), score="scaled_dot",
-                                      inverse_temperature=beta)
+        w = pointer.address_attention(_f32(keys), _f32(emb), _f32(MASK), score="scaled_dot", inverse_temperature=beta)
         _, clipped = _scaled_dot_ref(keys, emb)
         err = _max_err(w, ref.masked_softmax(clipped, MASK, beta))
         worst = max(worst, err)
         assert err < 1e-6
         np.testing.assert_array_equal(np.asarray(w[:, REAL:]), 0.0)
-        g = jax.grad(lambda k: jnp.sum(pointer.address_attention(
-            k, _f32(emb), _f32(MASK), score="scaled_dot", inverse_temperature=beta) * jnp.arange(L)))(_f32(keys))
+        g = jax.grad(
+            lambda k: jnp.sum(
+                pointer.address_attention(k, _f32(emb), _f32(MASK), score="scaled_dot", inverse_temperature=beta)
+                * jnp.arange(L)
+            )
+        )(_f32(keys))
         assert bool(jnp.all(jnp.isfinite(g)))
     print(f"scaled_dot attention, beta {beta:g}, vectors ~1e18 and ~1e30: max abs error {worst:.1e}")
 
@@ -712,9 +754,14 @@ def test_cosine_address_attention_value_and_gradient_at_every_scale():
     w_ref = ref.address_attention(keys, emb, MASK, "cosine", beta)
     g_k_ref = _finite_difference(lambda k: _cosine_loss_ref(k, emb, cot, beta), keys)
     g_e_ref = _finite_difference(lambda e: _cosine_loss_ref(keys, e, cot, beta), emb)
-    value_and_grad = jax.jit(jax.value_and_grad(
-        lambda k, e: jnp.sum(pointer.address_attention(k, e, _f32(MASK), inverse_temperature=_f32(beta)) * _f32(cot)),
-        argnums=(0, 1)))
+    value_and_grad = jax.jit(
+        jax.value_and_grad(
+            lambda k, e: jnp.sum(
+                pointer.address_attention(k, e, _f32(MASK), inverse_temperature=_f32(beta)) * _f32(cot)
+            ),
+            argnums=(0, 1),
+        )
+    )
     attend = jax.jit(lambda k, e: pointer.address_attention(k, e, _f32(MASK), inverse_temperature=_f32(beta)))
     worst_w, worst_g = 0.0, 0.0
     for k_scale in SCALES:
@@ -725,15 +772,20 @@ def test_cosine_address_attention_value_and_gradient_at_every_scale():
             assert bool(jnp.all(jnp.isfinite(w))), (k_scale, e_scale)
             assert bool(jnp.all(jnp.isfinite(g_k)) & jnp.all(jnp.isfinite(g_e))), (k_scale, e_scale)
             worst_w = max(worst_w, _max_err(w, w_ref))
-            rel = max(_max_err(np.asarray(g_k, np.float64) * k_scale, g_k_ref) / np.abs(g_k_ref).max(),
-                      _max_err(np.asarray(g_e, np.float64) * e_scale, g_e_ref) / np.abs(g_e_ref).max())
+            rel = max(
+                _max_err(np.asarray(g_k, np.float64) * k_scale, g_k_ref) / np.abs(g_k_ref).max(),
+                _max_err(np.asarray(g_e, np.float64) * e_scale, g_e_ref) / np.abs(g_e_ref).max(),
+            )
             worst_g = max(worst_g, rel)
             assert worst_w < 1e-5 and rel < 1e-4, (k_scale, e_scale, worst_w, rel)
-    print(f"cosine address attention at scales {SCALES}: max abs error of w {worst_w:.1e}, "
-          f"of the gradient (relative to its largest entry, rescaled to unit scale) {worst_g:.1e}")
+    print(
+        f"cosine address attention at scales {SCALES}: max abs error of w {worst_w:.1e}, "
+        f"of the gradient (relative to its largest entry, rescaled to unit scale) {worst_g:.1e}"
+    )
 
 
 # ---- 8. relational_access returns named fields -----------------------------------------------
+
 
 def test_relational_access_returns_named_values_and_weights():
     rng = np.random.default_rng(26)
@@ -746,5 +798,6 @@ def test_relational_access_returns_named_values_and_weights():
     np.testing.assert_array_equal(np.asarray(read.values), np.asarray(pointer.dereference(read.weights, memory)))
     # Under jit and vmap the names survive (a NamedTuple is a pytree).
     batched = jax.jit(jax.vmap(lambda q, m: pointer.relational_access(q, m, _f32(MASK))))(
-        jnp.stack([queries] * 2), jnp.stack([memory] * 2))
+        jnp.stack([queries] * 2), jnp.stack([memory] * 2)
+    )
     assert isinstance(batched, pointer.RelationalRead) and batched.weights.shape == (2, HC, L)

@@ -23,8 +23,10 @@ def rnn_step(params, carry, x):
 @pytest.fixture
 def problem():
     rng = np.random.default_rng(0)
-    params = (jnp.asarray(rng.normal(size=(D, D)) * 0.5, jnp.float32),
-              jnp.asarray(rng.normal(size=(D, 2)), jnp.float32))
+    params = (
+        jnp.asarray(rng.normal(size=(D, D)) * 0.5, jnp.float32),
+        jnp.asarray(rng.normal(size=(D, 2)), jnp.float32),
+    )
     carry = {"h": jnp.asarray(rng.normal(size=(D,)), jnp.float32), "n": jnp.zeros((), jnp.int32)}
     xs = jnp.asarray(rng.normal(size=(T, 2)), jnp.float32)
     return params, carry, xs
@@ -127,7 +129,9 @@ def test_bad_inputs_name_the_argument():
     step = lambda c, x: (c, x)  # noqa: E731
     with pytest.raises(ValueError, match=r"mask: expected shape \[T\] = \(3,\), got \(4,\)"):
         scan(step, jnp.zeros(()), jnp.zeros((3, 2)), jnp.ones((4,)))
-    with pytest.raises(ValueError, match=r"xs: expected every leaf to share the leading time axis T, got sizes \[3, 4\]"):
+    with pytest.raises(
+        ValueError, match=r"xs: expected every leaf to share the leading time axis T, got sizes \[3, 4\]"
+    ):
         scan(step, jnp.zeros(()), (jnp.zeros((3,)), jnp.zeros((4,))))
     with pytest.raises(ValueError, match=r"length: expected the number of steps when xs is None, got None"):
         scan(step, jnp.zeros(()), None)
@@ -150,8 +154,9 @@ def test_select_derivatives_equal_where_and_keep_only_the_small_mask():
     def plain(n, o):
         return jnp.sum(weights * jnp.sin(jnp.where(keep[:, None, None], n, o)))
 
-    np.testing.assert_array_equal(np.asarray(jax.vmap(select)(keep, new, old)),
-                                  np.asarray(jnp.where(keep[:, None, None], new, old)))
+    np.testing.assert_array_equal(
+        np.asarray(jax.vmap(select)(keep, new, old)), np.asarray(jnp.where(keep[:, None, None], new, old))
+    )
     for g, w in zip(jax.grad(ours, (0, 1))(new, old), jax.grad(plain, (0, 1))(new, old)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)
     jvp_ours = jax.jvp(ours, (new, old), (weights, -weights))[1]

@@ -23,6 +23,7 @@ TOL = 1e-6
 
 # ---- shared jitted helpers -----------------------------------------------------
 
+
 def _rollout(step, init, controls):
     """Scan ``step`` over ``controls`` ([T, ...] leaves); every state and read per step."""
     return scan(step, init, controls, trace_fn=lambda state: state)
@@ -67,8 +68,12 @@ def ctl(d, u, v):
 
 def dctl(d_top, u_top, v_top, d_bot, u_bot, v_bot):
     return S.DequeControls(
-        jnp.float32(d_top), jnp.float32(u_top), jnp.asarray(v_top, jnp.float32),
-        jnp.float32(d_bot), jnp.float32(u_bot), jnp.asarray(v_bot, jnp.float32),
+        jnp.float32(d_top),
+        jnp.float32(u_top),
+        jnp.asarray(v_top, jnp.float32),
+        jnp.float32(d_bot),
+        jnp.float32(u_bot),
+        jnp.asarray(v_bot, jnp.float32),
     )
 
 
@@ -77,14 +82,18 @@ E = np.eye(W, dtype=np.float32)  # one-hot rows: the read says which rows it mix
 
 # ---- 1. equals the float64 reference ------------------------------------------
 
+
 def linear_errors(kind: str, seed: int, dtype) -> dict[str, float]:
     """Max abs error of a C-step Stack/Queue rollout against the reference."""
     rng = np.random.default_rng(seed)
     controls = random_controls(rng, C, W, dtype)
     _, (reads, states) = rollout(kind, C, controls)
-    want = ref.rollout(ref.stack_step if kind == "stack" else ref.queue_step,
-                       np.asarray(controls.push, np.float64), np.asarray(controls.pop, np.float64),
-                       np.asarray(controls.value, np.float64))
+    want = ref.rollout(
+        ref.stack_step if kind == "stack" else ref.queue_step,
+        np.asarray(controls.push, np.float64),
+        np.asarray(controls.pop, np.float64),
+        np.asarray(controls.value, np.float64),
+    )
     err = {"values": 0.0, "strengths": 0.0, "reads": 0.0}
     for t, (V, s, r) in enumerate(want, start=1):
         values = np.asarray(states.values[t - 1], np.float64)
@@ -113,8 +122,9 @@ def deque_errors(seed: int, dtype) -> dict[str, float]:
         assert np.all(strengths[:lo] == 0) and np.all(strengths[hi:] == 0)
         err["values"] = max(err["values"], np.abs(values[lo:hi] - V).max())
         err["strengths"] = max(err["strengths"], np.abs(strengths[lo:hi] - s).max())
-        err["reads"] = max(err["reads"], np.abs(as64(reads.top[t - 1]) - r_top).max(),
-                           np.abs(as64(reads.bottom[t - 1]) - r_bot).max())
+        err["reads"] = max(
+            err["reads"], np.abs(as64(reads.top[t - 1]) - r_top).max(), np.abs(as64(reads.bottom[t - 1]) - r_bot).max()
+        )
     return err
 
 
@@ -163,6 +173,7 @@ def test_one_step_matches_reference():
 
 # ---- 2. hand-built scenarios ---------------------------------------------------
 
+
 def run_steps(step, state, controls):
     reads = []
     for c in controls:
@@ -173,11 +184,15 @@ def run_steps(step, state, controls):
 
 def test_stack_figure_1a():
     # Grefenstette et al. 2015, Figure 1a, with v1, v2, v3 one-hot.
-    state, reads = run_steps(jit_stack_step, S.stack_init_state(4, W), [
-        ctl(0.8, 0.0, E[0]),  # t=1: s = [0.8]; read takes 0.8 of v1 (less than 1 is on the stack)
-        ctl(0.5, 0.1, E[1]),  # t=2: pop 0.1 off v1 -> [0.7, 0.5]; read 0.5 v2, then the 0.5 left from v1
-        ctl(0.9, 0.9, E[2]),  # t=3: pop 0.9 = all 0.5 of v2 + 0.4 of v1 -> [0.3, 0, 0.9]; read 0.9 v3 + 0.1 v1
-    ])
+    state, reads = run_steps(
+        jit_stack_step,
+        S.stack_init_state(4, W),
+        [
+            ctl(0.8, 0.0, E[0]),  # t=1: s = [0.8]; read takes 0.8 of v1 (less than 1 is on the stack)
+            ctl(0.5, 0.1, E[1]),  # t=2: pop 0.1 off v1 -> [0.7, 0.5]; read 0.5 v2, then the 0.5 left from v1
+            ctl(0.9, 0.9, E[2]),  # t=3: pop 0.9 = all 0.5 of v2 + 0.4 of v1 -> [0.3, 0, 0.9]; read 0.9 v3 + 0.1 v1
+        ],
+    )
     np.testing.assert_allclose(reads[0], 0.8 * E[0], atol=1e-6)
     np.testing.assert_allclose(reads[1], 0.5 * E[1] + 0.5 * E[0], atol=1e-6)
     np.testing.assert_allclose(reads[2], 0.9 * E[2] + 0.1 * E[0], atol=1e-6)
@@ -187,11 +202,15 @@ def test_stack_figure_1a():
 
 def test_queue_figure_1a_controls():
     # The same controls on a Queue: pops and reads start at the front (v1).
-    state, reads = run_steps(jit_queue_step, S.queue_init_state(4, W), [
-        ctl(0.8, 0.0, E[0]),  # t=1: [0.8]; read 0.8 v1
-        ctl(0.5, 0.1, E[1]),  # t=2: pop 0.1 off the front v1 -> [0.7, 0.5]; read 0.7 v1 + 0.3 v2
-        ctl(0.9, 0.9, E[2]),  # t=3: pop 0.9 = all 0.7 of v1 + 0.2 of v2 -> [0, 0.3, 0.9]; read 0.3 v2 + 0.7 v3
-    ])
+    state, reads = run_steps(
+        jit_queue_step,
+        S.queue_init_state(4, W),
+        [
+            ctl(0.8, 0.0, E[0]),  # t=1: [0.8]; read 0.8 v1
+            ctl(0.5, 0.1, E[1]),  # t=2: pop 0.1 off the front v1 -> [0.7, 0.5]; read 0.7 v1 + 0.3 v2
+            ctl(0.9, 0.9, E[2]),  # t=3: pop 0.9 = all 0.7 of v1 + 0.2 of v2 -> [0, 0.3, 0.9]; read 0.3 v2 + 0.7 v3
+        ],
+    )
     np.testing.assert_allclose(reads[0], 0.8 * E[0], atol=1e-6)
     np.testing.assert_allclose(reads[1], 0.7 * E[0] + 0.3 * E[1], atol=1e-6)
     np.testing.assert_allclose(reads[2], 0.3 * E[1] + 0.7 * E[2], atol=1e-6)
@@ -214,18 +233,27 @@ def test_push_a_push_b_pop():
 def test_deque_push_a_push_b_pop_each_end():
     a, b, z = E[0], E[1], np.zeros(W)
     # Push a then b at the top, pop the top: a Stack, the top read is a.
-    _, reads = run_steps(jit_deque_step, S.deque_init_state(3, W),
-                         [dctl(1, 0, a, 0, 0, z), dctl(1, 0, b, 0, 0, z), dctl(0, 1, z, 0, 0, z)])
+    _, reads = run_steps(
+        jit_deque_step,
+        S.deque_init_state(3, W),
+        [dctl(1, 0, a, 0, 0, z), dctl(1, 0, b, 0, 0, z), dctl(0, 1, z, 0, 0, z)],
+    )
     np.testing.assert_allclose(reads[2].top, a, atol=1e-6)
     # Push a then b at the top, pop the bottom: a Queue, a (the oldest, lowest) leaves, b is read at both ends.
-    _, reads = run_steps(jit_deque_step, S.deque_init_state(3, W),
-                         [dctl(1, 0, a, 0, 0, z), dctl(1, 0, b, 0, 0, z), dctl(0, 0, z, 0, 1, z)])
+    _, reads = run_steps(
+        jit_deque_step,
+        S.deque_init_state(3, W),
+        [dctl(1, 0, a, 0, 0, z), dctl(1, 0, b, 0, 0, z), dctl(0, 0, z, 0, 1, z)],
+    )
     np.testing.assert_allclose(reads[1].bottom, a, atol=1e-6)
     np.testing.assert_allclose(reads[2].bottom, b, atol=1e-6)
     np.testing.assert_allclose(reads[2].top, b, atol=1e-6)
     # Push a then b at the bottom, pop the top: the mirror image, a (now highest) leaves, b is read.
-    _, reads = run_steps(jit_deque_step, S.deque_init_state(3, W),
-                         [dctl(0, 0, z, 1, 0, a), dctl(0, 0, z, 1, 0, b), dctl(0, 1, z, 0, 0, z)])
+    _, reads = run_steps(
+        jit_deque_step,
+        S.deque_init_state(3, W),
+        [dctl(0, 0, z, 1, 0, a), dctl(0, 0, z, 1, 0, b), dctl(0, 1, z, 0, 0, z)],
+    )
     np.testing.assert_allclose(reads[1].top, a, atol=1e-6)
     np.testing.assert_allclose(reads[2].top, b, atol=1e-6)
 
@@ -247,6 +275,7 @@ def test_deque_reduces_to_stack_and_queue():
 
 # ---- 3. invariants --------------------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", ["stack", "queue", "deque"])
 def test_invariants(kind):
     rng = np.random.default_rng(5)
@@ -258,8 +287,11 @@ def test_invariants(kind):
     _, (reads, states) = rollout(kind, T, controls)
     s, V = np.asarray(states.strengths), np.asarray(states.values)
     assert np.all(s >= 0) and np.all(s <= 1)  # strengths stay in [0, 1]
-    weight_fns = {"stack": [S.stack_read_weights], "queue": [S.queue_read_weights],
-                  "deque": [S.stack_read_weights, S.queue_read_weights]}[kind]
+    weight_fns = {
+        "stack": [S.stack_read_weights],
+        "queue": [S.queue_read_weights],
+        "deque": [S.stack_read_weights, S.queue_read_weights],
+    }[kind]
     read_list = [reads.top, reads.bottom] if kind == "deque" else [reads]
     for fn, r in zip(weight_fns, read_list):
         w = np.asarray(jax.vmap(fn)(states.strengths))
@@ -271,6 +303,7 @@ def test_invariants(kind):
 
 
 # ---- 4. gradients ---------------------------------------------------------------
+
 
 @pytest.mark.parametrize("kind", ["stack", "queue", "deque"])
 def test_check_grads(kind):
@@ -319,6 +352,7 @@ def test_long_rollout_finite():
 
 # ---- footnote 1: derivative to the left argument at ties --------------------------
 
+
 def test_jax_default_splits_ties_and_left_helpers_do_not():
     x = y = jnp.float32(0.5)
     # jnp.maximum / jnp.minimum split the derivative at a tie, which is why the
@@ -351,6 +385,7 @@ def test_pop_and_read_ties_follow_footnote():
 
 
 # ---- 5. transforms: mask, vmap, no retrace --------------------------------------
+
 
 def _random_deque_state(rng, steps):
     state = S.deque_init_state(6, W)
@@ -391,7 +426,8 @@ def test_masked_steps_in_scan():
     keep = np.flatnonzero(np.asarray(mask))
     final_masked, reads = jax.jit(lambda c, m: scan(S.stack_step, S.stack_init_state(6, W), c, m))(c, mask)
     final_real, reads_real = jax.jit(lambda c: scan(S.stack_step, S.stack_init_state(6, W), c))(
-        jax.tree_util.tree_map(lambda x: x[keep], c))
+        jax.tree_util.tree_map(lambda x: x[keep], c)
+    )
     chex.assert_trees_all_equal(final_masked, final_real)
     np.testing.assert_array_equal(reads[keep], reads_real)
     np.testing.assert_array_equal(reads[~np.asarray(mask)], 0)
@@ -427,6 +463,7 @@ def test_no_retrace_on_new_values(kind, trace_counter):
 
 
 # ---- capacity and overflow --------------------------------------------------------
+
 
 @pytest.mark.parametrize("kind", ["stack", "queue"])
 def test_overflow_drops_push_and_sets_flag(kind):
@@ -468,6 +505,7 @@ def test_deque_overflow_drops_both_pushes():
 
 
 # ---- interface and validation --------------------------------------------------------
+
 
 def test_controls_from_interface():
     raw = jnp.arange(2 + W, dtype=jnp.float32) - 3.0

@@ -19,6 +19,7 @@ PUSH, POP, NOOP = np.eye(3)
 
 # ---- a float64 NumPy transcription of Joulin & Mikolov 2015, Eq. 4-5 with the no-op -------------
 
+
 def ref_step(stack, actions, value):
     """One step, cell by cell, from the paper's equations (below the bottom reads as zero)."""
     size = len(stack)
@@ -53,6 +54,7 @@ def rollout(state, controls):
 
 # ---- 1. equals the float64 transcription --------------------------------------------------------
 
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_matches_reference_float64(seed):
     rng = np.random.default_rng(seed)
@@ -79,6 +81,7 @@ def test_one_cell_stack_matches_reference():
 
 
 # ---- 2. hard actions are a discrete stack -------------------------------------------------------
+
 
 def test_push_a_push_b_pop_reads_a():
     a, b = np.array([1.0, 0, 0]), np.array([0, 1.0, 0])
@@ -143,6 +146,7 @@ def test_read_top():
 
 # ---- 3. invariants ----------------------------------------------------------------------------
 
+
 def test_noop_leaves_the_state_unchanged():
     rng = np.random.default_rng(6)
     state = K.State(jnp.asarray(rng.normal(size=(S, W)), jnp.float32))
@@ -197,6 +201,7 @@ def test_cells_stay_in_the_convex_hull_of_the_values():
 
 # ---- 4. gradients -----------------------------------------------------------------------------
 
+
 def test_check_grads_through_a_few_steps():
     rng = np.random.default_rng(9)
     with x64():
@@ -205,7 +210,7 @@ def test_check_grads_through_a_few_steps():
 
         def f(init, controls):
             final, (reads, _) = rollout(K.State(init), controls)
-            return jnp.sum(jnp.sin(reads)) + jnp.sum(final.stack ** 2)
+            return jnp.sum(jnp.sin(reads)) + jnp.sum(final.stack**2)
 
         check_grads(jax.jit(f), (init, controls), order=1, modes=["fwd", "rev"], eps=1e-6, atol=1e-7, rtol=1e-7)
 
@@ -224,6 +229,7 @@ def test_gradient_through_the_interface_is_finite_and_nonzero():
 
 
 # ---- 5. jit / vmap / scan, no retrace ---------------------------------------------------------
+
 
 def test_vmap_equals_per_example_steps():
     rng = np.random.default_rng(10)
@@ -259,6 +265,7 @@ def test_bfloat16_state_keeps_its_dtype():
 
 # ---- 6. interface and entry checks ------------------------------------------------------------
 
+
 def test_controls_from_interface():
     raw = jnp.arange(2 * K.interface_size(W), dtype=jnp.float32).reshape(2, -1) / 4 - 1
     c = K.controls_from_interface(raw, W)
@@ -276,23 +283,39 @@ def test_bad_arguments_raise_named_errors():
         (lambda: K.init_state(0, W), r"^size: expected a positive integer, got 0$"),
         (lambda: K.init_state(4, 2.5), r"^width: expected a positive integer, got 2\.5$"),
         (lambda: K.init_state(4, W, jnp.int32), r"^dtype: expected a real floating dtype .*, got int32$"),
-        (lambda: K.step(state, good._replace(actions=jnp.ones(2) / 2)),
-         r"^controls\.actions: expected shape \[3\] = \(3\), got \(2,\)$"),
-        (lambda: K.step(state, good._replace(value=jnp.zeros(W + 1))),
-         r"^controls\.value: expected shape \[W\] = \(3\), got \(4,\)$"),
-        (lambda: K.step(K.State(jnp.zeros(4)), good),
-         r"^state\.stack: expected shape \[S, W\] = \(\?, \?\), got \(4,\)$"),
+        (
+            lambda: K.step(state, good._replace(actions=jnp.ones(2) / 2)),
+            r"^controls\.actions: expected shape \[3\] = \(3\), got \(2,\)$",
+        ),
+        (
+            lambda: K.step(state, good._replace(value=jnp.zeros(W + 1))),
+            r"^controls\.value: expected shape \[W\] = \(3\), got \(4,\)$",
+        ),
+        (
+            lambda: K.step(K.State(jnp.zeros(4)), good),
+            r"^state\.stack: expected shape \[S, W\] = \(\?, \?\), got \(4,\)$",
+        ),
         (lambda: K.step(state, good, jnp.ones(2)), r"^mask: expected shape \[\] = \(\), got \(2,\)$"),
-        (lambda: K.step(K.State(jnp.zeros((4, W), jnp.int32)), good),
-         r"^state\.stack: expected a real floating array .*, got dtype int32$"),
-        (lambda: K.step(state, good._replace(actions=jnp.asarray([1.5, -0.5, 0.0]))),
-         r"^controls\.actions: expected values in \[0, 1\], got 1\.5$"),
-        (lambda: K.step(state, good._replace(actions=jnp.asarray([0.5, 0.5, 0.5]))),
-         r"^controls\.actions: expected probabilities summing to 1, got sum 1\.5$"),
-        (lambda: K.controls_from_interface(jnp.zeros(W + 2), W),
-         r"^raw: expected shape \[\.\.\., 3 \+ W\] = \(\.\.\., 6\), got \(5,\)$"),
-        (lambda: K.controls_from_interface(jnp.zeros(W + 3, jnp.int32), W),
-         r"^raw: expected a real floating array .*, got dtype int32$"),
+        (
+            lambda: K.step(K.State(jnp.zeros((4, W), jnp.int32)), good),
+            r"^state\.stack: expected a real floating array .*, got dtype int32$",
+        ),
+        (
+            lambda: K.step(state, good._replace(actions=jnp.asarray([1.5, -0.5, 0.0]))),
+            r"^controls\.actions: expected values in \[0, 1\], got 1\.5$",
+        ),
+        (
+            lambda: K.step(state, good._replace(actions=jnp.asarray([0.5, 0.5, 0.5]))),
+            r"^controls\.actions: expected probabilities summing to 1, got sum 1\.5$",
+        ),
+        (
+            lambda: K.controls_from_interface(jnp.zeros(W + 2), W),
+            r"^raw: expected shape \[\.\.\., 3 \+ W\] = \(\.\.\., 6\), got \(5,\)$",
+        ),
+        (
+            lambda: K.controls_from_interface(jnp.zeros(W + 3, jnp.int32), W),
+            r"^raw: expected a real floating array .*, got dtype int32$",
+        ),
         (lambda: K.interface_size(0), r"^width: expected a positive integer, got 0$"),
         (lambda: K.read_top(state, 5), r"^k: expected at most S = 4 cells, got 5$"),
     ]

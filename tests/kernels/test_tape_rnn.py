@@ -19,6 +19,7 @@ STAY, LEFT, RIGHT, JUMP_LEFT, JUMP_RIGHT = np.eye(5)
 
 # ---- a float64 NumPy transcription of the Tape-RNN update ---------------------------------------
 
+
 def ref_step(tape, actions, value, jump):
     """Write under the head (cell 0), then the five moves, cell by cell, indices mod S."""
     size = len(tape)
@@ -27,11 +28,13 @@ def ref_step(tape, actions, value, jump):
     a_stay, a_left, a_right, a_jl, a_jr = actions
     new = np.zeros_like(tape)
     for i in range(size):
-        new[i] = (a_stay * written[i]
-                  + a_left * written[(i + 1) % size]  # the tape moved one cell left
-                  + a_right * written[(i - 1) % size]  # one cell right
-                  + a_jl * written[(i + jump) % size]  # L cells left
-                  + a_jr * written[(i - jump) % size])  # L cells right
+        new[i] = (
+            a_stay * written[i]
+            + a_left * written[(i + 1) % size]  # the tape moved one cell left
+            + a_right * written[(i - 1) % size]  # one cell right
+            + a_jl * written[(i + jump) % size]  # L cells left
+            + a_jr * written[(i - jump) % size]
+        )  # L cells right
     return new
 
 
@@ -61,6 +64,7 @@ def rollout(state, controls):
 
 # ---- 1. equals the float64 transcription --------------------------------------------------------
 
+
 @pytest.mark.parametrize("seed,jump", [(0, 3), (1, 1), (2, 0), (3, 9)])  # 9 > S: taken mod S
 def test_matches_reference_float64(seed, jump):
     rng = np.random.default_rng(seed)
@@ -78,6 +82,7 @@ def test_matches_reference_float64(seed, jump):
 
 
 # ---- 2. hard actions are a discrete tape ---------------------------------------------------------
+
 
 def test_write_left_twice_then_jump_right_returns_to_the_start():
     # Write a, b, c on consecutive cells (the tape moving left after each write, so the head
@@ -147,6 +152,7 @@ def test_soft_actions_mix_the_five_discrete_results():
 
 # ---- 3. invariants ----------------------------------------------------------------------------
 
+
 def test_writing_back_the_read_and_staying_leaves_the_state_unchanged():
     rng = np.random.default_rng(6)
     state = K.State(jnp.asarray(rng.normal(size=(S, W)), jnp.float32), jnp.int32(L))
@@ -203,6 +209,7 @@ def test_masked_scan_equals_the_unmasked_prefix():
 
 # ---- 4. gradients -----------------------------------------------------------------------------
 
+
 def test_check_grads_through_a_few_steps():
     rng = np.random.default_rng(10)
     with x64():
@@ -211,7 +218,7 @@ def test_check_grads_through_a_few_steps():
 
         def f(init, controls):
             final, (reads, _) = rollout(K.State(init, jnp.int32(L)), controls)
-            return jnp.sum(jnp.sin(reads)) + jnp.sum(final.tape ** 2)
+            return jnp.sum(jnp.sin(reads)) + jnp.sum(final.tape**2)
 
         check_grads(jax.jit(f), (init, controls), order=1, modes=["fwd", "rev"], eps=1e-6, atol=1e-7, rtol=1e-7)
 
@@ -231,6 +238,7 @@ def test_gradient_through_the_interface_is_finite_and_nonzero():
 
 # ---- 5. jit / vmap / scan, no retrace ---------------------------------------------------------
 
+
 def test_vmap_over_examples_with_different_jump_lengths():
     rng = np.random.default_rng(11)
     B, T = 3, 9
@@ -241,8 +249,12 @@ def test_vmap_over_examples_with_different_jump_lengths():
     controls = K.controls_from_interface(raw, W)  # leading [B, T] axes kept
     final, (reads, _) = jax.vmap(rollout)(init, controls)
     for b in range(B):
-        want = ref_rollout(np.zeros((S, W)), np.asarray(controls.actions[b], np.float64),
-                           np.asarray(controls.value[b], np.float64), int(jumps[b]))
+        want = ref_rollout(
+            np.zeros((S, W)),
+            np.asarray(controls.actions[b], np.float64),
+            np.asarray(controls.value[b], np.float64),
+            int(jumps[b]),
+        )
         chex.assert_trees_all_close((final.tape[b], reads[b]), (want[-1], want[:, 0]), rtol=1e-7, atol=1e-5)
 
 
@@ -266,6 +278,7 @@ def test_bfloat16_state_keeps_its_dtype():
 
 # ---- 6. interface and entry checks ------------------------------------------------------------
 
+
 def test_controls_from_interface():
     raw = jnp.arange(2 * K.interface_size(W), dtype=jnp.float32).reshape(2, -1) / 4 - 1
     c = K.controls_from_interface(raw, W)
@@ -286,31 +299,55 @@ def test_bad_arguments_raise_named_errors():
         (lambda: K.init_state(4, W, jump_length=-1), r"^jump_length: expected a non-negative integer, got -1$"),
         (lambda: K.init_state(4, W, jump_length=True), r"^jump_length: expected a non-negative integer, got True$"),
         (lambda: K.init_state(4, W, jump_length=1.5), r"^jump_length: expected a non-negative integer or an integer"),
-        (lambda: K.init_state(4, W, jump_length=jnp.ones(2, jnp.int32)),
-         r"^jump_length: expected shape \[\] = \(\), got \(2,\)$"),
-        (lambda: K.init_state(4, W, jump_length=jnp.int32(-2)),
-         r"^jump_length: expected values in \[0, inf\], got -2$"),
-        (lambda: K.step(state, good._replace(actions=jnp.ones(3) / 3)),
-         r"^controls\.actions: expected shape \[5\] = \(5\), got \(3,\)$"),
-        (lambda: K.step(state, good._replace(value=jnp.zeros(2))),
-         r"^controls\.value: expected shape \[W\] = \(3\), got \(2,\)$"),
-        (lambda: K.step(state._replace(tape=jnp.zeros(4)), good),
-         r"^state\.tape: expected shape \[S, W\] = \(\?, \?\), got \(4,\)$"),
-        (lambda: K.step(state._replace(jump=jnp.float32(1)), good),
-         r"^state\.jump: expected an integer array, got dtype float32$"),
-        (lambda: K.step(state._replace(jump=jnp.ones(1, jnp.int32)), good),
-         r"^state\.jump: expected shape \[\] = \(\), got \(1,\)$"),
+        (
+            lambda: K.init_state(4, W, jump_length=jnp.ones(2, jnp.int32)),
+            r"^jump_length: expected shape \[\] = \(\), got \(2,\)$",
+        ),
+        (
+            lambda: K.init_state(4, W, jump_length=jnp.int32(-2)),
+            r"^jump_length: expected values in \[0, inf\], got -2$",
+        ),
+        (
+            lambda: K.step(state, good._replace(actions=jnp.ones(3) / 3)),
+            r"^controls\.actions: expected shape \[5\] = \(5\), got \(3,\)$",
+        ),
+        (
+            lambda: K.step(state, good._replace(value=jnp.zeros(2))),
+            r"^controls\.value: expected shape \[W\] = \(3\), got \(2,\)$",
+        ),
+        (
+            lambda: K.step(state._replace(tape=jnp.zeros(4)), good),
+            r"^state\.tape: expected shape \[S, W\] = \(\?, \?\), got \(4,\)$",
+        ),
+        (
+            lambda: K.step(state._replace(jump=jnp.float32(1)), good),
+            r"^state\.jump: expected an integer array, got dtype float32$",
+        ),
+        (
+            lambda: K.step(state._replace(jump=jnp.ones(1, jnp.int32)), good),
+            r"^state\.jump: expected shape \[\] = \(\), got \(1,\)$",
+        ),
         (lambda: K.step(state, good, jnp.ones(2)), r"^mask: expected shape \[\] = \(\), got \(2,\)$"),
-        (lambda: K.step(state, good._replace(value=jnp.zeros(W, jnp.int32))),
-         r"^controls\.value: expected a real floating array .*, got dtype int32$"),
-        (lambda: K.step(state, good._replace(actions=jnp.asarray([2.0, -1.0, 0, 0, 0]))),
-         r"^controls\.actions: expected values in \[0, 1\], got 2$"),
-        (lambda: K.step(state, good._replace(actions=jnp.full(5, 0.1))),
-         r"^controls\.actions: expected probabilities summing to 1, got sum 0\.5$"),
-        (lambda: K.controls_from_interface(jnp.zeros(W), W),
-         r"^raw: expected shape \[\.\.\., 5 \+ W\] = \(\.\.\., 8\), got \(3,\)$"),
-        (lambda: K.controls_from_interface(jnp.zeros(5 + W, jnp.int32), W),
-         r"^raw: expected a real floating array .*, got dtype int32$"),
+        (
+            lambda: K.step(state, good._replace(value=jnp.zeros(W, jnp.int32))),
+            r"^controls\.value: expected a real floating array .*, got dtype int32$",
+        ),
+        (
+            lambda: K.step(state, good._replace(actions=jnp.asarray([2.0, -1.0, 0, 0, 0]))),
+            r"^controls\.actions: expected values in \[0, 1\], got 2$",
+        ),
+        (
+            lambda: K.step(state, good._replace(actions=jnp.full(5, 0.1))),
+            r"^controls\.actions: expected probabilities summing to 1, got sum 0\.5$",
+        ),
+        (
+            lambda: K.controls_from_interface(jnp.zeros(W), W),
+            r"^raw: expected shape \[\.\.\., 5 \+ W\] = \(\.\.\., 8\), got \(3,\)$",
+        ),
+        (
+            lambda: K.controls_from_interface(jnp.zeros(5 + W, jnp.int32), W),
+            r"^raw: expected a real floating array .*, got dtype int32$",
+        ),
     ]
     for call, match in cases:
         with pytest.raises(ValueError, match=match):

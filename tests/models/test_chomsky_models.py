@@ -132,8 +132,9 @@ def test_the_models_stack_shifts_by_one_row_per_real_step_under_forced_pushes():
     _force(model.memory.projection, 0, 3)
     x, mask = _inputs(5)
     _, tr = jax.jit(lambda x, m: model(x, m, T_OUT, return_traces=True))(x, mask)
-    np.testing.assert_allclose(np.asarray(tr.actions)[..., 0][np.asarray(
-        np.concatenate([mask, np.ones((B, T_OUT), bool)], 1))], 1.0, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(tr.actions)[..., 0][np.asarray(np.concatenate([mask, np.ones((B, T_OUT), bool)], 1))], 1.0, atol=1e-6
+    )
     stack = np.asarray(tr.stack)
     for b, n in enumerate(LENGTHS):
         steps = list(range(n)) + list(range(T_IN, T_IN + T_OUT))  # the real steps, in order
@@ -237,10 +238,24 @@ def test_configs_have_the_documented_defaults_and_reject_bad_values():
         assert "Delétang et al. 2023" in list_models()[name]
     assert "Joulin & Mikolov 2015" in list_models()["stack_rnn"]
     stack, tape = get_config("stack_rnn"), get_config("tape_rnn")
-    assert (stack.controller, stack.hidden, stack.width, stack.stack_size, stack.read_cells, stack.relu_output,
-            stack.read_to_output) == ("rnn", 256, 8, 30, 1, True, False)
-    assert (tape.controller, tape.hidden, tape.width, tape.tape_size, tape.value_layers, tape.jump_to_input_length,
-            tape.relu_output) == ("rnn", 256, 8, 40, (64, 64), True, True)
+    assert (
+        stack.controller,
+        stack.hidden,
+        stack.width,
+        stack.stack_size,
+        stack.read_cells,
+        stack.relu_output,
+        stack.read_to_output,
+    ) == ("rnn", 256, 8, 30, 1, True, False)
+    assert (
+        tape.controller,
+        tape.hidden,
+        tape.width,
+        tape.tape_size,
+        tape.value_layers,
+        tape.jump_to_input_length,
+        tape.relu_output,
+    ) == ("rnn", 256, 8, 40, (64, 64), True, True)
     assert get_config("tape_rnn", value_layers=[16]).value_layers == (16,)  # a JSON list becomes a tuple
     assert get_config("tape_rnn", value_layers=()).value_layers == ()
     assert get_config("stack_rnn", controller="gru").controller == "gru"
@@ -250,8 +265,12 @@ def test_configs_have_the_documented_defaults_and_reject_bad_values():
         ("stack_rnn", dict(stack_size=4, read_cells=5), r"read_cells: expected at most stack_size = 4 cells, got 5"),
         ("stack_rnn", dict(width=-1), r"width: expected a positive integer, got -1"),
         ("stack_rnn", dict(relu_output=1), r"relu_output: expected a bool, got 1"),
-        ("stack_rnn", dict(controller="elman"), r"controller: unknown controller 'elman'; known controllers: "
-                                                r"\['rnn', 'feedforward', 'lstm', 'gru', 'transformer'\]"),
+        (
+            "stack_rnn",
+            dict(controller="elman"),
+            r"controller: unknown controller 'elman'; known controllers: "
+            r"\['rnn', 'feedforward', 'lstm', 'gru', 'transformer'\]",
+        ),
         ("stack_rnn", dict(controller_layers=2), r"controller_layers: the 'rnn' controller has one layer, got 2"),
         ("tape_rnn", dict(tape_size=2.0), r"tape_size: expected a positive integer, got 2.0"),
         ("tape_rnn", dict(value_layers=(8, 0)), r"value_layers: expected a sequence of positive integers"),
@@ -286,8 +305,16 @@ def test_the_model_card_lists_the_rnn_controller_and_the_traces():
 
 def _reverse_string_run(name: str, steps: int, seed: int = 0, **hparams):
     task = get_task("reverse_string")
-    model = build_model(name, input_size=task.input_size, output_size=task.output_size, hidden=32, width=8,
-                        controller="feedforward", seed=seed, **hparams)
+    model = build_model(
+        name,
+        input_size=task.input_size,
+        output_size=task.output_size,
+        hidden=32,
+        width=8,
+        controller="feedforward",
+        seed=seed,
+        **hparams,
+    )
     optimizer = optax.adam(1e-2)
     graphdef, state = init_train_state(model, optimizer, seed=seed)
     step = jax.jit(make_train_step(graphdef, optimizer, task))

@@ -105,9 +105,7 @@ def test_shapes_traces_padding_and_no_retrace(name, trace_counter):
     assert counter.count == 2
 
 
-@pytest.mark.parametrize(
-    ("kind", "name"), [("gru", "deque_lstm"), ("transformer", "dnc")]
-)
+@pytest.mark.parametrize(("kind", "name"), [("gru", "deque_lstm"), ("transformer", "dnc")])
 def test_other_controller_kinds_run_and_ignore_padding(kind, name):
     # "lstm" (the default) runs in the test above and "feedforward" in the learning
     # test, for every model; the controllers are generic, so one model each suffices
@@ -143,8 +141,15 @@ LEARN = {
 @pytest.mark.parametrize("name", NAMES)
 def test_learns_a_tiny_copy_with_every_parameter_trained(name):
     task = get_task("copy")
-    model = build_model(name, input_size=task.input_size, output_size=task.output_size, hidden=32,
-                        controller="feedforward", seed=0, **LEARN[name])
+    model = build_model(
+        name,
+        input_size=task.input_size,
+        output_size=task.output_size,
+        hidden=32,
+        controller="feedforward",
+        seed=0,
+        **LEARN[name],
+    )
     optimizer = optax.adam(1e-2)
     graphdef, state = init_train_state(model, optimizer, seed=0)
     step = jax.jit(make_train_step(graphdef, optimizer, task))
@@ -167,14 +172,32 @@ def test_learns_a_tiny_copy_with_every_parameter_trained(name):
 def test_configs_have_the_documented_defaults_and_reject_bad_values():
     assert {"ntm", "dnc", "stack_lstm", "queue_lstm", "deque_lstm"} <= set(list_models())
     ntm, dnc, stack = get_config("ntm"), get_config("dnc"), get_config("stack_lstm")
-    assert (ntm.controller, ntm.hidden, ntm.num_slots, ntm.word_size, ntm.num_reads, ntm.num_writes,
-            ntm.shift_width) == ("lstm", 256, 128, 20, 1, 1, 3)
-    assert (dnc.controller, dnc.hidden, dnc.num_slots, dnc.word_size, dnc.num_reads, dnc.num_writes,
-            dnc.read_previous_memory, dnc.stop_usage_write_gradient) == ("lstm", 256, 128, 20, 4, 1, False, False)
+    assert (
+        ntm.controller,
+        ntm.hidden,
+        ntm.num_slots,
+        ntm.word_size,
+        ntm.num_reads,
+        ntm.num_writes,
+        ntm.shift_width,
+    ) == ("lstm", 256, 128, 20, 1, 1, 3)
+    assert (
+        dnc.controller,
+        dnc.hidden,
+        dnc.num_slots,
+        dnc.word_size,
+        dnc.num_reads,
+        dnc.num_writes,
+        dnc.read_previous_memory,
+        dnc.stop_usage_write_gradient,
+    ) == ("lstm", 256, 128, 20, 4, 1, False, False)
     assert (stack.controller, stack.hidden, stack.width, stack.read_to_output) == ("lstm", 256, 64, False)
     assert get_config("dnc", controller="transformer").controller == "transformer"
-    with pytest.raises(ValueError, match=r"controller: unknown controller 'rnn'; known controllers: "
-                                         r"\['feedforward', 'lstm', 'gru', 'transformer'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"controller: unknown controller 'rnn'; known controllers: "
+        r"\['feedforward', 'lstm', 'gru', 'transformer'\]",
+    ):
         get_config("dnc", controller="rnn")
     with pytest.raises(ValueError, match=r"shift_width: expected an odd positive integer, got 2"):
         get_config("ntm", shift_width=2)

@@ -31,8 +31,9 @@ SMALL = {
     "transformer_rpe": dict(d_model=8, num_heads=2, ffn_hidden=8, num_layers=1),
     "universal_transformer": dict(d_model=8, num_heads=2, ffn_hidden=8, steps=2),
     "universal_transformer_rpe": dict(d_model=8, num_heads=2, ffn_hidden=8, steps=2),
-    "panm_transformer": dict(hidden=8, mlp_hidden=8, address_bits=5, encoder_layers=1, encoder_heads=2,
-                             decoder_layers=1, decoder_heads=2),
+    "panm_transformer": dict(
+        hidden=8, mlp_hidden=8, address_bits=5, encoder_layers=1, encoder_heads=2, decoder_layers=1, decoder_heads=2
+    ),
 }
 # Every other model takes `hidden`; the memory models also run with a Transformer controller.
 CASES = [(name, SMALL.get(name, dict(hidden=8))) for name in list_models()] + [
@@ -100,8 +101,14 @@ def test_inputs_beyond_the_bound_act_as_the_bound():
 
 BAD_CALLS = [
     (lambda x, m: (x[0], m, T_OUT), r"inputs: expected shape \[B, T_in, D_in\], got \(5, 6\)"),
-    (lambda x, m: (x[..., :4], m, T_OUT), r"inputs: expected D_in = 6 \(the model's input_size\), got shape \(2, 5, 4\)"),
-    (lambda x, m: (x[:0], m[:0], T_OUT), r"inputs: expected at least one example and one input step .* got \(0, 5, 6\)"),
+    (
+        lambda x, m: (x[..., :4], m, T_OUT),
+        r"inputs: expected D_in = 6 \(the model's input_size\), got shape \(2, 5, 4\)",
+    ),
+    (
+        lambda x, m: (x[:0], m[:0], T_OUT),
+        r"inputs: expected at least one example and one input step .* got \(0, 5, 6\)",
+    ),
     (lambda x, m: (x[:, :0], m[:, :0], T_OUT), r"inputs: expected at least one example .* got \(2, 0, 6\)"),
     (lambda x, m: (x.astype(np.int32), m, T_OUT), r"inputs: expected a real floating dtype .* got int32"),
     (lambda x, m: (x.astype(np.complex64), m, T_OUT), r"inputs: expected a real floating dtype .* got complex64"),
@@ -130,6 +137,7 @@ def test_numeric_masks_read_as_nonzero():
 
 # ---- the scale-free layer norm ----------------------------------------------------------------
 
+
 def _layer_norm_reference(x, eps):
     """``(x - mean) / sqrt(var + eps)`` in float64 (Ba et al. 2016, Eq. 4), gamma 1, beta 0."""
     x = np.asarray(x, np.float64)
@@ -154,6 +162,6 @@ def test_layer_norm_matches_the_formula_at_every_scale():
 def test_layer_norm_of_huge_constant_rows_is_finite_with_a_finite_gradient():
     # eps * 2^-2e underflows to 0 here, so a variance of exactly 0 would divide 0 by 0.
     norm = LayerNorm(8, rngs=nnx.Rngs(0))
-    for x in (jnp.full((8,), 3e38, jnp.float32), jnp.full((8,), -2.0**100, jnp.float32)):
+    for x in (jnp.full((8,), 3e38, jnp.float32), jnp.full((8,), -(2.0**100), jnp.float32)):
         y, grad = jax.value_and_grad(lambda x: jnp.sum(norm(x) * jnp.arange(8.0)))(x)
         assert np.isfinite(float(y)) and np.all(np.isfinite(np.asarray(grad)))

@@ -123,8 +123,14 @@ def test_gradients_finite(name):
 
 def test_scaled_dot_score_bigru_encoder_and_no_mode2_heads_run():
     x, mask = _inputs()
-    for extra in ({"score": "scaled_dot"}, {"mode2_heads": 0}, {"pointer_heads": 3}, {"encoder": "bigru"},
-                  {"distractors": 4}, {"distractors": 4, "distractor_sampling": "neighbours"}):
+    for extra in (
+        {"score": "scaled_dot"},
+        {"mode2_heads": 0},
+        {"pointer_heads": 3},
+        {"encoder": "bigru"},
+        {"distractors": 4},
+        {"distractors": 4, "distractor_sampling": "neighbours"},
+    ):
         logits = _model("panm", **extra)(x, mask, 3)
         assert logits.shape == (B, 3, K) and bool(jnp.all(jnp.isfinite(logits)))
 
@@ -141,11 +147,15 @@ def test_distractors_take_mass_in_training_only(sampling):
     w = np.asarray(tr.pointer_weights)
     assert np.all(w >= 0) and w.sum(-1).max() < 0.999
     assert np.all(w[np.broadcast_to(~np.asarray(mask)[:, None, None, :], w.shape)] == 0.0)
-    assert not np.allclose(np.asarray(distracted(x, mask, T_OUT, train=True, key=key)),
-                           np.asarray(plain(x, mask, T_OUT, train=True, key=key)), atol=1e-4)
+    assert not np.allclose(
+        np.asarray(distracted(x, mask, T_OUT, train=True, key=key)),
+        np.asarray(plain(x, mask, T_OUT, train=True, key=key)),
+        atol=1e-4,
+    )
     np.testing.assert_array_equal(np.asarray(distracted(x, mask, T_OUT)), np.asarray(plain(x, mask, T_OUT)))
-    np.testing.assert_array_equal(np.asarray(tr.base), np.asarray(plain(x, mask, 1, train=True, key=key,
-                                                                        return_traces=True)[1].base))
+    np.testing.assert_array_equal(
+        np.asarray(tr.base), np.asarray(plain(x, mask, 1, train=True, key=key, return_traces=True)[1].base)
+    )
 
 
 @pytest.mark.parametrize("sampling", ["uniform", "neighbours"])
@@ -171,8 +181,9 @@ def test_snap_pointers_feeds_back_whole_addresses_when_asked():
     assert not binary(never(x, mask, T_OUT, return_traces=True)[1])  # Eq. 3: soft
     assert binary(at_eval(x, mask, T_OUT, return_traces=True)[1])
     assert not binary(at_eval(x, mask, T_OUT, train=True, key=key, return_traces=True)[1])  # trains soft
-    np.testing.assert_array_equal(np.asarray(at_eval(x, mask, T_OUT, train=True, key=key)),
-                                  np.asarray(never(x, mask, T_OUT, train=True, key=key)))
+    np.testing.assert_array_equal(
+        np.asarray(at_eval(x, mask, T_OUT, train=True, key=key)), np.asarray(never(x, mask, T_OUT, train=True, key=key))
+    )
     assert binary(always(x, mask, T_OUT, train=True, key=key, return_traces=True)[1])
     # Snapping changes the decoding, and its straight-through gradient reaches the Pointer Units.
     assert not np.allclose(np.asarray(at_eval(x, mask, T_OUT)), np.asarray(never(x, mask, T_OUT)), atol=1e-5)
@@ -193,7 +204,9 @@ def test_registry_lists_and_rejects():
         build_model("panm", input_size=3, output_size=2, score="dot")
     with pytest.raises(ValueError, match=r"distractors: expected a non-negative integer, got -1"):
         build_model("panm", input_size=3, output_size=2, distractors=-1)
-    with pytest.raises(ValueError, match=r"distractor_sampling: expected one of \['uniform', 'neighbours'\], got 'near'"):
+    with pytest.raises(
+        ValueError, match=r"distractor_sampling: expected one of \['uniform', 'neighbours'\], got 'near'"
+    ):
         build_model("panm", input_size=3, output_size=2, distractor_sampling="near")
     with pytest.raises(ValueError, match=r"snap_pointers: expected one of \['never', 'eval', 'always'\], got True"):
         build_model("panm", input_size=3, output_size=2, snap_pointers=True)
@@ -219,8 +232,15 @@ def test_panm_learns_a_tiny_copy():
     # cross-entropy falls from ~2.3 (log 10, chance) to well under a tenth of it (measured
     # ~0.01 at 200 steps with this seed); the threshold leaves a wide margin.
     task = get_task("copy")
-    model = build_model("panm", input_size=task.input_size, output_size=task.output_size, hidden=32,
-                        mlp_hidden=32, address_bits=6, seed=0)
+    model = build_model(
+        "panm",
+        input_size=task.input_size,
+        output_size=task.output_size,
+        hidden=32,
+        mlp_hidden=32,
+        address_bits=6,
+        seed=0,
+    )
     optimizer = optax.adam(3e-3)
     graphdef, state = init_train_state(model, optimizer, seed=0)
     step = jax.jit(make_train_step(graphdef, optimizer, task))

@@ -189,8 +189,9 @@ def test_panm_transformer_shapes_padding_and_no_retrace(variant):
     assert traces.pointer_weights.shape == (B, T_OUT, 2, T_IN)
     assert traces.mode2_weights.shape == (B, T_OUT, 1, T_IN)
     dirty = jnp.where(mask[..., None], x, 1e3)
-    np.testing.assert_array_equal(np.asarray(forward(params, dirty, mask, jax.random.key(0), T_OUT)[0]),
-                                  np.asarray(logits))
+    np.testing.assert_array_equal(
+        np.asarray(forward(params, dirty, mask, jax.random.key(0), T_OUT)[0]), np.asarray(logits)
+    )
     x2, mask2 = _inputs(seed=4, lengths=(2, 7, 6))
     assert bool(jnp.all(jnp.isfinite(forward(params, x2, mask2, jax.random.key(1), T_OUT)[0])))
     assert counter.count == 1
@@ -199,8 +200,9 @@ def test_panm_transformer_shapes_padding_and_no_retrace(variant):
     # Appending padding (a new shape) changes no logit either.
     x_long = jnp.concatenate([x, jnp.full((B, 3, D_IN), 50.0)], axis=1)
     mask_long = jnp.concatenate([mask, jnp.zeros((B, 3), bool)], axis=1)
-    np.testing.assert_allclose(np.asarray(model(x_long, mask_long, T_OUT)), np.asarray(model(x, mask, T_OUT)),
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(model(x_long, mask_long, T_OUT)), np.asarray(model(x, mask, T_OUT)), atol=1e-5
+    )
 
 
 @pytest.mark.parametrize("variant", ["", "rpe"])
@@ -219,8 +221,9 @@ def test_panm_transformer_decoder_is_causal(variant):
     np.testing.assert_array_equal(z_moved[:, :3], z[:, :3])
     assert not np.allclose(z_moved[:, 3], z[:, 3])
     # The whole model: the first steps' logits do not depend on how many steps follow.
-    np.testing.assert_allclose(np.asarray(model(x, mask, 3)), np.asarray(model(x, mask, T_OUT))[:, :3],
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(model(x, mask, 3)), np.asarray(model(x, mask, T_OUT))[:, :3], rtol=1e-5, atol=1e-6
+    )
     # z_t reaches the Controller: other decoder states give other logits.
     base, options = decoding_options(model.config, B, False, None)
     plain = model.decoder(memory, mask, base, T_OUT, decoder_inputs=jnp.asarray(z), **options)
@@ -234,8 +237,9 @@ def test_panm_transformer_gradients_are_finite_and_it_learns_a_tiny_copy():
     # classes) to ~0.02 after 100 steps with this seed (measured); the threshold leaves a
     # wide margin. The first step's gradients are checked on the way.
     task = get_task("copy")
-    hp = dict(hidden=16, mlp_hidden=16, address_bits=4, encoder_layers=1, encoder_heads=2, decoder_layers=1,
-              decoder_heads=2)
+    hp = dict(
+        hidden=16, mlp_hidden=16, address_bits=4, encoder_layers=1, encoder_heads=2, decoder_layers=1, decoder_heads=2
+    )
     model = build_model("panm_transformer", input_size=task.input_size, output_size=task.output_size, seed=0, **hp)
     graphdef, params = nnx.split(model, nnx.Param)
     optimizer = optax.adam(1e-2)
@@ -255,8 +259,9 @@ def test_panm_transformer_gradients_are_finite_and_it_learns_a_tiny_copy():
     losses = []
     for i in range(120):
         batch = task.sample(rng, 32, 3)
-        params, opt_state, loss, grads = step(params, opt_state, batch.inputs, batch.input_mask, batch.targets,
-                                              jax.random.key(i))
+        params, opt_state, loss, grads = step(
+            params, opt_state, batch.inputs, batch.input_mask, batch.targets, jax.random.key(i)
+        )
         losses.append(float(loss))
         if i == 0:
             flat = nnx.to_flat_state(grads)

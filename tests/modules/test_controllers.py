@@ -24,8 +24,8 @@ def _gru_ref(x, h, wx, bx, wh, bh):
     # PyTorch GRU equations, float64, gate order r, z, n.
     gx, gh = x @ wx + bx, h @ wh + bh
     r = _sigmoid(gx[:, :D] + gh[:, :D])
-    z = _sigmoid(gx[:, D:2 * D] + gh[:, D:2 * D])
-    n = np.tanh(gx[:, 2 * D:] + r * gh[:, 2 * D:])
+    z = _sigmoid(gx[:, D : 2 * D] + gh[:, D : 2 * D])
+    n = np.tanh(gx[:, 2 * D :] + r * gh[:, 2 * D :])
     return (1 - z) * n + z * h
 
 
@@ -34,9 +34,15 @@ def test_gru_cell_matches_numpy_equations():
     rng = np.random.default_rng(0)
     x, h = rng.normal(size=(B, I)), rng.normal(size=(B, D))
     got, out = cell(jnp.asarray(h, jnp.float32), jnp.asarray(x, jnp.float32))
-    p = {k: np.asarray(v, np.float64) for k, v in (
-        ("wx", cell.input_proj.kernel[...]), ("bx", cell.input_proj.bias[...]),
-        ("wh", cell.hidden_proj.kernel[...]), ("bh", cell.hidden_proj.bias[...]))}
+    p = {
+        k: np.asarray(v, np.float64)
+        for k, v in (
+            ("wx", cell.input_proj.kernel[...]),
+            ("bx", cell.input_proj.bias[...]),
+            ("wh", cell.hidden_proj.kernel[...]),
+            ("bh", cell.hidden_proj.bias[...]),
+        )
+    }
     want = _gru_ref(x, h, p["wx"], p["bx"], p["wh"], p["bh"])
     np.testing.assert_allclose(np.asarray(got), want, atol=1e-5)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(out))
@@ -47,9 +53,13 @@ def test_lstm_cell_matches_numpy_equations():
     rng = np.random.default_rng(1)
     x, h, c = rng.normal(size=(B, I)), rng.normal(size=(B, D)), rng.normal(size=(B, D))
     (h1, c1), out = cell((jnp.asarray(h, jnp.float32), jnp.asarray(c, jnp.float32)), jnp.asarray(x, jnp.float32))
-    g = (x @ np.asarray(cell.input_proj.kernel[...], np.float64) + np.asarray(cell.input_proj.bias[...])
-         + h @ np.asarray(cell.hidden_proj.kernel[...], np.float64) + np.asarray(cell.hidden_proj.bias[...]))
-    i, f, gg, o = _sigmoid(g[:, :D]), _sigmoid(g[:, D:2 * D]), np.tanh(g[:, 2 * D:3 * D]), _sigmoid(g[:, 3 * D:])
+    g = (
+        x @ np.asarray(cell.input_proj.kernel[...], np.float64)
+        + np.asarray(cell.input_proj.bias[...])
+        + h @ np.asarray(cell.hidden_proj.kernel[...], np.float64)
+        + np.asarray(cell.hidden_proj.bias[...])
+    )
+    i, f, gg, o = _sigmoid(g[:, :D]), _sigmoid(g[:, D : 2 * D]), np.tanh(g[:, 2 * D : 3 * D]), _sigmoid(g[:, 3 * D :])
     c_want = f * c + i * gg
     np.testing.assert_allclose(np.asarray(c1), c_want, atol=1e-5)
     np.testing.assert_allclose(np.asarray(h1), o * np.tanh(c_want), atol=1e-5)
@@ -58,14 +68,14 @@ def test_lstm_cell_matches_numpy_equations():
 def _plain_gru(gx, gh, h):
     # The GRU equations through autodiff (no custom VJP).
     r = jax.nn.sigmoid(gx[..., :D] + gh[..., :D])
-    z = jax.nn.sigmoid(gx[..., D:2 * D] + gh[..., D:2 * D])
-    n = jnp.tanh(gx[..., 2 * D:] + r * gh[..., 2 * D:])
+    z = jax.nn.sigmoid(gx[..., D : 2 * D] + gh[..., D : 2 * D])
+    n = jnp.tanh(gx[..., 2 * D :] + r * gh[..., 2 * D :])
     return (1 - z) * n + z * h
 
 
 def _plain_lstm(gates, c):
-    i, f = jax.nn.sigmoid(gates[..., :D]), jax.nn.sigmoid(gates[..., D:2 * D])
-    g, o = jnp.tanh(gates[..., 2 * D:3 * D]), jax.nn.sigmoid(gates[..., 3 * D:])
+    i, f = jax.nn.sigmoid(gates[..., :D]), jax.nn.sigmoid(gates[..., D : 2 * D])
+    g, o = jnp.tanh(gates[..., 2 * D : 3 * D]), jax.nn.sigmoid(gates[..., 3 * D :])
     c = f * c + i * g
     return o * jnp.tanh(c), c
 
@@ -75,9 +85,14 @@ def test_pointwise_vjps_equal_autodiff_in_float64():
     # cotangents on every output (the LSTM's h' and c'), and against finite differences.
     rng = np.random.default_rng(11)
     with x64():
-        args = {"gru": (jnp.asarray(rng.normal(size=(B, 3 * D))), jnp.asarray(rng.normal(size=(B, 3 * D))),
-                        jnp.asarray(rng.normal(size=(B, D)))),
-                "lstm": (jnp.asarray(2 * rng.normal(size=(B, 4 * D))), jnp.asarray(rng.normal(size=(B, D))))}
+        args = {
+            "gru": (
+                jnp.asarray(rng.normal(size=(B, 3 * D))),
+                jnp.asarray(rng.normal(size=(B, 3 * D))),
+                jnp.asarray(rng.normal(size=(B, D))),
+            ),
+            "lstm": (jnp.asarray(2 * rng.normal(size=(B, 4 * D))), jnp.asarray(rng.normal(size=(B, D)))),
+        }
         for name, ours, plain in (("gru", gru_pointwise, _plain_gru), ("lstm", lstm_pointwise, _plain_lstm)):
             out, vjp = jax.vjp(ours, *args[name])
             out_ref, vjp_ref = jax.vjp(plain, *args[name])
@@ -100,9 +115,14 @@ def test_pointer_units_equal_independent_gru_cells():
     p = rng.uniform(size=(B, 2, I))
     got = np.asarray(units(jnp.asarray(h, jnp.float32), jnp.asarray(p, jnp.float32)))
     for head in range(2):
-        want = _gru_ref(p[:, head], h[:, head], np.asarray(units.input_kernel[...][head], np.float64),
-                        np.asarray(units.input_bias[...][head]), np.asarray(units.hidden_kernel[...][head], np.float64),
-                        np.asarray(units.hidden_bias[...][head]))
+        want = _gru_ref(
+            p[:, head],
+            h[:, head],
+            np.asarray(units.input_kernel[...][head], np.float64),
+            np.asarray(units.input_bias[...][head]),
+            np.asarray(units.hidden_kernel[...][head], np.float64),
+            np.asarray(units.hidden_bias[...][head]),
+        )
         np.testing.assert_allclose(got[:, head], want, atol=1e-5)
     # The initialisation variance is per head (fan-in = I), not over the stacked axis.
     assert abs(float(np.std(units.hidden_kernel[...])) - (1.0 / D) ** 0.5) < 0.1 * (1.0 / D) ** 0.5
@@ -133,8 +153,15 @@ def test_bigru_encoder_sums_numpy_forward_and_backward_grus_over_the_real_steps(
     out, (h_fwd, h_bwd) = enc(jnp.asarray(x_padded, jnp.float32), jnp.asarray(mask))
 
     def params(cell):
-        return [np.asarray(v, np.float64) for v in (cell.input_proj.kernel[...], cell.input_proj.bias[...],
-                                                     cell.hidden_proj.kernel[...], cell.hidden_proj.bias[...])]
+        return [
+            np.asarray(v, np.float64)
+            for v in (
+                cell.input_proj.kernel[...],
+                cell.input_proj.bias[...],
+                cell.hidden_proj.kernel[...],
+                cell.hidden_proj.bias[...],
+            )
+        ]
 
     pf, pb = params(enc.forward_cell), params(enc.backward_cell)
     for b, n in enumerate(lengths):

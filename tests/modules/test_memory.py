@@ -79,8 +79,9 @@ def test_ntm_batched_step_equals_the_kernel_per_example_and_masks():
     for b in range(B):
         want_state, want_reads = kernel_step(example(state, b), example(controls, b), mask[b])
         # every state field and the reads, np.testing's default rtol
-        chex.assert_trees_all_close(example((new, reads), b), (want_state, want_reads.reshape(-1)),
-                                    rtol=1e-7, atol=1e-6)
+        chex.assert_trees_all_close(
+            example((new, reads), b), (want_state, want_reads.reshape(-1)), rtol=1e-7, atol=1e-6
+        )
     # example 1 is masked: its state is unchanged and its read is zero
     chex.assert_trees_all_equal(example(new, 1), example(state, 1))
     np.testing.assert_array_equal(np.asarray(reads[1]), 0.0)
@@ -93,8 +94,7 @@ def test_dnc_controls_are_in_the_kernels_ranges():
     memory = DNCMemory(D, N, W, num_reads=R, rngs=nnx.Rngs(2))
     assert memory.interface_size == dnc_kernel.interface_size(R, W) == R * W + 5 * R + 3 * W + 3  # Graves et al. 2016
     c = jax.jit(memory.controls)(_hidden(3))
-    chex.assert_shape([c.read_keys, c.read_modes, c.write_key, c.write_gate],
-                      [(B, R, W), (B, R, 3), (B, 1, W), (B, 1)])
+    chex.assert_shape([c.read_keys, c.read_modes, c.write_key, c.write_gate], [(B, R, W), (B, R, 3), (B, 1, W), (B, 1)])
     # oneplus >= 1 (Graves et al. 2016, Methods; Back et al. 2018, supplement §1)
     assert _in(c.read_strengths, 1.0) and _in(c.write_strength, 1.0)
     for gate in (c.erase, c.free_gates, c.allocation_gate, c.write_gate):
@@ -140,7 +140,7 @@ def test_dnc_several_write_heads_and_the_usage_gradient_option():
     def loss(module, state, h1, h2):
         state, _ = module(state, h1)
         _, reads = module(state, h2)
-        return jnp.sum(reads ** 2)
+        return jnp.sum(reads**2)
 
     args = (state, _hidden(12, 1.0), _hidden(13, 1.0))
     # Compiled (the modules are closed over as constants): eager dispatch took 40 s here.
@@ -204,8 +204,9 @@ def test_stack_batched_step_equals_the_kernel_and_masks(kind):
         # the read and every state field (values, strengths, ...), np.testing's default rtol
         got = jax.tree_util.tree_map(lambda x: x[b], (new, read))
         chex.assert_trees_all_close(got, (want_state, want_read), rtol=1e-7, atol=1e-6)
-    chex.assert_trees_all_equal(jax.tree_util.tree_map(lambda x: x[2], new),
-                                jax.tree_util.tree_map(lambda x: x[2], state))  # masked: the whole state kept
+    chex.assert_trees_all_equal(
+        jax.tree_util.tree_map(lambda x: x[2], new), jax.tree_util.tree_map(lambda x: x[2], state)
+    )  # masked: the whole state kept
     np.testing.assert_array_equal(np.asarray(read[2]), 0.0)
     trace = memory.trace(new, controls)
     chex.assert_shape([trace.strengths, trace.push], [(B, rows), (B, 2 if kind == "deque" else 1)])
@@ -267,8 +268,11 @@ def test_make_controller_builds_every_kind_and_names_bad_input():
     for ctrl in built.values():
         _, h = ctrl(ctrl.init_carry((B,)), jnp.ones((B, 5)))
         assert h.shape == (B, 8)
-    with pytest.raises(ValueError, match=r"kind: unknown controller 'rnn'; known controllers: "
-                                         r"\['feedforward', 'lstm', 'gru', 'transformer'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"kind: unknown controller 'rnn'; known controllers: "
+        r"\['feedforward', 'lstm', 'gru', 'transformer'\]",
+    ):
         make_controller("rnn", 5, 8, rngs=nnx.Rngs(0))
     with pytest.raises(ValueError, match=r"kw: controller 'lstm' takes no options, got \['num_layers'\]"):
         make_controller("lstm", 5, 8, rngs=nnx.Rngs(0), num_layers=2)

@@ -14,8 +14,9 @@ from panm_jax.modules.panm import PANMDecoder
 
 
 def _decoder(start: str) -> PANMDecoder:
-    return PANMDecoder(4, 3, address_bits=4, pointer_heads=2, mode2_heads=1, mlp_hidden=4,
-                       controller_start=start, rngs=nnx.Rngs(0))
+    return PANMDecoder(
+        4, 3, address_bits=4, pointer_heads=2, mode2_heads=1, mlp_hidden=4, controller_start=start, rngs=nnx.Rngs(0)
+    )
 
 
 def test_sum_and_mean_over_the_real_slots_only():
@@ -25,8 +26,9 @@ def test_sum_and_mean_over_the_real_slots_only():
     memory[0, 3:] = np.nan  # padded slots: never read
     want_sum = np.stack([memory[0, :3].sum(0), memory[1].sum(0)])
     np.testing.assert_allclose(_decoder("sum").controller_start_state(memory, mask), want_sum, rtol=1e-6)
-    np.testing.assert_allclose(_decoder("mean").controller_start_state(memory, mask),
-                               want_sum / np.array([[3.0], [5.0]]), rtol=1e-6)
+    np.testing.assert_allclose(
+        _decoder("mean").controller_start_state(memory, mask), want_sum / np.array([[3.0], [5.0]]), rtol=1e-6
+    )
 
 
 def test_the_mean_start_does_not_grow_with_the_input_length():

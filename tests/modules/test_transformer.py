@@ -117,10 +117,14 @@ def test_masked_softmax_is_exact_at_the_ends_of_the_range(dtype):
     # that same value, tied with: half the mass went to the padding), logits f_max apart
     # (their difference overflows), and +-inf or NaN in masked entries (never used).
     top = float(jnp.finfo(dtype).max)
-    logits = np.array([[-top, -top, 0.0, 0.0],  # all valid entries at -f_max
-                       [top, -top, 1.0, 0.0],  # f_max - (-f_max) overflows
-                       [-top, 3.0, np.inf, np.nan],  # garbage in masked entries
-                       [5.0, -1.0, 2.0, 0.0]])  # an empty row
+    logits = np.array(
+        [
+            [-top, -top, 0.0, 0.0],  # all valid entries at -f_max
+            [top, -top, 1.0, 0.0],  # f_max - (-f_max) overflows
+            [-top, 3.0, np.inf, np.nan],  # garbage in masked entries
+            [5.0, -1.0, 2.0, 0.0],
+        ]
+    )  # an empty row
     mask = np.array([[1, 0, 0, 0], [1, 1, 1, 0], [1, 1, 0, 0], [0, 0, 0, 0]], bool)
     x = jnp.asarray(logits, dtype)
     w = masked_softmax(x, jnp.asarray(mask))

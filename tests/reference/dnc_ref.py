@@ -81,17 +81,37 @@ def softmax(x):
 
 def interface_size(R: int, W: int, H: int = 1) -> int:
     """The sum of the field lengths below; for H = 1 the paper's W R + 3 W + 5 R + 3."""
-    return (R * W + R + H * W + H + H * W + H * W + R + H + H + R * (2 * H + 1))
+    return R * W + R + H * W + H + H * W + H * W + R + H + H + R * (2 * H + 1)
 
 
 # Graves et al. 2016: xi = [k^r; beta^r; k^w; beta^w; e; v; f; g^a; g^w; pi].
-GRAVES2016 = ("read_keys", "read_strengths", "write_key", "write_strength", "erase",
-              "write_vector", "free_gates", "allocation_gate", "write_gate", "read_modes")
+GRAVES2016 = (
+    "read_keys",
+    "read_strengths",
+    "write_key",
+    "write_strength",
+    "erase",
+    "write_vector",
+    "free_gates",
+    "allocation_gate",
+    "write_gate",
+    "read_modes",
+)
 # Reading-comprehension DNC paper, supplementary Table 1: read keys, read strengths,
 # read modes, write key, write strength, erase vector, write vector, free gates,
 # allocation gate, write gate.
-TABLE1 = ("read_keys", "read_strengths", "read_modes", "write_key", "write_strength", "erase",
-          "write_vector", "free_gates", "allocation_gate", "write_gate")
+TABLE1 = (
+    "read_keys",
+    "read_strengths",
+    "read_modes",
+    "write_key",
+    "write_strength",
+    "erase",
+    "write_vector",
+    "free_gates",
+    "allocation_gate",
+    "write_gate",
+)
 
 
 def controls_from_interface(raw: np.ndarray, R: int, W: int, H: int = 1, layout: str = "graves2016") -> dict:
@@ -259,9 +279,7 @@ def step(state: dict, controls: dict, read_previous_memory: bool = False) -> tup
         for k in range(W):
             reads[i, k] = math.fsum(M[n, k] * wr[i, n] for n in range(N))
 
-    new_state = dict(
-        memory=M, usage=u, link=L, precedence=p, read_weights=wr, write_weights=ww, reads=reads
-    )
+    new_state = dict(memory=M, usage=u, link=L, precedence=p, read_weights=wr, write_weights=ww, reads=reads)
     return new_state, reads
 
 

@@ -23,8 +23,8 @@ import math
 
 import numpy as np
 
-
 # ---- activations (the M10AE appendix, Eq. 12) --------------------------------
+
 
 def softplus(x: float) -> float:
     return math.log1p(math.exp(-abs(x))) + max(x, 0.0)  # log(1 + e^x), overflow-safe
@@ -42,6 +42,7 @@ def softmax(xs) -> np.ndarray:
 
 
 # ---- addressing (the M10AE appendix, Eq. 13; Graves et al. 2014, §3.3, Eq. 5-9) --
+
 
 def cosine(u, v) -> float:
     # D(u, v) = u . v / (|u| |v|)
@@ -92,6 +93,7 @@ def address(memory, w_prev, key, beta, g, s, gamma) -> np.ndarray:
 
 # ---- memory access (Graves et al. 2014, §3.1-3.2, Eq. 2-4) ---------------------
 
+
 def read(memory, w) -> np.ndarray:
     # r = sum_i w(i) M(i)
     n, width = memory.shape
@@ -116,6 +118,7 @@ def write(memory, weights, erases, adds) -> np.ndarray:
 
 
 # ---- interface (the M10AE appendix, Eq. 11-12) --------------------------------
+
 
 def split_interface(raw, word, num_reads, num_writes, shift_width):
     """Returns (read_heads, write_heads): lists of dicts of activated values."""

@@ -20,8 +20,8 @@ import math
 
 import numpy as np
 
-
 # ---- address bank (§2.2, Algorithm 1 lines 3-5) --------------------------------
+
 
 def binary_code(value: int, bits: int) -> list[int]:
     # The b-bit code of value by repeated division by 2: the first remainder is bit 0.
@@ -36,16 +36,17 @@ def binary_addresses(base: int, length: int, bits: int) -> np.ndarray:
     # for j = 0 .. l(M) - 1: A[j] = (a_B + j) mod 2^b
     rows = []
     for j in range(length):
-        rows.append(binary_code((base + j) % 2 ** bits, bits))
+        rows.append(binary_code((base + j) % 2**bits, bits))
     return np.array(rows, dtype=np.float64)
 
 
 def end_address(base: int, length: int, bits: int) -> int:
     # a_E = (a_B + l(X) - 1) mod 2^b
-    return (base + length - 1) % 2 ** bits
+    return (base + length - 1) % 2**bits
 
 
 # ---- scores (inside the softmax of Eq. 2 and Eq. 5) ----------------------------
+
 
 def cosine(u, v) -> float:
     # u . v / (|u| |v|)
@@ -105,6 +106,7 @@ def attention(queries, keys, mask, kind="cosine", inverse_temperature=1.0) -> np
 
 # ---- Eq. 2-3 and Mode 1 ---------------------------------------------------------
 
+
 def address_attention(keys, embedded_addresses, mask, kind="cosine", inverse_temperature=1.0) -> np.ndarray:
     # Eq. 2: w^a_t[n] = softmax_n(beta cos(h^a_t, g^a(A[n])))
     return attention(keys, embedded_addresses, mask, kind, inverse_temperature)
@@ -133,6 +135,7 @@ def dereference(weights, memory) -> np.ndarray:
 
 # ---- Mode 2, Eq. 5-6 -----------------------------------------------------------
 
+
 def relational_access(queries, memory, mask, kind="cosine", inverse_temperature=1.0):
     # Eq. 5: w^c_t[n] = softmax_n(beta cos(q_t, M[n]));  Eq. 6: *p^c_t = M w^c_t
     weights = attention(queries, memory, mask, kind, inverse_temperature)
@@ -141,14 +144,15 @@ def relational_access(queries, memory, mask, kind="cosine", inverse_temperature=
 
 # ---- training distractors (the library's option; not in the paper) --------------
 
+
 def bank(base: int, length: int, bits: int) -> set[int]:
     # {(a_B + j) mod 2^b : 0 <= j < l(X)}, the addresses the real slots hold
-    return {(base + j) % 2 ** bits for j in range(length)}
+    return {(base + j) % 2**bits for j in range(length)}
 
 
 def off_bank(base: int, length: int, bits: int) -> set[int]:
     # the addresses that no real slot holds: all 2^b minus the bank
-    return set(range(2 ** bits)) - bank(base, length, bits)
+    return set(range(2**bits)) - bank(base, length, bits)
 
 
 def one_bit_neighbours(base: int, length: int, bits: int) -> set[int]:

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
-
 # ---- traversals (one slot at a time) -----------------------------------------
+
 
 def pop_from_top(s: list[float], u: float) -> list[float]:
     """Eq. 2 (first case) as the §3.1 prose: delete ``u`` from the highest index down."""
@@ -108,6 +108,7 @@ def weighted_rows(V: list[np.ndarray], w: list[float], width: int) -> np.ndarray
 
 # ---- one step of each structure ----------------------------------------------
 
+
 def stack_step(V, s, d, u, v):
     """Pop (Eq. 2) -> push (Eq. 1, Eq. 2 second case) -> read (Eq. 3). Returns (V, s, r, w)."""
     s = pop_from_top(s, u)  # s_t[1..t-1] from s_{t-1}
@@ -141,6 +142,7 @@ def deque_step(V, s, d_top, u_top, v_top, d_bot, u_bot, v_bot):
 
 
 # ---- rollouts -----------------------------------------------------------------
+
 
 def rollout(step, d, u, v):
     """Run a Stack or Queue ``step`` over ``T`` steps from the empty structure.

@@ -98,7 +98,7 @@ def test_delimiters_and_one_hot_rows(name):
     assert (b.inputs[:, 0, START_CHANNEL] == 1).all()
     assert (b.inputs[:, 7, END_CHANNEL] == 1).all()
     assert (b.inputs[:, 1:7, :10].sum(-1) == 1).all()  # one token per row
-    assert not b.inputs[:, 1:7, START_CHANNEL:END_CHANNEL + 1].any()
+    assert not b.inputs[:, 1:7, START_CHANNEL : END_CHANNEL + 1].any()
     expected_width = {"dynamic_recall": 13, "priority_sort": 13, "id_sort": 20}.get(name, 12)
     assert task.input_size == expected_width
 

@@ -35,7 +35,6 @@ from panm_jax.tasks.automata import (
 )
 from tests.tasks import test_interface as interface
 
-
 # ------------------------------------------------------------ direct predicates
 
 
@@ -81,8 +80,10 @@ def test_shipped_machines_and_their_kinds():
     assert set(list_machines()) >= {"anbn", "palindromes", "binary_increment", "even_ones"}
     kinds = {name: type(load_machine(name)) for name in ("anbn", "palindromes", "binary_increment", "even_ones")}
     assert kinds == {
-        "anbn": PushdownAutomaton, "palindromes": PushdownAutomaton,
-        "binary_increment": TuringMachine, "even_ones": FiniteAutomaton,
+        "anbn": PushdownAutomaton,
+        "palindromes": PushdownAutomaton,
+        "binary_increment": TuringMachine,
+        "even_ones": FiniteAutomaton,
     }
     assert load_machine("anbn").deterministic and not load_machine("palindromes").deterministic
 
@@ -153,7 +154,9 @@ def test_lengths_follow_the_machine():
     with pytest.raises(ValueError, match=r"length: expected an even integer in \[2, 40\], got 7"):
         anbn.sample(np.random.default_rng(0), 2, 7)
     # max_train_length 11 has no member at 11: the training range stops at 10.
-    assert AcceptanceTask(machine="anbn", max_train_length=11, max_test_length=21).train_lengths == LengthRange(2, 10, 2)
+    assert AcceptanceTask(machine="anbn", max_train_length=11, max_test_length=21).train_lengths == LengthRange(
+        2, 10, 2
+    )
     # Every string of length 1 is a palindrome: no negatives there, so palindromes start at 2.
     assert AcceptanceTask(machine="palindromes").lengths == LengthRange(2, 40, 1)
     assert AcceptanceTask(machine="even_ones").lengths == LengthRange(1, 40, 1)
@@ -237,7 +240,9 @@ def test_acceptance_options():
     assert task.describe()["name"] == "automaton_acceptance (palindromes)"
     with pytest.raises(TaskOptionError, match=r"option max_test_length: expected an integer >= 7, got 6"):
         AcceptanceTask(max_train_length=6, max_test_length=6)
-    with pytest.raises(TaskOptionError, match=r"has no length in 1..1 \(the train lengths\) with both members and non-members"):
+    with pytest.raises(
+        TaskOptionError, match=r"has no length in 1..1 \(the train lengths\) with both members and non-members"
+    ):
         AcceptanceTask(machine="anbn", max_train_length=1, max_test_length=4)
     with pytest.raises(TaskOptionError, match=r"option machine: machine: expected one of \[.*'anbn'.*got 'nope'"):
         AcceptanceTask(machine="nope")
@@ -253,9 +258,19 @@ def test_acceptance_options():
 def _ends_with_ab() -> FiniteAutomaton:
     t = FATransition
     return FiniteAutomaton(
-        states=("s", "a", "ab"), input_alphabet=("a", "b"), start="s", accepting=("ab",), name="ends_ab",
-        transitions=(t("s", "a", "a"), t("s", "b", "s"), t("a", "a", "a"), t("a", "b", "ab"),
-                     t("ab", "a", "a"), t("ab", "b", "s")),
+        states=("s", "a", "ab"),
+        input_alphabet=("a", "b"),
+        start="s",
+        accepting=("ab",),
+        name="ends_ab",
+        transitions=(
+            t("s", "a", "a"),
+            t("s", "b", "s"),
+            t("a", "a", "a"),
+            t("a", "b", "ab"),
+            t("ab", "a", "a"),
+            t("ab", "b", "s"),
+        ),
     )
 
 
@@ -270,18 +285,33 @@ def test_a_dataclass_machine_drives_the_task():
 
 def test_a_dataclass_machine_is_validated():
     with pytest.raises(MachineFormatError, match=r"<python>: transitions\[0\]\.to: expected a declared state"):
-        FiniteAutomaton(states=("s",), input_alphabet=("a",), start="s", accepting=("s",),
-                        transitions=(FATransition("s", "a", "t"),))
+        FiniteAutomaton(
+            states=("s",),
+            input_alphabet=("a",),
+            start="s",
+            accepting=("s",),
+            transitions=(FATransition("s", "a", "t"),),
+        )
     with pytest.raises(MachineFormatError, match=r"<python>: start_stack: expected a declared stack symbol"):
-        PushdownAutomaton(states=("q",), input_alphabet=("a",), stack_alphabet=("Z",), start="q",
-                          start_stack="Y", accepting=(), transitions=())
+        PushdownAutomaton(
+            states=("q",),
+            input_alphabet=("a",),
+            stack_alphabet=("Z",),
+            start="q",
+            start_stack="Y",
+            accepting=(),
+            transitions=(),
+        )
 
 
 def test_member_lengths_must_form_a_progression():
     # Members (those starting with a) of lengths 1, 2 and 4 only: a chain of states, a dead end after 4.
     t = FATransition
     m = FiniteAutomaton(
-        states=("0", "1", "2", "3", "4"), input_alphabet=("a", "b"), start="0", accepting=("1", "2", "4"),
+        states=("0", "1", "2", "3", "4"),
+        input_alphabet=("a", "b"),
+        start="0",
+        accepting=("1", "2", "4"),
         transitions=(t("0", "a", "1"),) + tuple(t(str(i), s, str(i + 1)) for i in range(1, 4) for s in "ab"),
     )
     assert [m.count_members(n) for n in range(6)] == [0, 1, 2, 0, 8, 0]
@@ -295,9 +325,14 @@ def _marker_pda(x_continues: bool) -> PushdownAutomaton:
     over-approximation cannot tell them apart there: a walk that starts with y must backtrack."""
     t = PDATransition
     return PushdownAutomaton(
-        states=("mark", "push", "pop", "dead", "accept"), input_alphabet=("x", "y", "a", "b"),
-        stack_alphabet=("Z", "X", "Y", "A"), start="mark", start_stack="Z", accepting=("accept",),
-        deterministic=True, name="marker",
+        states=("mark", "push", "pop", "dead", "accept"),
+        input_alphabet=("x", "y", "a", "b"),
+        stack_alphabet=("Z", "X", "Y", "A"),
+        start="mark",
+        start_stack="Z",
+        accepting=("accept",),
+        deterministic=True,
+        name="marker",
         transitions=(
             t("mark", "x", "Z", "push" if x_continues else "dead", ("X", "Z")),
             t("mark", "y", "Z", "push", ("Y", "Z")),
@@ -325,8 +360,14 @@ def test_the_member_search_backtracks_and_terminates():
 def test_the_configuration_budget_is_named():
     # An epsilon move that pushes forever: the search must give up, not loop.
     m = PushdownAutomaton(
-        states=("q", "f"), input_alphabet=("a",), stack_alphabet=("Z",), start="q", start_stack="Z",
-        accepting=("f",), max_configurations=500, name="grow",
+        states=("q", "f"),
+        input_alphabet=("a",),
+        stack_alphabet=("Z",),
+        start="q",
+        start_stack="Z",
+        accepting=("f",),
+        max_configurations=500,
+        name="grow",
         transitions=(PDATransition("q", "", "Z", "q", ("Z", "Z")), PDATransition("q", "a", "Z", "q", ())),
     )
     with pytest.raises(MachineLimitError, match=r"<python>: max_configurations: deciding 'aa' needs more than 500"):
@@ -449,8 +490,9 @@ def test_non_utf8_bytes_are_named(tmp_path):
 
 def test_pda_and_tm_fields_are_checked(tmp_path):
     anbn = _shipped("anbn.toml")
-    assert "push[1]" in _format_error(tmp_path, anbn.replace('push = ["A", "Z"]', 'push = ["A", "X"]'),
-                                      "transitions[0].push[1]")
+    assert "push[1]" in _format_error(
+        tmp_path, anbn.replace('push = ["A", "Z"]', 'push = ["A", "X"]'), "transitions[0].push[1]"
+    )
     _format_error(tmp_path, anbn.replace('push = ["A", "Z"]', 'push = "AZ"'), "transitions[0].push")
     _format_error(tmp_path, anbn.replace('pop = "Z", to = "push"', 'pop = "Q", to = "push"'), "transitions[0].pop")
     _format_error(tmp_path, anbn.replace('start_stack = "Z"\n', ""), "start_stack")
@@ -459,10 +501,14 @@ def test_pda_and_tm_fields_are_checked(tmp_path):
         tmp_path, pal.replace("deterministic = false", "deterministic = true"), "transitions[9]"
     )
     tm = _shipped("binary_increment.toml")
-    _format_error(tmp_path, tm.replace('move = "R" },\n  { from = "right", read = "1"', 'move = "U" },\n  { from = "right", read = "1"'),
-                  "transitions[0].move")
-    _format_error(tmp_path, tm.replace('input_alphabet = ["0", "1"]', 'input_alphabet = ["0", "1", "_"]'),
-                  "input_alphabet[2]")
+    _format_error(
+        tmp_path,
+        tm.replace('move = "R" },\n  { from = "right", read = "1"', 'move = "U" },\n  { from = "right", read = "1"'),
+        "transitions[0].move",
+    )
+    _format_error(
+        tmp_path, tm.replace('input_alphabet = ["0", "1"]', 'input_alphabet = ["0", "1", "_"]'), "input_alphabet[2]"
+    )
     _format_error(tmp_path, tm.replace('accepting = ["done"]', 'accepting = ["carry"]'), "transitions[3].from")
     _format_error(tmp_path, tm.replace("output_left = 1", "output_left = -1"), "output_left")
 
@@ -470,7 +516,9 @@ def test_pda_and_tm_fields_are_checked(tmp_path):
 def test_a_turing_machine_that_does_not_halt_is_named(tmp_path):
     path = _file(tmp_path, LOOPING_TM, "loop.toml")
     m = load_machine(str(path))
-    with pytest.raises(MachineLimitError, match=re.escape(f"{path}: max_steps: loop did not halt within 90 steps on '1'")):
+    with pytest.raises(
+        MachineLimitError, match=re.escape(f"{path}: max_steps: loop did not halt within 90 steps on '1'")
+    ):
         m.run("1")
     task = TransductionTask(machine=str(path))
     with pytest.raises(MachineLimitError, match="did not halt"):

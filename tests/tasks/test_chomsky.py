@@ -130,7 +130,7 @@ def solve_duplicate_string(s):
 
 def solve_missing_duplicate(s):
     h = len(s) // 2
-    assert s[2 * h:] == ["#"] * (len(s) % 2) and "#" not in s[: 2 * h]
+    assert s[2 * h :] == ["#"] * (len(s) % 2) and "#" not in s[: 2 * h]
     assert s.count("_") == 1
     p = s.index("_")
     answer = s[(p + h) % (2 * h)]
@@ -187,10 +187,21 @@ SOLVERS = {name: globals()[f"solve_{name}"] for name in NAMES}
 
 def test_registry_dict_names_order_and_levels():
     assert NAMES == [
-        "even_pairs", "modular_arithmetic", "parity_check", "cycle_navigation",
-        "modular_arithmetic_brackets", "reverse_string", "solve_equation", "stack_manipulation",
-        "duplicate_string", "missing_duplicate", "odds_first", "binary_addition", "binary_multiplication",
-        "compute_sqrt", "bucket_sort",
+        "even_pairs",
+        "modular_arithmetic",
+        "parity_check",
+        "cycle_navigation",
+        "modular_arithmetic_brackets",
+        "reverse_string",
+        "solve_equation",
+        "stack_manipulation",
+        "duplicate_string",
+        "missing_duplicate",
+        "odds_first",
+        "binary_addition",
+        "binary_multiplication",
+        "compute_sqrt",
+        "bucket_sort",
     ]
     for name, cls in CHOMSKY_TASKS.items():
         assert issubclass(cls, Task) and cls.name == name
@@ -240,7 +251,7 @@ def test_mixed_lengths_are_padded_and_each_example_still_solved(name):
     for i, n in enumerate(lengths):
         assert b.input_mask[i].sum() == t_in(n) and b.input_mask[i, : t_in(n)].all()
         assert b.target_mask[i].sum() == t_out(n) and b.target_mask[i, : t_out(n)].all()
-        assert not b.inputs[i, t_in(n):].any() and not b.targets[i, t_out(n):].any()
+        assert not b.inputs[i, t_in(n) :].any() and not b.targets[i, t_out(n) :].any()
         src, tgt = _read(task, b, i)
         assert tgt == SOLVERS[name](src)
 
@@ -366,8 +377,15 @@ def test_metrics_stop_at_the_first_end_symbol(name):
 
 def test_answers_are_spread_over_the_classes():
     rng = np.random.default_rng(11)
-    for name in ("even_pairs", "modular_arithmetic", "parity_check", "cycle_navigation",
-                 "modular_arithmetic_brackets", "solve_equation", "missing_duplicate"):
+    for name in (
+        "even_pairs",
+        "modular_arithmetic",
+        "parity_check",
+        "cycle_navigation",
+        "modular_arithmetic_brackets",
+        "solve_equation",
+        "missing_duplicate",
+    ):
         task = _task(name)
         y = task.sample(rng, 400, 31).targets[:, 0]
         counts = np.bincount(y, minlength=task.output_size)
@@ -398,8 +416,10 @@ def test_small_lengths_by_hand():
     rng = np.random.default_rng(0)
     assert _read(_task("modular_arithmetic"), _task("modular_arithmetic").sample(rng, 1, 2), 0)[0][0] in "01234"
     b = _task("modular_arithmetic_brackets").sample(rng, 50, 4)
-    shapes = {tuple(t if t not in "01234" else "d" for t in _read(_task("modular_arithmetic_brackets"), b, i)[0])
-              for i in range(50)}
+    shapes = {
+        tuple(t if t not in "01234" else "d" for t in _read(_task("modular_arithmetic_brackets"), b, i)[0])
+        for i in range(50)
+    }
     assert shapes == {("(", "-", "d", ")")}
     b = _task("stack_manipulation").sample(rng, 20, 1)
     for i in range(20):

@@ -69,9 +69,7 @@ def test_length_conditioning_equals_rejection_sampling():
     rng = np.random.default_rng(0)
     N = 20_000
     task = get_task("dyck", n=2, max_train_length=6)
-    conditioned = collections.Counter(
-        tuple(g.sample(rng, int(m))) for m in task.sample_lengths(rng, N, "train")
-    )
+    conditioned = collections.Counter(tuple(g.sample(rng, int(m))) for m in task.sample_lengths(rng, N, "train"))
 
     def rejection_draw(rng, max_len=6):
         # The grammar top-down with an explicit stack; abandon a draw once it exceeds max_len.
@@ -121,7 +119,10 @@ def test_datasets_d2():
     assert task.dataset_size("train") == sum(count_dyck_strings(2, m) for m in range(2, 11, 2)) == 1618
     assert len(set(train)) == len(train)
     assert {k: (r.lo, r.hi) for k, r in task.test_modes.items()} == {
-        "L+2": (12, 14), "2L": (20, 24), "4L": (40, 48), "8L": (80, 96)
+        "L+2": (12, 14),
+        "2L": (20, 24),
+        "4L": (40, 48),
+        "8L": (80, 96),
     }
     test = task.dataset("L+2")
     assert len(test) == len(set(test)) == 5000

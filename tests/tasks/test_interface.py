@@ -19,12 +19,38 @@ def _lengths(task):
 
 def test_registry_lists_every_task():
     assert set(ALL) == {
-        "copy", "reverse", "mix", "dynamic_recall", "priority_sort", "id_sort", "dyck", "m10ae",
-        "transduction_copy", "transduction_reversal", "bigram_flip", "svo_sov", "gender_conjugation",
-        "even_pairs", "modular_arithmetic", "parity_check", "cycle_navigation", "modular_arithmetic_brackets",
-        "reverse_string", "solve_equation", "stack_manipulation", "duplicate_string", "missing_duplicate",
-        "odds_first", "binary_addition", "binary_multiplication", "compute_sqrt", "bucket_sort", "scan", "mathematics",
-        "automaton_acceptance", "automaton_transduction",
+        "copy",
+        "reverse",
+        "mix",
+        "dynamic_recall",
+        "priority_sort",
+        "id_sort",
+        "dyck",
+        "m10ae",
+        "transduction_copy",
+        "transduction_reversal",
+        "bigram_flip",
+        "svo_sov",
+        "gender_conjugation",
+        "even_pairs",
+        "modular_arithmetic",
+        "parity_check",
+        "cycle_navigation",
+        "modular_arithmetic_brackets",
+        "reverse_string",
+        "solve_equation",
+        "stack_manipulation",
+        "duplicate_string",
+        "missing_duplicate",
+        "odds_first",
+        "binary_addition",
+        "binary_multiplication",
+        "compute_sqrt",
+        "bucket_sort",
+        "scan",
+        "mathematics",
+        "automaton_acceptance",
+        "automaton_transduction",
     }
 
 
@@ -80,8 +106,8 @@ def test_mixed_lengths_are_padded_with_masks(name):
         assert b.target_mask[i].sum() == task.output_steps(n)
         # Masks are prefixes, and padding is zero.
         assert b.input_mask[i, : task.input_steps(n)].all()
-        assert not b.inputs[i, task.input_steps(n):].any()
-        assert not b.targets[i, task.output_steps(n):].any()
+        assert not b.inputs[i, task.input_steps(n) :].any()
+        assert not b.targets[i, task.output_steps(n) :].any()
 
 
 @pytest.mark.parametrize("name", ALL)

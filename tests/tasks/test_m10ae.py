@@ -18,14 +18,14 @@ def _text(tokens):
     "expr, value",
     [
         ("7", 7),
-        ("3+4*2", 1),        # precedence: 3 + 8 = 11
-        ("8-3-2", 3),        # left-associative: (8 - 3) - 2, not 8 - (3 - 2) = 7
-        ("2*3*4", 4),        # 24
-        ("9-9*9", 8),        # 9 - 81 = -72 = 8 mod 10
-        ("(2+3)*4", 0),      # 20
-        ("2*(3+4)", 4),      # 14: the ')' reduction (slip 3) yields a numeral that then reduces with (2, *)
-        ("((7))", 7),        # slips 2 and 3: numeral over a bare '(' before ')', then ')' over ('(', 7)
-        ("2-(3)*4", 0),      # 2 - 12 = -10
+        ("3+4*2", 1),  # precedence: 3 + 8 = 11
+        ("8-3-2", 3),  # left-associative: (8 - 3) - 2, not 8 - (3 - 2) = 7
+        ("2*3*4", 4),  # 24
+        ("9-9*9", 8),  # 9 - 81 = -72 = 8 mod 10
+        ("(2+3)*4", 0),  # 20
+        ("2*(3+4)", 4),  # 14: the ')' reduction (slip 3) yields a numeral that then reduces with (2, *)
+        ("((7))", 7),  # slips 2 and 3: numeral over a bare '(' before ')', then ')' over ('(', 7)
+        ("2-(3)*4", 0),  # 2 - 12 = -10
         ("1+2*3-4*5+6", 3),  # 1 + 6 - 20 + 6 = -7
     ],
 )

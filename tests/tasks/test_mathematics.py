@@ -39,9 +39,7 @@ try:
 except Exception as err:  # ImportError, or sympy errors on a newer sympy
     HAVE_PACKAGE, WHY = False, f"mathematics-dataset not importable ({type(err).__name__}: {err})"
 
-needs_package = pytest.mark.skipif(
-    not HAVE_PACKAGE, reason=f"{WHY}; install the extra: pip install 'panm_jax[math]'"
-)
+needs_package = pytest.mark.skipif(not HAVE_PACKAGE, reason=f"{WHY}; install the extra: pip install 'panm_jax[math]'")
 
 # Small pools keep the file fast; the defaults are 50,000 and 10,000.
 SMALL = dict(train_pool_size=2000, test_pool_size=1000)
@@ -92,8 +90,19 @@ def _add_or_sub_answer(question: str) -> str | None:
     return None
 
 
-_GROUPS = ["thousands", "millions", "billions", "trillions", "quadrillions", "quintillions",
-           "sextillions", "septillions", "octillions", "nonillions", "decillions"]
+_GROUPS = [
+    "thousands",
+    "millions",
+    "billions",
+    "trillions",
+    "quadrillions",
+    "quintillions",
+    "sextillions",
+    "septillions",
+    "octillions",
+    "nonillions",
+    "decillions",
+]
 
 
 def _place_power(name: str) -> int:
@@ -166,6 +175,7 @@ def test_the_encoded_targets_are_the_answers():
 
 # ------------------------------------------------------------ the two splits
 
+
 def _operand_digits(question: str) -> int:
     return sum(len(re.sub(r"\D", "", x)) for x in re.findall(_NUM, question))
 
@@ -178,8 +188,8 @@ def test_extrapolation_has_bigger_numbers_and_longer_questions():
     d_ex = np.array([_operand_digits(q) for q in ex.questions])
     a_tr = np.array([len(a) for a in tr.answers])
     a_ex = np.array([len(a) for a in ex.answers])
-    assert d_ex.mean() > 1.5 * d_tr.mean()                  # about 18 vs 10 digits
-    assert a_ex.mean() > a_tr.mean() + 4                   # about 15.8 vs 9.4 characters
+    assert d_ex.mean() > 1.5 * d_tr.mean()  # about 18 vs 10 digits
+    assert a_ex.mean() > a_tr.mean() + 4  # about 15.8 vs 9.4 characters
     assert np.median(ex.num_chars) > np.median(tr.num_chars)
     assert a_ex.max() > a_tr.max()
     assert not set(tr.questions) & set(ex.questions)
@@ -197,6 +207,7 @@ def test_extrapolation_has_bigger_numbers_and_longer_questions():
 
 # ----------------------------------------------------------- batches, shapes
 
+
 @needs_package
 @pytest.mark.parametrize("module", M.MODULES)
 def test_batch_layout(module):
@@ -204,7 +215,7 @@ def test_batch_layout(module):
     assert task.input_size == 96 == len(INPUT_VOCABULARY)
     assert task.output_size == 13 == len(OUTPUT_VOCABULARY)
     b = task.train_batch(np.random.default_rng(0), 16)
-    n = b.input_mask.sum(axis=1) - 1                        # question characters
+    n = b.input_mask.sum(axis=1) - 1  # question characters
     assert b.inputs.shape == (16, n.max() + 1, 96) and b.inputs.dtype == np.float32
     assert b.targets.shape == (16, task.max_answer_length + 1) and b.targets.dtype == np.int32
     assert b.target_mask.all()
@@ -215,7 +226,7 @@ def test_batch_layout(module):
         q, a = task.decode_text(b, i)
         assert len(q) == n[i]
         # The answer, then <eos> on every remaining step.
-        assert (b.targets[i, len(a):] == M.OUT_EOS).all()
+        assert (b.targets[i, len(a) :] == M.OUT_EOS).all()
         assert M.OUT_EOS not in b.targets[i, : len(a)]
     assert task.output_steps(7) == task.max_answer_length + 1 and task.input_steps(7) == 8
 
@@ -267,12 +278,13 @@ def test_metrics_exact_match_and_tokens():
     logits = np.eye(13, dtype=np.float32)[b.targets] * 10
     m = task.metrics(logits, b)
     assert float(m["sequence_accuracy"]) == 1.0 and float(m["token_accuracy"]) == 1.0
-    logits[0, 0] = np.eye(13)[4] * 10                      # "4" instead of "5"
+    logits[0, 0] = np.eye(13)[4] * 10  # "4" instead of "5"
     m = task.metrics(logits, b)
     assert float(m["sequence_accuracy"]) == 0.5 and float(m["token_accuracy"]) == 0.75
 
 
 # -------------------------------------------------------------- determinism
+
 
 @needs_package
 def test_generation_is_fixed_by_the_rng_and_leaves_global_state_alone():
@@ -283,7 +295,7 @@ def test_generation_is_fixed_by_the_rng_and_leaves_global_state_alone():
     np.random.seed(123)
     a = M.generate("add_or_sub", "train", 30, np.random.default_rng(5))
     assert (random.random(), np.random.random()) == (expect_py, expect_np)
-    M.generate("place_value", "extrapolate", 10, np.random.default_rng(9))   # in between
+    M.generate("place_value", "extrapolate", 10, np.random.default_rng(9))  # in between
     assert M.generate("add_or_sub", "train", 30, np.random.default_rng(5)) == a
     assert M.generate("add_or_sub", "train", 30, np.random.default_rng(6)) != a
 
@@ -305,6 +317,7 @@ def test_pools_are_fixed_by_their_seed_and_nest():
 
 # ------------------------------------------------------------------ options
 
+
 @needs_package
 def test_options_and_their_errors():
     task = _task("add_or_sub", max_answer_length=18)
@@ -313,7 +326,9 @@ def test_options_and_their_errors():
     assert max(len(a) for a in task.pool("extrapolate").answers) <= 18
     assert _task("place_value").max_answer_length == 1 and _task("add_or_sub").max_answer_length == 30
     assert repr(_task("place_value")).startswith("MathematicsTask(module='place_value'")
-    with pytest.raises(TaskOptionError, match=r"mathematics: option module: expected one of \['add_or_sub', 'place_value'\], got 'mul'"):
+    with pytest.raises(
+        TaskOptionError, match=r"mathematics: option module: expected one of \['add_or_sub', 'place_value'\], got 'mul'"
+    ):
         MathematicsTask(module="mul")
     with pytest.raises(TaskOptionError, match="mathematics: option train_pool_size: expected an integer >= 1, got 0"):
         MathematicsTask(train_pool_size=0)
@@ -331,7 +346,9 @@ def test_lengths_no_pooled_question_has_are_rejected():
     counts = np.bincount(np.concatenate([task.pool(m).num_chars for m in ("train", "extrapolate")]))
     gaps = [n for n in task.lengths.values() if counts[n] == 0]
     if gaps:
-        with pytest.raises(ValueError, match=f"length: expected a question length that some pooled question has .*got {gaps[0]}"):
+        with pytest.raises(
+            ValueError, match=f"length: expected a question length that some pooled question has .*got {gaps[0]}"
+        ):
             task.sample(np.random.default_rng(0), 1, gaps[0])
     with pytest.raises(ValueError, match=rf"length: expected an integer in \[{task.lengths.lo}, {task.lengths.hi}\]"):
         task.sample(np.random.default_rng(0), 1, task.lengths.hi + 1)
@@ -349,7 +366,9 @@ def test_without_the_package_the_error_names_the_extra(monkeypatch):
     # Block the import (as if the package were not installed); nothing else is needed.
     monkeypatch.setitem(sys.modules, "mathematics_dataset", None)
     monkeypatch.setitem(sys.modules, "mathematics_dataset.modules", None)
-    with pytest.raises(MathematicsUnavailableError, match=r"mathematics-dataset .*sympy==1\.5\.1.*pip install 'panm_jax\[math\]'"):
+    with pytest.raises(
+        MathematicsUnavailableError, match=r"mathematics-dataset .*sympy==1\.5\.1.*pip install 'panm_jax\[math\]'"
+    ):
         MathematicsTask()
     assert issubclass(MathematicsUnavailableError, ImportError)
     # Option errors still come first, named as for every task.

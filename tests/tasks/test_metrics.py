@@ -137,8 +137,16 @@ def test_loss_arguments_that_do_not_fit_are_named():
         (logits[0], batch, r"logits: expected a real floating \[B, T_out, K\] array, got shape \(4, 5\)"),
         (logits.astype(jnp.int32), batch, r"logits: expected a real floating .* dtype int32"),
         (logits[:, :3], batch, r"target_mask: expected shape \[B, T_out\] = \(2, 3\) \(from logits\), got \(2, 4\)"),
-        (logits, batch._replace(targets=targets[:, :3]), r"targets: expected class ids of shape \[B, T_out\] = \(2, 4\)"),
-        (logits, batch._replace(targets=targets.astype(np.float32)), r"targets: expected integer class ids, got dtype float32"),
+        (
+            logits,
+            batch._replace(targets=targets[:, :3]),
+            r"targets: expected class ids of shape \[B, T_out\] = \(2, 4\)",
+        ),
+        (
+            logits,
+            batch._replace(targets=targets.astype(np.float32)),
+            r"targets: expected integer class ids, got dtype float32",
+        ),
     ]
     for bad_logits, bad_batch, message in cases:
         with pytest.raises(ValueError, match=message):
@@ -148,8 +156,10 @@ def test_loss_arguments_that_do_not_fit_are_named():
     high = targets.copy()
     high[0, 0] = K
     assert mask[0, 0]
-    for call in (lambda: softmax_cross_entropy(logits, batch._replace(targets=high)),
-                 lambda: check_batch(batch._replace(targets=high), K)):
+    for call in (
+        lambda: softmax_cross_entropy(logits, batch._replace(targets=high)),
+        lambda: check_batch(batch._replace(targets=high), K),
+    ):
         with pytest.raises(ValueError, match=rf"targets: expected class ids in \[0, {K}\) .* got {K}"):
             call()
     negative = targets.copy()
@@ -163,8 +173,12 @@ def test_loss_arguments_that_do_not_fit_are_named():
     # Under jit the values are unknown at trace time: the shapes are still checked.
     with pytest.raises(ValueError, match=r"target_mask: expected shape"):
         jax.jit(softmax_cross_entropy)(logits[:, :3], batch)
-    mb = Batch(np.zeros((1, 2, 2), np.float32), np.ones((1, 2), bool), np.array([[[1, 0], [0, 2]]], np.float32),
-               np.array([[True, True]]))
+    mb = Batch(
+        np.zeros((1, 2, 2), np.float32),
+        np.ones((1, 2), bool),
+        np.array([[[1, 0], [0, 2]]], np.float32),
+        np.array([[True, True]]),
+    )
     with pytest.raises(ValueError, match=r"targets: expected multi-hot values in \[0, 1\] at scored steps, got 2.0"):
         sigmoid_cross_entropy(jnp.zeros((1, 2, 2)), mb)
     with pytest.raises(ValueError, match=r"targets: expected multi-hot shape \[B, T_out, K\] = \(1, 2, 3\)"):

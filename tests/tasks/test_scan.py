@@ -24,14 +24,23 @@ from tests.tasks import test_interface as interface
 
 # Sizes of the length splits (computed from the enumerated language; 22 is Lake & Baroni's).
 SPLIT_SIZES = {
-    22: (16990, 3920), 24: (17326, 3584), 25: (17774, 3136), 26: (18286, 2624),
-    27: (18734, 2176), 28: (19182, 1728), 30: (19758, 1152), 32: (20206, 704),
-    33: (20462, 448), 36: (20526, 384), 40: (20782, 128),
+    22: (16990, 3920),
+    24: (17326, 3584),
+    25: (17774, 3136),
+    26: (18286, 2624),
+    27: (18734, 2176),
+    28: (19182, 1728),
+    30: (19758, 1152),
+    32: (20206, 704),
+    33: (20462, 448),
+    36: (20526, 384),
+    40: (20782, 128),
 }
 OCCURRING = list(range(1, 23)) + [24, 25, 26, 27, 28, 30, 32, 33, 36, 40, 48]
 
 
 # ------------------------------------------------ an independent interpreter
+
 
 def _reference(command: str) -> list[str]:
     """Interpret a command by rewriting its string top-down (written apart from the module)."""
@@ -71,15 +80,16 @@ def _grammar_strings() -> set[str]:
 
 # ----------------------------------------------------------------- language
 
+
 def test_language_size_order_and_extent():
     lang = language()
     strings = [" ".join(w) for w in lang.commands]
     assert len(strings) == 20910 == len(set(strings))
-    assert list(lang.commands) == sorted(lang.commands)             # deterministic order
+    assert list(lang.commands) == sorted(lang.commands)  # deterministic order
     assert lang.max_words == 9 and lang.max_actions == 48
     assert np.flatnonzero(lang.counts).tolist() == OCCURRING
     assert set(w for c in lang.commands for w in c) == set(INPUT_VOCABULARY[:13])
-    assert language() is lang                                        # cached
+    assert language() is lang  # cached
 
 
 def test_language_is_exactly_the_grammar():
@@ -101,8 +111,7 @@ def test_every_interpretation_matches_the_independent_interpreter():
         ("turn left twice", "LTURN LTURN"),
         ("jump thrice", "JUMP JUMP JUMP"),
         ("jump opposite left and walk thrice", "LTURN LTURN JUMP WALK WALK WALK"),
-        ("jump opposite left after walk around left",
-         "LTURN WALK LTURN WALK LTURN WALK LTURN WALK LTURN LTURN JUMP"),
+        ("jump opposite left after walk around left", "LTURN WALK LTURN WALK LTURN WALK LTURN WALK LTURN LTURN JUMP"),
         ("jump twice after walk left", "LTURN WALK JUMP JUMP"),
         ("turn around right", "RTURN RTURN RTURN RTURN"),
         ("look opposite left thrice", "LTURN LTURN LOOK LTURN LTURN LOOK LTURN LTURN LOOK"),
@@ -125,6 +134,7 @@ def test_non_commands_are_rejected():
 
 
 # ------------------------------------------------------------------- splits
+
 
 def test_split_sizes_at_every_cutoff():
     assert CUTOFFS == tuple(SPLIT_SIZES)
@@ -171,13 +181,14 @@ def test_lengths_and_modes():
 
 # ------------------------------------------------------------------ batches
 
+
 def test_batch_format_and_eos():
     task = SCANTask()
     b = task.batch_from_commands(["walk", "jump around left thrice after run opposite right twice"])
     assert b.inputs.shape == (2, 10, 15) and b.inputs.dtype == np.float32
-    assert b.targets.shape == (2, 31) and b.targets.dtype == np.int32    # 30 actions + <eos>
-    assert b.input_mask.all()                                           # <pad> rows are real rows
-    assert (b.inputs.sum(-1) == 1).all()                                # one-hot everywhere
+    assert b.targets.shape == (2, 31) and b.targets.dtype == np.int32  # 30 actions + <eos>
+    assert b.input_mask.all()  # <pad> rows are real rows
+    assert (b.inputs.sum(-1) == 1).all()  # one-hot everywhere
     ex0, ex1 = task.decode(b, 0), task.decode(b, 1)
     assert ex0.inputs == ["walk", "<eos>"] + ["<pad>"] * 8
     assert ex0.targets == ["WALK", "<eos>"]
@@ -196,7 +207,7 @@ def test_decode_round_trip(mode):
     for i in range(64):
         ex = task.decode(b, i)
         end = ex.inputs.index("<eos>")
-        assert set(ex.inputs[end + 1:]) <= {"<pad>"} and "<pad>" not in ex.inputs[:end]
+        assert set(ex.inputs[end + 1 :]) <= {"<pad>"} and "<pad>" not in ex.inputs[:end]
         assert ex.targets == _reference(" ".join(ex.inputs[:end])) + ["<eos>"]
         again = task.example(ex.inputs[:end])
         np.testing.assert_array_equal(again.targets[0], b.targets[i][: again.targets.shape[1]])
@@ -213,7 +224,13 @@ def test_sample_draws_commands_of_the_given_length():
     b = task.sample(rng, 200, 1)
     seen = {tuple(task.decode(b, i).inputs[:2]) for i in range(200)}
     assert {s[0] if s[1] == "<eos>" else " ".join(s) for s in seen} == {
-        "walk", "look", "run", "jump", "turn left", "turn right"}
+        "walk",
+        "look",
+        "run",
+        "jump",
+        "turn left",
+        "turn right",
+    }
     for missing in (23, 29, 31, 41, 47):
         with pytest.raises(ValueError, match=rf"length: expected an action count that some SCAN .*, got {missing}"):
             task.sample(rng, 2, missing)
@@ -285,7 +302,7 @@ def test_determinism_and_mixed_lengths():
     assert len(set(n.tolist())) > 1 and a.targets.shape[1] == n.max() + 1
     for i, k in enumerate(n):
         assert a.target_mask[i].tolist() == [True] * (k + 1) + [False] * (n.max() - k)
-        assert a.targets[i, k] == 6 and not a.targets[i, k + 1:].any()
+        assert a.targets[i, k] == 6 and not a.targets[i, k + 1 :].any()
 
 
 def test_metrics_exact_match_needs_the_end_symbol():
@@ -296,7 +313,7 @@ def test_metrics_exact_match_needs_the_end_symbol():
     assert list(m) == list(task.metric_names) == ["sequence_accuracy", "token_accuracy"]
     assert float(m["sequence_accuracy"]) == 1.0 and float(m["token_accuracy"]) == 1.0
     no_stop = perfect.copy()
-    no_stop[0, 2] = np.eye(7)[0] * 5.0          # WALK instead of <eos> after "WALK WALK"
+    no_stop[0, 2] = np.eye(7)[0] * 5.0  # WALK instead of <eos> after "WALK WALK"
     m = task.metrics(no_stop, b)
     assert float(m["sequence_accuracy"]) == 0.5 and float(m["token_accuracy"]) == pytest.approx(5 / 6)
 

@@ -26,7 +26,11 @@ def test_joint_sequence_format():
 def test_reversal_and_bigram_flip_by_hand():
     # Reversal reads the source backwards; bigram flipping swaps each adjacent pair.
     assert get_task("transduction_reversal").decode(get_task("transduction_reversal").example("s1 s2 s3")).targets == [
-        "s3", "s2", "s1", "</s>"]
+        "s3",
+        "s2",
+        "s1",
+        "</s>",
+    ]
     bf = get_task("bigram_flip")
     assert bf.decode(bf.example("s1 s2 s3 s4 s5 s6")).targets == ["s2", "s1", "s4", "s3", "s6", "s5", "</s>"]
     with pytest.raises(ValueError, match=r"length: expected an even integer in \[2, 1024\], got 3"):
@@ -39,7 +43,8 @@ def test_svo_sov_by_hand():
     task = get_task("svo_sov")
     assert task.decode(task.example("the dog sees a cat")).targets[:-1] == "the dog a cat sees".split()
     assert SVO_SOV.translate("the man says that the dog sees a big cat".split()) == (
-        "the man that the dog a big cat sees says".split())
+        "the man that the dog a big cat sees says".split()
+    )
 
 
 def test_gender_conjugation_by_hand():
@@ -47,10 +52,12 @@ def test_gender_conjugation_by_hand():
     # the article agrees with a noun that comes two adjectives later.
     task = get_task("gender_conjugation")
     assert task.decode(task.example("the big old dog sees the cat")).targets[:-1] == (
-        "der big old dog sees die cat".split())
+        "der big old dog sees die cat".split()
+    )
     assert GENDER.translate("a cat finds a small dog".split()) == "eine cat finds einen small dog".split()
     assert GENDER.translate("the child says that the man sees a book".split()) == (
-        "das child says that der man sees ein book".split())
+        "das child says that der man sees ein book".split()
+    )
 
 
 @pytest.mark.parametrize("grammar", [SVO_SOV, GENDER], ids=["svo_sov", "gender"])

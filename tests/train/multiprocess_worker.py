@@ -49,8 +49,13 @@ def main(out: str, argv: list[str]) -> int:
 
     Checkpointer.save, loop.results_record = recording_save, recording_results
     code = cli.main(argv)
-    record.update(code=code, process_index=jax.process_index(), process_count=jax.process_count(),
-                  device_count=jax.device_count(), local_device_count=jax.local_device_count())
+    record.update(
+        code=code,
+        process_index=jax.process_index(),
+        process_count=jax.process_count(),
+        device_count=jax.device_count(),
+        local_device_count=jax.local_device_count(),
+    )
     with open(out, "w") as f:
         json.dump(record, f)
     return code

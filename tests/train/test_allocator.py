@@ -41,13 +41,15 @@ print(json.dumps({"applied": applied, "record": malloc_settings(), "faulting": s
 def _run(mode: str) -> dict:
     env = {**os.environ, allocator.ENV_VAR: mode, "PYTHONPATH": str(REPO)}
     env.pop("GLIBC_TUNABLES", None)  # glibc's own huge-page tunable changes the system case's count
-    out = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, cwd=REPO,
-                         check=True, capture_output=True, text=True, timeout=300).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", _SCRIPT], env=env, cwd=REPO, check=True, capture_output=True, text=True, timeout=300
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
-@pytest.mark.skipif(allocator._glibc() is None,
-                    reason="the settings are glibc's (Linux); elsewhere they are not applied")
+@pytest.mark.skipif(
+    allocator._glibc() is None, reason="the settings are glibc's (Linux); elsewhere they are not applied"
+)
 def test_keep_freed_memory_stops_a_large_buffer_faulting_in_every_call():
     # Under glibc's defaults a 64 MiB block is mmapped afresh at every call and faulted in page by
     # page (16,384 pages of 4 KiB; a quarter shows they are counted). With PANM_JAX_MALLOC=keep

@@ -37,8 +37,13 @@ REPO = Path(__file__).resolve().parents[2]
 # The tiny run of an LSTM of width 8 (the machinery under test does not depend on the model; PANM takes
 # several times longer to compile), one bucket and one evaluation mode: one compilation of each step.
 SETTINGS = [s for s in TINY if not s.startswith("model_options.")] + [
-    'model="lstm"', "model_options.hidden=8", "buckets=[3]", 'eval_modes=["L"]', "eval_every=2",
-    "checkpoint_every=2"]
+    'model="lstm"',
+    "model_options.hidden=8",
+    "buckets=[3]",
+    'eval_modes=["L"]',
+    "eval_every=2",
+    "checkpoint_every=2",
+]
 STEPS = 4
 DEADLINE_S = 240  # for all the processes of one launch
 
@@ -49,8 +54,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _launch(name: str, workdir: Path, steps: int, processes: int, devices: int, tmp: Path,
-            extra: tuple[str, ...] = ()) -> list[dict]:
+def _launch(
+    name: str, workdir: Path, steps: int, processes: int, devices: int, tmp: Path, extra: tuple[str, ...] = ()
+) -> list[dict]:
     """Run ``panm-jax train`` in ``processes`` processes of ``devices`` CPU devices each; their records.
 
     Each record is ``multiprocess_worker.py``'s JSON plus ``stdout`` and ``stderr``.
@@ -61,10 +67,15 @@ def _launch(name: str, workdir: Path, steps: int, processes: int, devices: int, 
         args += ["--set", item]
     procs = []
     for i in range(processes):
-        env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo",
-               "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
-               "JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}", "JAX_NUM_PROCESSES": str(processes),
-               "JAX_PROCESS_ID": str(i)}
+        env = {
+            **os.environ,
+            "JAX_PLATFORMS": "cpu",
+            "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo",
+            "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
+            "JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}",
+            "JAX_NUM_PROCESSES": str(processes),
+            "JAX_PROCESS_ID": str(i),
+        }
         env.pop("PANM_JAX_DISTRIBUTED", None)
         files = {k: tmp / f"{name}-{i}.{k}" for k in ("json", "stdout", "stderr")}
         with open(files["stdout"], "w") as out, open(files["stderr"], "w") as err:
@@ -88,19 +99,24 @@ def _launch(name: str, workdir: Path, steps: int, processes: int, devices: int, 
                 if p.poll() is None:
                     p.kill()
                     p.wait()
-            pytest.fail(report(f"{name}: {'a process failed' if failed_at else f'no end after {DEADLINE_S} s'}; "
-                               "the others were stopped"))
+            pytest.fail(
+                report(
+                    f"{name}: {'a process failed' if failed_at else f'no end after {DEADLINE_S} s'}; "
+                    "the others were stopped"
+                )
+            )
         time.sleep(0.1)
     if any(p.returncode != 0 for p, _ in procs):
         pytest.fail(report(f"{name}: a process failed"))
     records = []
-    for p, files in procs:
+    for _p, files in procs:
         record = json.loads(files["json"].read_text())
         record.update(stdout=files["stdout"].read_text(), stderr=files["stderr"].read_text())
         records.append(record)
     assert [r["process_index"] for r in records] == list(range(processes))
     assert {(r["process_count"], r["device_count"], r["local_device_count"]) for r in records} == {
-        (processes, processes * devices, devices)}
+        (processes, processes * devices, devices)
+    }
     return records
 
 
@@ -120,8 +136,9 @@ def _losses(workdir: Path, *, retrained: tuple[int, ...] = ()) -> dict[int, floa
 
 def _metric_rows(results: dict) -> dict[str, dict[str, float]]:
     """``{mode: {metric: value}}`` of a results record (the numbers: metrics and loss)."""
-    return {m["mode"]: {k: v for k, v in m.items() if k not in ("mode", "length", "examples")}
-            for m in results["modes"]}
+    return {
+        m["mode"]: {k: v for k, v in m.items() if k not in ("mode", "length", "examples")} for m in results["modes"]
+    }
 
 
 @pytest.fixture(scope="module")
@@ -134,13 +151,13 @@ def single(tmp_path_factory) -> dict:
     return {"losses": _losses(workdir), "results": results}
 
 
-def _assert_matches_single(workdir: Path, records: list[dict], single: dict,
-                           retrained: tuple[int, ...] = ()) -> None:
+def _assert_matches_single(workdir: Path, records: list[dict], single: dict, retrained: tuple[int, ...] = ()) -> None:
     """The run in ``workdir`` (``records``: its processes) against the single-process run."""
     losses = _losses(workdir, retrained=retrained)
     assert sorted(losses) == sorted(single["losses"]) == list(range(1, STEPS + 1))
-    np.testing.assert_allclose([losses[s] for s in sorted(losses)],
-                               [single["losses"][s] for s in sorted(losses)], rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        [losses[s] for s in sorted(losses)], [single["losses"][s] for s in sorted(losses)], rtol=2e-5, atol=1e-6
+    )
     first = records[0]["results"]
     for r in records[1:]:  # every process computed the same (global) evaluation
         assert r["results"] == first
@@ -171,16 +188,20 @@ def test_two_processes_checkpoint_resume_and_match_one_process(tmp_path, single)
     assert sorted(_losses(workdir)) == [1, 2]
     _assert_same_state_everywhere(first, [1, 2])
     assert verify_checksums(workdir / "checkpoints" / "2")
-    data = max((p for p in (workdir / "checkpoints" / "2" / "state").rglob("*") if p.parent.name == "d"),
-               key=lambda p: p.stat().st_size)
+    data = max(
+        (p for p in (workdir / "checkpoints" / "2" / "state").rglob("*") if p.parent.name == "d"),
+        key=lambda p: p.stat().st_size,
+    )
     damaged = bytearray(data.read_bytes())
     damaged[len(damaged) // 2] ^= 0xFF
     data.write_bytes(bytes(damaged))
 
     resumed = _launch("resumed", workdir, STEPS, processes=2, devices=2, tmp=tmp_path, extra=every_step)
     for i, r in enumerate(resumed):  # both found it corrupt; process 0 moved it aside, once
-        assert f"warning: process {i} of 2: checkpoint {workdir.resolve() / 'checkpoints' / '2'} is corrupt" in (
-            r["stderr"]), r["stderr"]
+        assert (
+            f"warning: process {i} of 2: checkpoint {workdir.resolve() / 'checkpoints' / '2'} is corrupt"
+            in (r["stderr"])
+        ), r["stderr"]
     assert sorted(p.name for p in (workdir / "checkpoints").iterdir()) == ["2", "3", "4", "corrupt-2"]  # keep 3
     assert "resumed from step 1" in resumed[0]["stdout"]
     events = [r for r in read_jsonl(workdir / "metrics.jsonl") if r.get("event") == "resumed"]
@@ -200,19 +221,25 @@ def test_four_processes_match_one_process(tmp_path, single):
 
 # ---- the pieces, in this process ---------------------------------------------------------------
 
+
 def test_distributed_settings_from_the_environment():
     assert distributed_settings({}) is None
     assert distributed_settings({"JAX_NUM_PROCESSES": "2"}) is None  # no coordinator asked for
     env = {"JAX_COORDINATOR_ADDRESS": "10.0.0.1:1234", "JAX_NUM_PROCESSES": "4", "JAX_PROCESS_ID": "3"}
-    assert distributed_settings(env) == {"coordinator_address": "10.0.0.1:1234", "num_processes": 4,
-                                         "process_id": 3}
+    assert distributed_settings(env) == {"coordinator_address": "10.0.0.1:1234", "num_processes": 4, "process_id": 3}
     # PANM_JAX_DISTRIBUTED=1 alone: JAX detects the rest (SLURM, Open MPI, Cloud TPU).
     assert distributed_settings({"PANM_JAX_DISTRIBUTED": "1"}) == {
-        "coordinator_address": None, "num_processes": None, "process_id": None}
+        "coordinator_address": None,
+        "num_processes": None,
+        "process_id": None,
+    }
     with pytest.raises(ValueError, match=r"JAX_NUM_PROCESSES: expected a positive integer, got 'two'"):
         distributed_settings({**env, "JAX_NUM_PROCESSES": "two"})
-    with pytest.raises(ValueError, match=r"JAX_PROCESS_ID: expected an integer in \[0, JAX_NUM_PROCESSES\), "
-                                         r"got '4'"):
+    with pytest.raises(
+        ValueError,
+        match=r"JAX_PROCESS_ID: expected an integer in \[0, JAX_NUM_PROCESSES\), "
+        r"got '4'",
+    ):
         distributed_settings({**env, "JAX_PROCESS_ID": "4"})
     with pytest.raises(ValueError, match=r"JAX_PROCESS_ID: expected a non-negative integer, got '-1'"):
         distributed_settings({"PANM_JAX_DISTRIBUTED": "1", "JAX_PROCESS_ID": "-1"})
@@ -245,6 +272,9 @@ def test_batch_sizes_must_divide_over_every_device():
         check_batch_sizes(config, 3)
     with pytest.raises(ValueError, match=r"eval_batch_size: expected a multiple of the 4 devices, got 6"):
         check_batch_sizes(config.replace(eval_batch_size=6, eval_examples=12), 4)
-    with pytest.raises(ValueError, match=r"eval_examples: expected a multiple of the 4 devices, got 10 "
-                                         r"\(a last evaluation batch of 2\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"eval_examples: expected a multiple of the 4 devices, got 10 "
+        r"\(a last evaluation batch of 2\)",
+    ):
         check_batch_sizes(config.replace(eval_examples=10), 4)

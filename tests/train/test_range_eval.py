@@ -33,9 +33,18 @@ from panm_jax.train.steps import make_eval_step
 LENGTHS = range(6, 41)
 EXAMPLES, BATCH = 6, 4  # two steps per length, the second filled up with masked rows
 TINY_LSTM = [
-    "task=reverse_string", "model=lstm", "model_options.hidden=8",
-    "task_options.max_train_length=5", "task_options.max_test_length=40", 'select_mode="6-40"',
-    "batch_size=8", "eval_examples=8", "eval_batch_size=8", "num_steps=2", "eval_every=2", "checkpoint_every=2",
+    "task=reverse_string",
+    "model=lstm",
+    "model_options.hidden=8",
+    "task_options.max_train_length=5",
+    "task_options.max_test_length=40",
+    'select_mode="6-40"',
+    "batch_size=8",
+    "eval_examples=8",
+    "eval_batch_size=8",
+    "num_steps=2",
+    "eval_every=2",
+    "checkpoint_every=2",
 ]
 
 
@@ -163,16 +172,26 @@ def test_cli_eval_lengths_writes_range_files_and_table(trained, capsys, tmp_path
     assert (tmp_path / "r.png").is_file()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--lengths", "40-6"], "error: --lengths: expected LO <= HI, got '40-6'"),
-    (["--lengths", "six-40"], "error: --lengths: expected LO-HI, two positive integers (e.g. 41-500), got 'six-40'"),
-    (["--lengths", "0-40"], "error: --lengths: expected lengths of at least 1, got '0-40'"),
-    (["--lengths", "6-5000"], "error: --lengths: expected lengths of task 'reverse_string' (an integer in [1, 4096]), "
-                              "got '6-5000'"),
-    (["--lengths", "6-40", "--modes", "6-40"], "error: --lengths: a range evaluation writes range.* in WORKDIR and "
-                                               "takes no --modes"),
-    (["--examples-per-length", "8"], "error: --examples-per-length: only used with --lengths"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--lengths", "40-6"], "error: --lengths: expected LO <= HI, got '40-6'"),
+        (
+            ["--lengths", "six-40"],
+            "error: --lengths: expected LO-HI, two positive integers (e.g. 41-500), got 'six-40'",
+        ),
+        (["--lengths", "0-40"], "error: --lengths: expected lengths of at least 1, got '0-40'"),
+        (
+            ["--lengths", "6-5000"],
+            "error: --lengths: expected lengths of task 'reverse_string' (an integer in [1, 4096]), got '6-5000'",
+        ),
+        (
+            ["--lengths", "6-40", "--modes", "6-40"],
+            "error: --lengths: a range evaluation writes range.* in WORKDIR and takes no --modes",
+        ),
+        (["--examples-per-length", "8"], "error: --examples-per-length: only used with --lengths"),
+    ],
+)
 def test_cli_bad_lengths_is_a_named_error(trained, capsys, args, message):
     workdir, _ = trained
     assert main(["eval", "--workdir", str(workdir), *args]) == 2

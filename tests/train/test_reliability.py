@@ -44,19 +44,35 @@ def _largest_file(folder: Path) -> Path:
 
 
 def _snapshot(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _tiny_argv(workdir: Path, *extra: str) -> list[str]:
-    argv = ["train", "--task", "copy", "--model", "panm", "--workdir", str(workdir), "--no-progress",
-            "--steps", str(FINISHED["num_steps"]), "--set", f"eval_every={FINISHED['eval_every']}"]
+    argv = [
+        "train",
+        "--task",
+        "copy",
+        "--model",
+        "panm",
+        "--workdir",
+        str(workdir),
+        "--no-progress",
+        "--steps",
+        str(FINISHED["num_steps"]),
+        "--set",
+        f"eval_every={FINISHED['eval_every']}",
+    ]
     for item in TINY:
         argv += ["--set", item]
     return argv + list(extra)
 
 
 # ---- checksums: bytes changed inside an array file -------------------------------------------
+
 
 @pytest.mark.parametrize("damage", ["16 bytes", "1 bit"])
 def test_changed_bytes_in_the_newest_checkpoint_are_caught(run_copy, damage):
@@ -66,7 +82,7 @@ def test_changed_bytes_in_the_newest_checkpoint_are_caught(run_copy, damage):
     if damage == "1 bit":
         data[middle] ^= 0x10
     else:
-        data[middle:middle + 16] = bytes(b ^ 0xFF for b in data[middle:middle + 16])
+        data[middle : middle + 16] = bytes(b ^ 0xFF for b in data[middle : middle + 16])
     array_file.write_bytes(bytes(data))
     ckpt = Checkpointer(run_copy)
     with pytest.warns(RuntimeWarning) as caught:
@@ -74,16 +90,23 @@ def test_changed_bytes_in_the_newest_checkpoint_are_caught(run_copy, damage):
     ckpt.close()
     assert meta["step"] == 4 and int(state.step) == 4  # the previous checkpoint, not the damaged one
     message = str(caught[0].message)
-    assert re.search(r"checkpoint .*checkpoints/8 is corrupt or unreadable \(ChecksumError: .*"
-                     + re.escape(array_file.name) + r": SHA-256 .* does not match", message), message
+    assert re.search(
+        r"checkpoint .*checkpoints/8 is corrupt or unreadable \(ChecksumError: .*"
+        + re.escape(array_file.name)
+        + r": SHA-256 .* does not match",
+        message,
+    ), message
     assert (run_copy / "checkpoints" / "corrupt-8" / array_file.relative_to(run_copy / "checkpoints" / "8")).exists()
 
 
 def test_checkpoints_without_checksums_still_restore_and_say_so(run_copy):
     for listing in run_copy.glob(f"checkpoints/*/{CHECKSUM_FILE}"):
         listing.unlink()  # as written before checksums were stored
-    with pytest.warns(RuntimeWarning, match=rf"checkpoint .*checkpoints/8 has no {CHECKSUM_FILE} \(written before "
-                                            r"checksums were stored\); restoring it without verifying its bytes"):
+    with pytest.warns(
+        RuntimeWarning,
+        match=rf"checkpoint .*checkpoints/8 has no {CHECKSUM_FILE} \(written before "
+        r"checksums were stored\); restoring it without verifying its bytes",
+    ):
         _, meta = Checkpointer(run_copy).restore_latest(_template())
     assert meta["step"] == 8
 
@@ -110,6 +133,7 @@ def test_a_checksum_listing_must_name_exactly_the_folders_files(tmp_path):
 
 # ---- a task's targets outside its classes ------------------------------------------------------
 
+
 def test_targets_outside_the_task_classes_are_named_before_training_on_them(monkeypatch):
     # A class id >= K would index past the logits (a NaN loss, or a silently wrong one, later on).
     from panm_jax.tasks import get_task
@@ -124,8 +148,11 @@ def test_targets_outside_the_task_classes_are_named_before_training_on_them(monk
 
     monkeypatch.setattr(task, "train_batch", lambda rng, n: off_by_one(real_train(rng, n)))
     config = tiny_config()
-    with pytest.raises(ValueError, match=rf"^task 'copy', training batch of step 3: targets: expected class ids in "
-                                         rf"\[0, {task.output_size}\) .* at scored steps, got {task.output_size}$"):
+    with pytest.raises(
+        ValueError,
+        match=rf"^task 'copy', training batch of step 3: targets: expected class ids in "
+        rf"\[0, {task.output_size}\) .* at scored steps, got {task.output_size}$",
+    ):
         loop.training_batch(task, config, 3, loop.default_buckets(task))
     monkeypatch.setattr(task, "eval_batches", lambda *a, **k: [off_by_one(b) for b in real_eval(*a, **k)])
     with pytest.raises(ValueError, match=r"^task 'copy', evaluation set 2L\+1: targets: expected class ids in "):
@@ -133,6 +160,7 @@ def test_targets_outside_the_task_classes_are_named_before_training_on_them(monk
 
 
 # ---- NaN or Inf loss: stop (default) or skip the batch ----------------------------------------
+
 
 def test_a_nan_loss_stops_the_run_and_skip_batch_leaves_the_state_unchanged(tmp_path, monkeypatch, capsys):
     real_batch = loop.training_batch
@@ -144,17 +172,32 @@ def test_a_nan_loss_stops_the_run_and_skip_batch_leaves_the_state_unchanged(tmp_
     monkeypatch.setattr(loop, "training_batch", poisoned)
     # A small LSTM with one bucket and one evaluation mode: few compilations. Losses are looked
     # at only where the loop syncs anyway (log, evaluation, checkpoint: step 8 here).
-    config = tiny_config(**FINISHED, model="lstm", model_options={"hidden": 8}, buckets=[3], eval_modes=["L"],
-                         checkpoint_every=4, log_every=4)
-    with pytest.raises(NonFiniteLossError, match=r"loss: non-finite at step 5 \(loss nan, .*the last good checkpoint "
-                                                 r"is .*checkpoints/4\); set on_nan = \"skip-batch\""):
+    config = tiny_config(
+        **FINISHED,
+        model="lstm",
+        model_options={"hidden": 8},
+        buckets=[3],
+        eval_modes=["L"],
+        checkpoint_every=4,
+        log_every=4,
+    )
+    with pytest.raises(
+        NonFiniteLossError,
+        match=r"loss: non-finite at step 5 \(loss nan, .*the last good checkpoint "
+        r"is .*checkpoints/4\); set on_nan = \"skip-batch\"",
+    ):
         train_and_evaluate(config, tmp_path, progress=False)
     ckpt = Checkpointer(tmp_path, read_only=True)
     assert ckpt.latest.all_steps() == [4] and ckpt.best.latest_step() is None  # nothing saved after step 4
     before, _ = ckpt.restore_latest(_template(config))
     events = [r for r in read_jsonl(tmp_path / "metrics.jsonl") if "event" in r]
-    assert events[-1] == {"event": "non-finite loss", "step": 5, "loss": events[-1]["loss"],
-                          "grad_norm": events[-1]["grad_norm"], "on_nan": "stop"}
+    assert events[-1] == {
+        "event": "non-finite loss",
+        "step": 5,
+        "loss": events[-1]["loss"],
+        "grad_norm": events[-1]["grad_norm"],
+        "on_nan": "stop",
+    }
     assert not (tmp_path / "results.json").exists()
 
     # on_nan may change on resume: the same run goes on from step 4, skipping the four poisoned batches.
@@ -181,6 +224,7 @@ def test_on_nan_is_a_config_field_and_a_flag():
 
 # ---- a damaged best/: resume and eval fall back to the latest checkpoint ----------------------
 
+
 def test_a_best_checkpoint_without_its_metadata_does_not_stop_the_resume(run_copy, capsys):
     (run_copy / "best" / "8" / "meta" / "metadata").unlink()
     results = train_and_evaluate(tiny_config(**FINISHED), run_copy, progress=False)
@@ -188,9 +232,12 @@ def test_a_best_checkpoint_without_its_metadata_does_not_stop_the_resume(run_cop
     assert "resumed from step 8" in out.out and results["step"] == 8
     notes = [line for line in out.err.splitlines() if line.startswith("warning:")]
     assert len(notes) == 1, notes
-    assert re.fullmatch(r"warning: best checkpoint .*best/8 is corrupt or unreadable \(ChecksumError: .*meta/metadata: "
-                        r"listed in checksums.sha256 but missing\); moved to .*best/corrupt-8, the run goes on from "
-                        r"the latest checkpoint and keeps a new best at its next evaluation", notes[0]), notes[0]
+    assert re.fullmatch(
+        r"warning: best checkpoint .*best/8 is corrupt or unreadable \(ChecksumError: .*meta/metadata: "
+        r"listed in checksums.sha256 but missing\); moved to .*best/corrupt-8, the run goes on from "
+        r"the latest checkpoint and keeps a new best at its next evaluation",
+        notes[0],
+    ), notes[0]
 
 
 def test_eval_falls_back_to_the_latest_checkpoint_when_the_best_is_truncated(run_copy, capsys):
@@ -202,8 +249,11 @@ def test_eval_falls_back_to_the_latest_checkpoint_when_the_best_is_truncated(run
     err = capsys.readouterr().err
     notes = [line for line in err.splitlines() if line.startswith(("warning:", "error:"))]
     assert len(notes) == 1, notes
-    assert re.fullmatch(r"warning: best checkpoint .*best/8 is corrupt or unreadable \(.*\); left in place, "
-                        r"evaluating the latest checkpoint instead", notes[0]), notes[0]
+    assert re.fullmatch(
+        r"warning: best checkpoint .*best/8 is corrupt or unreadable \(.*\); left in place, "
+        r"evaluating the latest checkpoint instead",
+        notes[0],
+    ), notes[0]
     assert "Traceback" not in err and "Event loop is closed" not in err
     assert array_file.exists()  # evaluation moves nothing
     assert (run_copy / "eval.json").exists()
@@ -211,15 +261,35 @@ def test_eval_falls_back_to_the_latest_checkpoint_when_the_best_is_truncated(run
 
 # ---- another config in an existing workdir: refused, nothing touched ----------------------------
 
+
 def test_another_models_config_is_refused_and_the_workdir_left_as_it_was(run_copy, capsys):
     before = _snapshot(run_copy)
-    argv = ["train", "--task", "copy", "--model", "lstm", "--workdir", str(run_copy), "--no-progress", "--steps", "8",
-            "--set", "task_options.max_train_length=3", "--set", "model_options.hidden=8", "--set", "batch_size=8"]
+    argv = [
+        "train",
+        "--task",
+        "copy",
+        "--model",
+        "lstm",
+        "--workdir",
+        str(run_copy),
+        "--no-progress",
+        "--steps",
+        "8",
+        "--set",
+        "task_options.max_train_length=3",
+        "--set",
+        "model_options.hidden=8",
+        "--set",
+        "batch_size=8",
+    ]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
-    assert re.match(r"error: config: the checkpoints in .* belong to a run with different settings \['model', "
-                    r"'model_options.mlp_hidden', .*\(model: 'panm' in the checkpoints, 'lstm' given;", err[0]), err[0]
+    assert re.match(
+        r"error: config: the checkpoints in .* belong to a run with different settings \['model', "
+        r"'model_options.mlp_hidden', .*\(model: 'panm' in the checkpoints, 'lstm' given;",
+        err[0],
+    ), err[0]
     assert _snapshot(run_copy) == before
     # The original command still resumes from the last checkpoint.
     _, meta = Checkpointer(run_copy).restore_latest(_template(), config_check(tiny_config(**FINISHED), run_copy))
@@ -245,8 +315,11 @@ def test_a_second_run_on_a_workdir_is_refused(tmp_path, capsys):
         assert main(_tiny_argv(workdir)) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1, err
-        assert re.fullmatch(rf"error: --workdir: '.*run' is in use by another run \(process {holder.pid} on .* holds "
-                            r".*run/\.lock\); wait for it to finish or use another workdir", err[0]), err[0]
+        assert re.fullmatch(
+            rf"error: --workdir: '.*run' is in use by another run \(process {holder.pid} on .* holds "
+            r".*run/\.lock\); wait for it to finish or use another workdir",
+            err[0],
+        ), err[0]
         assert [p.name for p in workdir.iterdir()] == [".lock"]  # the refused run wrote nothing
     finally:
         holder.kill()  # kill -9: the kernel drops the lock, the PID stays in the file
@@ -261,6 +334,7 @@ def test_a_second_run_on_a_workdir_is_refused(tmp_path, capsys):
 
 
 # ---- orbax's late callbacks into a closed event loop ------------------------------------------
+
 
 class _CallsClosedLoop:
     """On collection, calls a closed loop the way a late tensorstore read does (an unraisable error)."""
@@ -292,6 +366,7 @@ def test_closed_event_loop_callbacks_are_dropped_and_other_errors_kept(monkeypat
 
 
 # ---- evaluation sets: seeded by task, mode and length, not by a mode's place in a list ----------
+
 
 def test_a_mode_gets_the_same_examples_and_numbers_in_any_subset_of_modes():
     config = tiny_config(model_options={**tiny_config().model_options, "random_base_at_eval": True})

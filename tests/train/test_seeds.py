@@ -61,8 +61,13 @@ def _assert_same_run(batched_dir, batched_result, single_dir, single_result, see
     losses_b, vals_b = _log(batched_dir)
     losses_s, vals_s = _log(single_dir)
     assert sorted(losses_b) == sorted(losses_s) == list(range(1, 13))
-    np.testing.assert_allclose([losses_b[k] for k in sorted(losses_b)], [losses_s[k] for k in sorted(losses_s)],
-                               rtol=RTOL, atol=ATOL, err_msg=f"seed {seed}: training losses")
+    np.testing.assert_allclose(
+        [losses_b[k] for k in sorted(losses_b)],
+        [losses_s[k] for k in sorted(losses_s)],
+        rtol=RTOL,
+        atol=ATOL,
+        err_msg=f"seed {seed}: training losses",
+    )
     assert sorted(vals_b) == sorted(vals_s) == [4, 8, 12]
     for step in vals_b:
         for mode, row in vals_s[step].items():
@@ -116,7 +121,7 @@ def test_finished_seeds_are_not_trained_again(single_runs, tmp_path):
     again = train_seeds([_config(0), _config(1)], dirs, progress=False)
     after = [(d / "metrics.jsonl").read_text() for d in dirs]
     for b, a in zip(before, after):
-        assert a.startswith(b) and all('"loss"' not in line for line in a[len(b):].splitlines())
+        assert a.startswith(b) and all('"loss"' not in line for line in a[len(b) :].splitlines())
     assert [r["step"] for r in again] == [single_runs[0][1]["step"], single_runs[1][1]["step"]]
 
 
@@ -134,8 +139,21 @@ def test_cli_trains_seeds_together(tmp_path, capsys):
     from tests.train.tiny import TINY
 
     sets = [a for item in TINY + ["num_steps=4", "eval_every=2"] for a in ("--set", item)]
-    code = main(["train", "--task", "copy", "--model", "panm", "--seeds", "3,4", "--workdir", str(tmp_path / "w"),
-                 "--no-progress", *sets])
+    code = main(
+        [
+            "train",
+            "--task",
+            "copy",
+            "--model",
+            "panm",
+            "--seeds",
+            "3,4",
+            "--workdir",
+            str(tmp_path / "w"),
+            "--no-progress",
+            *sets,
+        ]
+    )
     assert code == 0
     out = capsys.readouterr().out
     assert "2 seeds" in out and "mean ± std" in out
@@ -144,11 +162,14 @@ def test_cli_trains_seeds_together(tmp_path, capsys):
         assert record["config"]["seed"] == seed
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--seeds", "0,x"], "--seeds: expected comma-separated integers"),
-    (["--seeds", "1,1"], "--seeds: expected distinct seeds"),
-    (["--seeds", "0,1", "--seed", "2"], "--seeds: give either --seed or --seeds"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--seeds", "0,x"], "--seeds: expected comma-separated integers"),
+        (["--seeds", "1,1"], "--seeds: expected distinct seeds"),
+        (["--seeds", "0,1", "--seed", "2"], "--seeds: give either --seed or --seeds"),
+    ],
+)
 def test_cli_seeds_errors(flags, message, capsys):
     from panm_jax.cli import main
 

@@ -19,7 +19,7 @@ import jax
 import numpy as np
 import pytest
 
-from panm_jax.train.checkpoint import CheckpointError, Checkpointer
+from panm_jax.train.checkpoint import Checkpointer, CheckpointError
 from panm_jax.train.config import OptimizerConfig, TrainConfig, load_config
 from panm_jax.train.io import read_jsonl
 from panm_jax.train.loop import Run, train_and_evaluate, training_batch
@@ -35,8 +35,22 @@ def _cli(args, workdir, *, env_extra=None, **popen):
 
 
 def _train_cmd(workdir, steps=16):
-    args = ["train", "--task", "copy", "--model", "panm", "--workdir", str(workdir), "--no-progress",
-            "--steps", str(steps), "--set", "eval_every=8", "--set", "checkpoint_every=4"]
+    args = [
+        "train",
+        "--task",
+        "copy",
+        "--model",
+        "panm",
+        "--workdir",
+        str(workdir),
+        "--no-progress",
+        "--steps",
+        str(steps),
+        "--set",
+        "eval_every=8",
+        "--set",
+        "checkpoint_every=4",
+    ]
     for item in TINY:
         args += ["--set", item]
     return _cli(args, workdir)
@@ -52,20 +66,30 @@ def _last_per_step(path: Path) -> dict[int, dict]:
 
 # ---- config ---------------------------------------------------------------------------------
 
+
 def test_config_round_trip_and_files(tmp_path):
     config = tiny_config()
     assert TrainConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
     toml = tmp_path / "run.toml"
-    toml.write_text('task = "reverse"\nnum_steps = 7\n[optimizer]\nname = "adam"\nlearning_rate = 0.01\n'
-                    "[model_options]\nhidden = 16\n")
+    toml.write_text(
+        'task = "reverse"\nnum_steps = 7\n[optimizer]\nname = "adam"\nlearning_rate = 0.01\n'
+        "[model_options]\nhidden = 16\n"
+    )
     c = load_config(toml, ["optimizer.clip_value=null", "buckets=[2, 4, 10]"])
     assert (c.task, c.num_steps, c.optimizer.name, c.optimizer.learning_rate) == ("reverse", 7, "adam", 0.01)
     assert c.model_options == {"hidden": 16} and c.optimizer.clip_value is None and c.buckets == (2, 4, 10)
     # Defaults are the paper's protocol (Le et al. 2024, §3.1, with the RMSprop of the authors' code; docs/tasks.md,
     # Algorithmic tasks).
     d = TrainConfig()
-    assert (d.batch_size, d.optimizer.name, d.optimizer.learning_rate, d.optimizer.momentum, d.optimizer.decay,
-            d.optimizer.clip_value, d.select_mode) == (128, "rmsprop", 1e-4, 0.9, 0.95, 10.0, "L+1")
+    assert (
+        d.batch_size,
+        d.optimizer.name,
+        d.optimizer.learning_rate,
+        d.optimizer.momentum,
+        d.optimizer.decay,
+        d.optimizer.clip_value,
+        d.select_mode,
+    ) == (128, "rmsprop", 1e-4, 0.9, 0.95, 10.0, "L+1")
 
 
 def test_config_rejects_unknown_and_invalid_fields(tmp_path):
@@ -75,7 +99,9 @@ def test_config_rejects_unknown_and_invalid_fields(tmp_path):
         load_config(None, ["optimizer.lr=3"])
     with pytest.raises(ValueError, match=r"batch_size: expected a positive integer, got 0"):
         load_config(None, ["batch_size=0"])
-    with pytest.raises(ValueError, match=r"optimizer.name: expected one of \['rmsprop', 'adam', 'adamw', 'sgd'\], got 'lamb'"):
+    with pytest.raises(
+        ValueError, match=r"optimizer.name: expected one of \['rmsprop', 'adam', 'adamw', 'sgd'\], got 'lamb'"
+    ):
         OptimizerConfig(name="lamb")
     with pytest.raises(ValueError, match=r"buckets: expected strictly ascending positive integers, got \[4, 2\]"):
         load_config(None, ["buckets=[4, 2]"])
@@ -89,13 +115,15 @@ def test_config_rejects_unknown_and_invalid_fields(tmp_path):
 
 # ---- steps: one compilation per bucket ------------------------------------------------------
 
+
 def test_train_step_traces_once_per_bucket(trace_counter):
     from panm_jax.train.steps import make_train_step
 
     run = Run(tiny_config())
     # chex fails at the first trace past one per bucket; the count below is exact
-    counter = trace_counter(chex.assert_max_traces(make_train_step(run.graphdef, run.optimizer, run.task),
-                                                   n=len(run.buckets)))
+    counter = trace_counter(
+        chex.assert_max_traces(make_train_step(run.graphdef, run.optimizer, run.task), n=len(run.buckets))
+    )
     step = jax.jit(counter)
     state = run.state
     seen = {}
@@ -120,6 +148,7 @@ def test_training_batches_are_a_pure_function_of_seed_and_step():
 
 # ---- a whole run in-process: files, tables, plot, best checkpoint ----------------------------
 
+
 def test_train_and_evaluate_writes_results(finished_run):
     results = json.loads((finished_run / "results.json").read_text())
     assert [m["mode"] for m in results["modes"]] == ["L", "2L+1"]
@@ -143,8 +172,12 @@ def test_train_and_evaluate_writes_results(finished_run):
 def test_random_base_at_eval_gets_a_fixed_key_per_batch(tmp_path):
     # PANM drawing its base address at evaluation needs a key there too; the
     # evaluation must stay a deterministic function of the parameters.
-    config = tiny_config(num_steps=2, eval_every=2, checkpoint_every=2,
-                         model_options={**tiny_config().model_options, "random_base_at_eval": True})
+    config = tiny_config(
+        num_steps=2,
+        eval_every=2,
+        checkpoint_every=2,
+        model_options={**tiny_config().model_options, "random_base_at_eval": True},
+    )
     results = train_and_evaluate(config, tmp_path, progress=False)
     assert all(0.0 <= m["token_accuracy"] <= 1.0 for m in results["modes"])
     run = Run(config)
@@ -174,8 +207,11 @@ def test_corrupt_checkpoint_falls_back_to_the_previous_one(run_copy):
 
 
 def test_resuming_with_another_config_is_refused(run_copy):
-    with pytest.raises(CheckpointError, match=r"different settings \['batch_size'\] \(batch_size: 8 in the "
-                                              r"checkpoints, 16 given\)"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"different settings \['batch_size'\] \(batch_size: 8 in the "
+        r"checkpoints, 16 given\)",
+    ):
         train_and_evaluate(tiny_config(**FINISHED, batch_size=16), run_copy, progress=False)
 
 
@@ -196,6 +232,7 @@ loop.append_jsonl = append_then_hang
 raise SystemExit(cli.main({argv!r}))
 """
 
+
 def test_kill_9_then_resume_is_bit_identical(tmp_path):
     cmd, env = _train_cmd(tmp_path / "straight")
     subprocess.run(cmd, env=env, cwd=REPO, check=True, capture_output=True, timeout=600)
@@ -209,8 +246,9 @@ def test_kill_9_then_resume_is_bit_identical(tmp_path):
     # before the signal arrives, the killed run goes through a wrapper that stops (sleeps)
     # once it has logged step kill_at + 2 <= 15; the training code itself is unchanged.
     wrapper = _HANG_AFTER.format(hang_at=kill_at + 2, argv=cmd[3:])
-    proc = subprocess.Popen([sys.executable, "-c", wrapper], env=env, cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", wrapper], env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.time() + 300
     while time.time() < deadline:
         if max(_last_per_step(killed_dir / "metrics.jsonl"), default=0) >= kill_at:
@@ -254,8 +292,15 @@ print(json.dumps({{"devices": jax.device_count(), "losses": out,
 
 def _losses(devices: int) -> dict:
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
-    out = subprocess.run([sys.executable, "-c", _LOSSES.format(tiny=TINY)], env=env, cwd=REPO, check=True,
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", _LOSSES.format(tiny=TINY)],
+        env=env,
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -279,6 +324,7 @@ def test_batch_not_divisible_by_devices_is_named():
 
 # ---- the CLI: train a few steps, then eval its checkpoint, then plot ----------------------------
 
+
 def test_cli_train_eval_plot(tmp_path):
     cmd, env = _train_cmd(tmp_path / "run", steps=4)
     out = subprocess.run(cmd, env=env, cwd=REPO, check=True, capture_output=True, text=True, timeout=600)
@@ -287,8 +333,18 @@ def test_cli_train_eval_plot(tmp_path):
     out = subprocess.run(cmd, env=env, cwd=REPO, check=True, capture_output=True, text=True, timeout=600)
     assert "eval.json" in out.stdout and (tmp_path / "run" / "eval_traces.png").stat().st_size > 0
     assert [m["mode"] for m in json.loads((tmp_path / "run" / "eval.json").read_text())["modes"]] == ["L"]
-    cmd, env = _cli(["plot", str(tmp_path / "run"), str(tmp_path / "run" / "eval.json"), "--out",
-                     str(tmp_path / "both.png"), "--labels", "train,eval"], tmp_path)
+    cmd, env = _cli(
+        [
+            "plot",
+            str(tmp_path / "run"),
+            str(tmp_path / "run" / "eval.json"),
+            "--out",
+            str(tmp_path / "both.png"),
+            "--labels",
+            "train,eval",
+        ],
+        tmp_path,
+    )
     subprocess.run(cmd, env=env, cwd=REPO, check=True, capture_output=True, timeout=600)
     assert (tmp_path / "both.png").read_bytes()[:4] == b"\x89PNG"
     cmd, env = _cli(["train", "--set", "nonsense=1"], tmp_path)

@@ -18,8 +18,8 @@ import pytest
 
 from panm_jax.cli import main
 from panm_jax.train import report
-from panm_jax.train.checkpoint import CheckpointError, Checkpointer
-from panm_jax.train.config import ConfigError, OptimizerConfig, TrainConfig, load_config, resume_differences
+from panm_jax.train.checkpoint import Checkpointer, CheckpointError
+from panm_jax.train.config import ConfigError, OptimizerConfig, load_config, resume_differences
 from panm_jax.train.io import read_jsonl
 from panm_jax.train.loop import train_and_evaluate
 from tests.train.tiny import FINISHED, TINY, tiny_config
@@ -29,40 +29,50 @@ REPO = Path(__file__).resolve().parents[2]
 
 # ---- configuration: each mistake named (field, expected, given) when the config is built ------
 
-@pytest.mark.parametrize("override, message", [
-    ("optimizer.learning_rate=0", r"optimizer.learning_rate: expected a finite positive number, got 0"),
-    ("optimizer.learning_rate=-1e-3", r"optimizer.learning_rate: expected a finite positive number, got -0.001"),
-    ("optimizer.learning_rate=inf", r"optimizer.learning_rate: expected a finite number, got 'inf'"),
-    ("optimizer.weight_decay=-0.1", r"optimizer.weight_decay: expected a non-negative number, got -0.1"),
-    ("optimizer.weight_decay=abc", r"optimizer.weight_decay: expected a finite number, got 'abc'"),
-    ("optimizer.warmup_steps=20", r"optimizer.warmup_steps: expected at most num_steps \(12\), got 20"),
-    ("model_options.mode2_heads=true", r"model_options.mode2_heads: expected an integer, got True"),
-    ("model_options.remat=no", r"model_options.remat: expected a boolean \(true or false\), got 'no'"),
-    ('model_options.inverse_temperature="5"', r"model_options.inverse_temperature: expected a finite number, got '5'"),
-    ("model_options.pointer_heads=0", r"model_options.pointer_heads: expected a positive integer, got 0"),
-    ("model_options.size=3", r"model_options \(model 'panm'\): unknown field\(s\) \['size'\]"),
-    ("model_options=5", r"model_options: expected a table, got 5"),
-    ("model_options.hidden.x=5", r"model_options.hidden: expected a table of fields, got 8"),
-    ("task_options=[1]", r"task_options: expected a table, got \[1\]"),
-    ("task_options.max_train_length=0", r"task_options: copy: option max_train_length"),
-    ("seed=1.5", r"seed: expected an integer, got 1.5"),
-    ("batch_size=true", r"batch_size: expected an integer, got True"),
-    ("task=cpy", r"task: expected one of \['copy', .*\], got 'cpy'"),
-    ("model=lstmm", r"model: expected one of \[.*'panm'.*\], got 'lstmm'"),
-    ('eval_modes=["L", "3L"]', r"eval_modes: unknown mode\(s\) \['3L'\]; the task 'copy' has \['L', "),
-    ("select_mode=X", r"select_mode: unknown mode\(s\) \['X'\]"),
-    ("buckets=[1, true]", r"buckets: expected a list of integers, got \[1, True\]"),
-])
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("optimizer.learning_rate=0", r"optimizer.learning_rate: expected a finite positive number, got 0"),
+        ("optimizer.learning_rate=-1e-3", r"optimizer.learning_rate: expected a finite positive number, got -0.001"),
+        ("optimizer.learning_rate=inf", r"optimizer.learning_rate: expected a finite number, got 'inf'"),
+        ("optimizer.weight_decay=-0.1", r"optimizer.weight_decay: expected a non-negative number, got -0.1"),
+        ("optimizer.weight_decay=abc", r"optimizer.weight_decay: expected a finite number, got 'abc'"),
+        ("optimizer.warmup_steps=20", r"optimizer.warmup_steps: expected at most num_steps \(12\), got 20"),
+        ("model_options.mode2_heads=true", r"model_options.mode2_heads: expected an integer, got True"),
+        ("model_options.remat=no", r"model_options.remat: expected a boolean \(true or false\), got 'no'"),
+        (
+            'model_options.inverse_temperature="5"',
+            r"model_options.inverse_temperature: expected a finite number, got '5'",
+        ),
+        ("model_options.pointer_heads=0", r"model_options.pointer_heads: expected a positive integer, got 0"),
+        ("model_options.size=3", r"model_options \(model 'panm'\): unknown field\(s\) \['size'\]"),
+        ("model_options=5", r"model_options: expected a table, got 5"),
+        ("model_options.hidden.x=5", r"model_options.hidden: expected a table of fields, got 8"),
+        ("task_options=[1]", r"task_options: expected a table, got \[1\]"),
+        ("task_options.max_train_length=0", r"task_options: copy: option max_train_length"),
+        ("seed=1.5", r"seed: expected an integer, got 1.5"),
+        ("batch_size=true", r"batch_size: expected an integer, got True"),
+        ("task=cpy", r"task: expected one of \['copy', .*\], got 'cpy'"),
+        ("model=lstmm", r"model: expected one of \[.*'panm'.*\], got 'lstmm'"),
+        ('eval_modes=["L", "3L"]', r"eval_modes: unknown mode\(s\) \['3L'\]; the task 'copy' has \['L', "),
+        ("select_mode=X", r"select_mode: unknown mode\(s\) \['X'\]"),
+        ("buckets=[1, true]", r"buckets: expected a list of integers, got \[1, True\]"),
+    ],
+)
 def test_a_wrong_setting_is_named_when_the_config_is_built(override, message):
     with pytest.raises(ConfigError, match=message):
         load_config(None, TINY + ["num_steps=12", override])
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("learning_rate", math.inf, r"optimizer.learning_rate: expected a finite number, got inf"),
-    ("learning_rate", math.nan, r"optimizer.learning_rate: expected a finite number, got nan"),
-    ("momentum", True, r"optimizer.momentum: expected a finite number, got True"),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("learning_rate", math.inf, r"optimizer.learning_rate: expected a finite number, got inf"),
+        ("learning_rate", math.nan, r"optimizer.learning_rate: expected a finite number, got nan"),
+        ("momentum", True, r"optimizer.momentum: expected a finite number, got True"),
+    ],
+)
 def test_non_finite_and_bool_numbers_are_refused(field, value, message):
     with pytest.raises(ConfigError, match=message):
         OptimizerConfig(**{field: value})
@@ -75,10 +85,13 @@ def test_eval_modes_given_as_one_string_is_a_comma_separated_list():
     assert load_config(None, TINY + ["eval_modes=L,2L+1"]).eval_modes == ("L", "2L+1")
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"task = \n", r"config: cannot parse '.*bad.toml': "),
-    (b"task = \"copy\"\xff\n", r"config: cannot parse '.*bad.toml': not UTF-8 text"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"task = \n", r"config: cannot parse '.*bad.toml': "),
+        (b'task = "copy"\xff\n', r"config: cannot parse '.*bad.toml': not UTF-8 text"),
+    ],
+)
 def test_a_malformed_config_file_is_named(tmp_path, content, message):
     (tmp_path / "bad.toml").write_bytes(content)
     with pytest.raises(ConfigError, match=message):
@@ -92,11 +105,14 @@ def test_a_config_that_is_a_directory_or_missing_is_named(tmp_path):
         load_config(tmp_path / "nope.toml")
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"{", r"results: cannot parse '.*results.json': Expecting"),
-    (b"\xff\xfe", r"results: cannot parse '.*results.json': not UTF-8 text"),
-    (b"[1]", r"results: expected a results record .* missing \['task', "),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"{", r"results: cannot parse '.*results.json': Expecting"),
+        (b"\xff\xfe", r"results: cannot parse '.*results.json': not UTF-8 text"),
+        (b"[1]", r"results: expected a results record .* missing \['task', "),
+    ],
+)
 def test_a_malformed_results_file_is_named(tmp_path, content, message):
     (tmp_path / "results.json").write_bytes(content)
     with pytest.raises(ValueError, match=message):
@@ -104,6 +120,7 @@ def test_a_malformed_results_file_is_named(tmp_path, content, message):
 
 
 # ---- the CLI: one line `error: ...`, exit code 2, no traceback ---------------------------------
+
 
 def _bad_results(tmp_path: Path) -> str:
     (tmp_path / "bad").mkdir(exist_ok=True)
@@ -160,14 +177,21 @@ def test_debug_prints_the_traceback_too(tmp_path, capsys):
 
 def test_a_misspelled_task_in_a_subprocess_leaves_nothing_behind(tmp_path):
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    out = subprocess.run([sys.executable, "-m", "panm_jax.cli", "train", "--task", "cpy", "--workdir",
-                          str(tmp_path / "run")], env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "panm_jax.cli", "train", "--task", "cpy", "--workdir", str(tmp_path / "run")],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.strip().splitlines() == [out.stderr.strip()] and out.stderr.startswith("error: --task: ")
     assert list(tmp_path.iterdir()) == []
 
 
 # ---- extending a finished run ---------------------------------------------------------------
+
 
 def test_a_finished_run_extends_to_more_steps_and_refuses_fewer(run_copy):
     results = train_and_evaluate(tiny_config(**{**FINISHED, "num_steps": 10}), run_copy, progress=False)
@@ -176,8 +200,11 @@ def test_a_finished_run_extends_to_more_steps_and_refuses_fewer(run_copy):
     assert ckpt.latest.latest_step() == 10
     ckpt.close()
     assert results["step"] in (8, 10)
-    with pytest.raises(CheckpointError, match=r"num_steps: the checkpoints in .* are at step 10, beyond the "
-                                              r"num_steps given \(4\); give at least 10"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"num_steps: the checkpoints in .* are at step 10, beyond the "
+        r"num_steps given \(4\); give at least 10",
+    ):
         train_and_evaluate(tiny_config(**{**FINISHED, "num_steps": 4}), run_copy, progress=False)
 
 
@@ -188,6 +215,7 @@ def test_num_steps_may_change_on_resume_only_under_a_constant_schedule():
 
 
 # ---- plotting several runs --------------------------------------------------------------------
+
 
 def _results(task="copy", model="panm", step=8):
     return {"task": task, "model": model, "metric": "token_accuracy", "step": step, "modes": []}
@@ -227,8 +255,10 @@ def test_every_models_defaults_fit_their_type_hints():
             check_type(f"{name}.{f.name}", getattr(config, f.name), hints[f.name])
 
 
-@pytest.mark.parametrize("task,expected", [("copy", "L+1"), ("dyck", "L+2"), ("reverse_string", "1-40"),
-                                           ("binary_addition", "3-40"), ("scan", "train")])
+@pytest.mark.parametrize(
+    "task,expected",
+    [("copy", "L+1"), ("dyck", "L+2"), ("reverse_string", "1-40"), ("binary_addition", "3-40"), ("scan", "train")],
+)
 def test_select_mode_defaults_to_the_task_validation_mode(task, expected):
     # Every task trains with the default config; a Chomsky task selects on its training lengths, never on 41..500;
     # SCAN on its training split, never on its (finite) test split.
