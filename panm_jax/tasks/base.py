@@ -228,10 +228,12 @@ class Task(abc.ABC):
 
     @property
     def validation_mode(self) -> str:
-        """The test mode whose fresh examples select a run's checkpoint by default (``TrainConfig.select_mode``).
+        """The mode whose fresh examples select a run's checkpoint by default (``TrainConfig.select_mode``).
 
-        ``"L+1"`` where the task has it (Le et al. 2024 select on it), else its first
-        test mode; a task with a mode at its training lengths names that one instead.
+        Here: ``"L+1"`` where the task has it (Le et al. 2024 select on it), else its
+        first test mode. Tasks override it to keep selection off their test lengths:
+        the Chomsky-hierarchy tasks name their training-length mode (``"1-40"``), SCAN
+        and Mathematics ``"train"`` (fresh examples of the training split).
         """
         return "L+1" if "L+1" in self.test_modes else next(iter(self.test_modes))
 
