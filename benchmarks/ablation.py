@@ -36,11 +36,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -133,50 +130,19 @@ def run_all(groups: list[tuple[str, str]], seeds: list[int], args, workdir: Path
         f"{len(todo)}, {args.parallel} at a time",
         flush=True,
     )
-    running: list[tuple[subprocess.Popen, tuple[str, str], Any]] = []
-    failed = []
-    while todo or running:
-        while todo and len(running) < args.parallel:
-            task, variant = todo.pop(0)
-            log_path = workdir / task / f"{slug(variant)}.log"
-            log_path.parent.mkdir(parents=True, exist_ok=True)
-            log = open(log_path, "a")
-            cmd = (
-                [
-                    sys.executable,
-                    "-m",
-                    "benchmarks.ablation",
-                    "--one",
-                    json.dumps([task, variant]),
-                    "--seeds",
-                    ",".join(map(str, seeds)),
-                    "--workdir",
-                    str(workdir),
-                ]
-                + (["--minutes", str(args.minutes)] if args.minutes else [])
-                + (["--steps", str(args.steps)] if args.steps else [])
-            )
-            running.append(
-                (
-                    subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy()),
-                    (task, variant),
-                    log,
-                )
-            )
-            print(f"started {task} {variant} seeds {seeds} -> {log_path}", flush=True)
-        time.sleep(2)
-        still = []
-        for proc, group, log in running:
-            if proc.poll() is None:
-                still.append((proc, group, log))
-                continue
-            log.close()
-            print(f"finished {group[0]} {group[1]}: exit {proc.returncode}", flush=True)
-            if proc.returncode:
-                failed.append(group)
-        running = still
-    if failed:
-        raise SystemExit(f"{len(failed)} group(s) failed: {failed}; see their .log files")
+    common_args = ["--seeds", ",".join(map(str, seeds)), "--workdir", str(workdir)]
+    common_args += (["--minutes", str(args.minutes)] if args.minutes else []) + (
+        ["--steps", str(args.steps)] if args.steps else []
+    )
+    jobs = [
+        (
+            f"{task} {variant} seeds {seeds}",
+            [sys.executable, "-m", "benchmarks.ablation", "--one", json.dumps([task, variant]), *common_args],
+            workdir / task / f"{slug(variant)}.log",
+        )
+        for task, variant in todo
+    ]
+    common.run_processes(jobs, args.parallel)
 
 
 def _mean_std(values: list[float]) -> tuple[float, float]:

@@ -236,3 +236,33 @@ def write_results(
         md += "\n" + notes.strip() + "\n"
     atomic_write_text(md_path, md)
     return json_path, md_path
+
+
+def run_processes(jobs: Sequence[tuple[str, list[str], Path]], parallel: int) -> None:
+    """Run ``(label, command, log_path)`` jobs as child processes, at most ``parallel`` at once, each
+    one's output appended to its log; raises ``SystemExit`` naming the jobs that failed."""
+    todo = list(jobs)
+    running: list[tuple[subprocess.Popen, str, Any]] = []
+    failed = []
+    while todo or running:
+        while todo and len(running) < parallel:
+            label, cmd, log_path = todo.pop(0)
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            log = open(log_path, "a")  # noqa: SIM115 - closed when the process ends
+            running.append(
+                (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy()), label, log)
+            )
+            print(f"started {label} -> {log_path}", flush=True)
+        time.sleep(2)
+        still = []
+        for proc, label, log in running:
+            if proc.poll() is None:
+                still.append((proc, label, log))
+                continue
+            log.close()
+            print(f"finished {label}: exit {proc.returncode}", flush=True)
+            if proc.returncode:
+                failed.append(label)
+        running = still
+    if failed:
+        raise SystemExit(f"{len(failed)} job(s) failed: {failed}; see their .log files")

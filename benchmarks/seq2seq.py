@@ -40,11 +40,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -117,32 +114,15 @@ def train_group(item: str, model: str, seeds: list[int], args, workdir: Path) ->
 
 def run_all(groups: list[tuple[str, str]], seeds: list[int], args, workdir: Path, argv: list[str]) -> None:
     todo = [g for g in groups if any(finished(folder(workdir, *g, s), make_config(*g, s, args)) is None for s in seeds)]
-    running: list[tuple[subprocess.Popen, tuple[str, str], Any]] = []
-    failed = []
-    while todo or running:
-        while todo and len(running) < args.parallel:
-            item, model = todo.pop(0)
-            log_path = workdir / item / f"{model}.log"
-            log_path.parent.mkdir(parents=True, exist_ok=True)
-            log = open(log_path, "a")
-            cmd = [sys.executable, "-m", "benchmarks.seq2seq", *argv, "--one", json.dumps([item, model])]
-            running.append(
-                (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy()), (item, model), log)
-            )
-            print(f"started {item} {model} seeds {seeds} -> {log_path}", flush=True)
-        time.sleep(2)
-        still = []
-        for proc, group, log in running:
-            if proc.poll() is None:
-                still.append((proc, group, log))
-                continue
-            log.close()
-            print(f"finished {group[0]} {group[1]}: exit {proc.returncode}", flush=True)
-            if proc.returncode:
-                failed.append(group)
-        running = still
-    if failed:
-        raise SystemExit(f"{len(failed)} group(s) failed: {failed}; see their .log files")
+    jobs = [
+        (
+            f"{item} {model} seeds {seeds}",
+            [sys.executable, "-m", "benchmarks.seq2seq", *argv, "--one", json.dumps([item, model])],
+            workdir / item / f"{model}.log",
+        )
+        for item, model in todo
+    ]
+    common.run_processes(jobs, args.parallel)
 
 
 def main(argv=None) -> int:

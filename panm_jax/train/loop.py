@@ -266,6 +266,20 @@ def _check_losses(unchecked, config: TrainConfig, ckpt: Checkpointer, log_path: 
     )
 
 
+def progress_columns() -> list:
+    """The training progress bar's columns (rich): description, bar, steps, loss, accuracy, rate, times."""
+    return [
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("loss {task.fields[loss]}"),
+        TextColumn("acc {task.fields[acc]}"),
+        TextColumn("{task.fields[rate]} steps/s"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    ]
+
+
 def _time_up(deadline: float) -> bool:
     """Whether the time budget is spent; with several processes, whether it is spent in any of them (one
     all-gather per step, so that all stop at the same step)."""
@@ -341,21 +355,11 @@ def _train(run: Run, ckpt: Checkpointer, workdir: Path, *, progress: bool, conso
 
     start = int(jax.device_get(state.step))
     log_path = workdir / "metrics.jsonl"
-    columns = [
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("loss {task.fields[loss]}"),
-        TextColumn("acc {task.fields[acc]}"),
-        TextColumn("{task.fields[rate]} steps/s"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    ]
     headline = run.task.metric_names[0]
     t_last, s_last = time.perf_counter(), start
     deadline = None if c.max_minutes is None else time.monotonic() + 60.0 * c.max_minutes
     unchecked: list[tuple[int, dict[str, Any]]] = []  # (step, metrics on device) not yet checked for NaN/Inf
-    with Progress(*columns, console=console, disable=not progress, transient=False) as bar:
+    with Progress(*progress_columns(), console=console, disable=not progress, transient=False) as bar:
         job = bar.add_task(f"{c.model} on {c.task}", total=c.num_steps, completed=start, loss="-", acc="-", rate="-")
         for step in range(start, c.num_steps):
             batch = run.shard(training_batch(run.task, c, step, run.buckets))

@@ -51,7 +51,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import Progress
 
 from panm_jax.errors import UserError
 from panm_jax.models import build_model
@@ -71,6 +71,7 @@ from panm_jax.train.loop import (
     config_check,
     default_buckets,
     note,
+    progress_columns,
     results_record,
     training_batch,
 )
@@ -261,21 +262,11 @@ def _train(
     pos = [int(st.step) for st in states]  # each seed's steps taken
     logs = [w / "metrics.jsonl" for w in workdirs]
     headline = group.task.metric_names[0]
-    columns = [
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("loss {task.fields[loss]}"),
-        TextColumn("acc {task.fields[acc]}"),
-        TextColumn("{task.fields[rate]} steps/s"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    ]
     deadline = None if c.max_minutes is None else time.monotonic() + 60.0 * c.max_minutes
     pending: list[tuple[list[int], Any]] = []  # (the steps each active seed reached, stacked metrics on device)
     t_last, s_last = time.perf_counter(), min(pos)
     seeds_text = ",".join(str(cs.seed) for cs in configs)
-    with Progress(*columns, console=console, disable=not progress, transient=False) as bar:
+    with Progress(*progress_columns(), console=console, disable=not progress, transient=False) as bar:
         job = bar.add_task(
             f"{c.model} on {c.task}, seeds {seeds_text}",
             total=c.num_steps,
