@@ -1,15 +1,22 @@
-"""``UserError``: a mistake in what the user gave (an argument, a setting, a file).
+"""The library's exceptions for a user's mistake.
 
-The ``panm-jax`` command line prints such an error as one line, ``error: ...``,
-and exits with code 2 (with ``--debug``, the traceback too); any other exception
-is a bug and keeps its traceback. Messages name the argument, field or file,
-what was expected and what was given.
+``UserError``: a mistake in what the user gave (an argument, a setting, a
+file). ``UnknownNameError``: a name that no registry holds (a model, a task, an
+optimiser), one type whatever the registry. The ``panm-jax`` command line
+prints either as one line, ``error: ...``, and exits with code 2 (with
+``--debug``, the traceback too); any other exception is a bug and keeps its
+traceback. Messages name the argument, field or file, what was expected and
+what was given.
 """
 
 from __future__ import annotations
 
-__all__ = ["UserError"]
+__all__ = ["UnknownNameError", "UserError"]
 
 
 class UserError(ValueError):
     """A wrong argument, setting or file, named in the message."""
+
+
+class UnknownNameError(UserError):
+    """A name that no registry holds; the message lists the known ones."""

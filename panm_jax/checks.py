@@ -1,0 +1,153 @@
+"""Checks of scalar arguments and options, shared by every layer.
+
+One place for "is this a positive integer", "a number in [0, 1]", "one of these
+names": kernels, modules, models, tasks and the trainer all call these, so a
+mistake reads the same wherever it is made. Each check returns the value in its
+canonical Python type (``int``, ``float``, ``str``) or raises ``UserError`` (a
+``ValueError``) whose message names the argument, what was expected and what
+was given: ``"width: expected a positive integer, got 2.5"``.
+
+``bool`` is refused where a number is expected (``True`` is an ``int`` to
+Python, never a width to a user); NumPy integers and floats are accepted.
+Array checks (shapes, dtypes, value ranges of a state) live beside the kernels
+in ``panm_jax.kernels.validation``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+
+from panm_jax.errors import UnknownNameError, UserError
+
+__all__ = [
+    "finite_number",
+    "integer",
+    "nonnegative_int",
+    "number",
+    "odd_int",
+    "one_of",
+    "positive_int",
+    "positive_number",
+    "probability",
+    "unknown_name",
+]
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def integer(name: str, value, lo: int | None = None, hi: int | None = None) -> int:
+    """Return ``value`` as an ``int``, or raise unless it is an integer in ``[lo, hi]``.
+
+    ``None`` leaves a side open. The message says ``a positive integer`` for
+    ``lo = 1``, ``a non-negative integer`` for ``lo = 0``, ``an integer >= lo``,
+    ``an integer <= hi`` or ``an integer in [lo, hi]`` otherwise.
+    """
+    if not _is_int(value) or (lo is not None and value < lo) or (hi is not None and value > hi):
+        if hi is None and lo == 1:
+            want = "a positive integer"
+        elif hi is None and lo == 0:
+            want = "a non-negative integer"
+        elif hi is None and lo is not None:
+            want = f"an integer >= {lo}"
+        elif lo is None and hi is not None:
+            want = f"an integer <= {hi}"
+        elif lo is not None:
+            want = f"an integer in [{lo}, {hi}]"
+        else:
+            want = "an integer"
+        raise UserError(f"{name}: expected {want}, got {value!r}")
+    return int(value)
+
+
+def positive_int(name: str, value) -> int:
+    """``integer(name, value, lo=1)``: a count, a width, a number of steps."""
+    return integer(name, value, 1)
+
+
+def nonnegative_int(name: str, value) -> int:
+    """``integer(name, value, lo=0)``: a count that may be zero."""
+    return integer(name, value, 0)
+
+
+def odd_int(name: str, value) -> int:
+    """A positive odd integer (a shift window ``-s..s`` has ``2 s + 1`` entries)."""
+    value = positive_int(name, value)
+    if value % 2 != 1:
+        raise UserError(f"{name}: expected an odd positive integer, got {value}")
+    return value
+
+
+def number(
+    name: str,
+    value,
+    lo: float | None = None,
+    hi: float | None = None,
+    *,
+    lo_open: bool = False,
+    hi_open: bool = False,
+) -> float:
+    """Return ``value`` as a ``float``, or raise unless it is a finite real number in the interval.
+
+    ``lo``/``hi`` bound it (``None``: open on that side); ``lo_open``/``hi_open``
+    exclude the bound itself. NaN and infinities are always refused.
+    """
+    ok = _is_real(value) and math.isfinite(float(value))
+    if ok and lo is not None:
+        ok = value > lo if lo_open else value >= lo
+    if ok and hi is not None:
+        ok = value < hi if hi_open else value <= hi
+    if not ok:
+        if lo is None and hi is None:
+            want = "a finite number"
+        elif lo == 0 and lo_open and hi is None:
+            want = "a finite positive number"
+        elif hi is None:
+            want = f"a finite number {'>' if lo_open else '>='} {lo:g}"
+        elif lo is None:
+            want = f"a finite number {'<' if hi_open else '<='} {hi:g}"
+        else:
+            want = f"a number in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+        raise UserError(f"{name}: expected {want}, got {value!r}")
+    return float(value)
+
+
+def finite_number(name: str, value) -> float:
+    """Any finite real number."""
+    return number(name, value)
+
+
+def positive_number(name: str, value) -> float:
+    """A finite number > 0 (a learning rate, a time limit)."""
+    return number(name, value, 0.0, lo_open=True)
+
+
+def probability(name: str, value) -> float:
+    """A number in [0, 1]."""
+    return number(name, value, 0.0, 1.0)
+
+
+def one_of(name: str, value, choices: Iterable[str]) -> str:
+    """Return ``value`` if it is one of ``choices`` (strings), else raise naming them all."""
+    choices = tuple(choices)
+    if not isinstance(value, str) or value not in choices:
+        raise UserError(f"{name}: expected one of {list(choices)}, got {value!r}")
+    return value
+
+
+def unknown_name(argument: str, name, known: Iterable[str]) -> UnknownNameError:
+    """The error for a name that no registry holds: ``model: expected one of ['dnc', ...], got 'x'``.
+
+    Returned, not raised, so the caller writes ``raise unknown_name(...)`` and
+    the traceback (under ``--debug``) points at the lookup. Models, tasks and
+    every other registry lookup raise this one type.
+    """
+    return UnknownNameError(f"{argument}: expected one of {sorted(known)}, got {name!r}")
