@@ -41,9 +41,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks import common
+from benchmarks import allocator, common
 from benchmarks.reproduce import MODES, PUBLISHED, finished_results, make_config
-from panm_jax.train import allocator
 from panm_jax.train.config import TrainConfig, parse_overrides
 from panm_jax.train.io import atomic_write_text
 

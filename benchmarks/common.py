@@ -21,7 +21,7 @@ from typing import Any
 
 import jax
 
-from panm_jax.train import allocator
+from benchmarks import allocator
 from panm_jax.train.io import atomic_write_text
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -95,7 +95,7 @@ def environment() -> dict[str, Any]:
         "flax": flax.__version__,
         "commit": _commit(),
         "GLIBC_TUNABLES": os.environ.get("GLIBC_TUNABLES", ""),
-        "malloc": allocator.malloc_settings() or "glibc defaults",  # panm_jax/train/allocator.py
+        "malloc": allocator.malloc_settings() or "glibc defaults",  # benchmarks/allocator.py
         "transparent_hugepages": transparent_hugepages(),
         "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }

@@ -39,8 +39,7 @@ from pathlib import Path
 
 import jax
 
-from benchmarks import common
-from panm_jax.train import allocator
+from benchmarks import allocator, common
 
 # `%name = type[shape]{layout} opcode(operands), ..., metadata={op_name="..." source_file="..." source_line=N}`
 _INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*?)\s([\w\-]+)\((.*)$")
@@ -231,7 +230,7 @@ def _print_top(title: str, rows: dict[str, float], total: float, top: int, descr
 
 
 def main(argv=None) -> int:
-    allocator.configure_from_environment()  # PANM_JAX_MALLOC=keep, as panm-jax: panm_jax/train/allocator.py
+    allocator.configure_from_environment()  # PANM_JAX_MALLOC=keep: benchmarks/allocator.py
     from benchmarks.speed import build_case, find_case
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

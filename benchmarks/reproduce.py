@@ -48,8 +48,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks import common
-from panm_jax.train import allocator
+from benchmarks import allocator, common
 from panm_jax.train.config import OptimizerConfig, TrainConfig, parse_overrides
 from panm_jax.train.io import atomic_write_text
 from panm_jax.train.loop import train_and_evaluate
@@ -247,7 +246,7 @@ def plot(task: str, rows: list[dict[str, Any]], out: Path) -> None:
 
 
 def main(argv=None) -> int:
-    allocator.configure_from_environment()  # PANM_JAX_MALLOC=keep, as panm-jax: panm_jax/train/allocator.py
+    allocator.configure_from_environment()  # PANM_JAX_MALLOC=keep: benchmarks/allocator.py
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--task", default="copy", choices=sorted(PUBLISHED))
     p.add_argument("--models", default="panm,lstm,ntm,dnc,stack_lstm")

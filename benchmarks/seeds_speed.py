@@ -26,8 +26,7 @@ import time
 
 import jax
 
-from benchmarks import common
-from panm_jax.train import allocator
+from benchmarks import allocator, common
 from panm_jax.train.config import TrainConfig
 from panm_jax.train.loop import Run, training_batch
 from panm_jax.train.seeds import SeedGroup

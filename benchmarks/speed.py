@@ -29,7 +29,7 @@ MiB of L3) can beat the bytes term, so ``x_floor`` below 1 means the floor was
 set by a bytes estimate that the caches beat, not an error in the timing.
 
 ``PANM_JAX_MALLOC=keep`` runs the suite with glibc's malloc told to keep freed
-memory mapped (``panm_jax/train/allocator.py``; every result records the
+memory mapped (``benchmarks/allocator.py``; every result records the
 setting under ``malloc``): XLA's per-call temporary buffer is then not mapped
 and zeroed afresh by the kernel on every step. It helps the NTM step and slows
 the DNC's, so it is not the default.
@@ -51,10 +51,9 @@ import numpy as np
 import optax
 from flax import nnx
 
-from benchmarks import common, cost
+from benchmarks import allocator, common, cost
 from panm_jax.models import build_model
 from panm_jax.tasks import get_task
-from panm_jax.train import allocator
 from panm_jax.train.optim import paper_optimizer
 from panm_jax.train.steps import init_train_state, make_train_step
 
@@ -326,7 +325,7 @@ def throughput_sweep(case: Case, bw: float) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    allocator.configure_from_environment()  # PANM_JAX_MALLOC=keep, as panm-jax: panm_jax/train/allocator.py
+    allocator.configure_from_environment()  # PANM_JAX_MALLOC=keep: benchmarks/allocator.py
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="3 repeats, PANM n=10 and NTM B=1 only; records nothing")
     p.add_argument("--only", default="", help="comma-separated families: panm, ntm, dnc, stack")

@@ -148,6 +148,7 @@ def unknown_name(argument: str, name, known: Iterable[str]) -> UnknownNameError:
 
     Returned, not raised, so the caller writes ``raise unknown_name(...)`` and
     the traceback (under ``--debug``) points at the lookup. Models, tasks and
-    every other registry lookup raise this one type.
+    every other registry lookup raise this one type. ``known`` is listed in the
+    caller's order (a registry's own order, or sorted by the caller).
     """
-    return UnknownNameError(f"{argument}: expected one of {sorted(known)}, got {name!r}")
+    return UnknownNameError(f"{argument}: expected one of {list(known)}, got {name!r}")

@@ -45,8 +45,8 @@ def _inputs(num_slots: int, seed: int = 0) -> tuple[dnc.DNCState, dnc.DNCControl
         lambda x: jnp.broadcast_to(x, (BATCH, *x.shape)), dnc.init_state(num_slots, WORD_SIZE, NUM_READS)
     )
     rng = np.random.default_rng(seed)
-    raw = rng.normal(size=(STEPS, BATCH, dnc.interface_size(NUM_READS, WORD_SIZE))).astype(np.float32)
-    controls = dnc.controls_from_interface(jnp.asarray(raw), NUM_READS, WORD_SIZE)  # activated once, outside the timing
+    raw = rng.normal(size=(STEPS, BATCH, dnc.interface_size(WORD_SIZE, NUM_READS))).astype(np.float32)
+    controls = dnc.controls_from_interface(jnp.asarray(raw), WORD_SIZE, NUM_READS)  # activated once, outside the timing
     return state, jax.block_until_ready(controls)
 
 

@@ -1,6 +1,6 @@
 """Neural Stack step: the vectorised kernel against a slot-by-slot loop.
 
-Rolls ``panm_jax.kernels.stack.stack_step`` out with the library's ``scan``
+Rolls ``panm_jax.kernels.stack.step`` out with the library's ``scan``
 wrapper over ``T = C`` steps (every step pushes a row, so the Stack fills up
 exactly), ``W = 32``, vmapped over ``B = 32`` examples, for
 ``C in {64, 256, 1024}``. The baseline, written here and not in the library,
@@ -89,7 +89,7 @@ def loop_stack_step(
 
 def _rollout_fn(step, capacity: int):
     def one(controls):
-        return scan(step, stack_kernel.stack_init_state(capacity, WIDTH), controls)
+        return scan(step, stack_kernel.init_state(capacity, WIDTH), controls)
 
     return jax.vmap(one)
 
@@ -111,7 +111,7 @@ def run(quick: bool = False) -> list[dict]:
     rows = []
     for capacity in capacities:
         controls = _controls(capacity)
-        vec_fn = _rollout_fn(stack_kernel.stack_step, capacity)
+        vec_fn = _rollout_fn(stack_kernel.step, capacity)
         loop_fn = _rollout_fn(loop_stack_step, capacity)
         loop_repeats = 2 if quick else (3 if capacity >= 1024 else 5)
         vec = time_compiled(vec_fn, controls, warmup=1 if quick else 2, repeats=vec_repeats)
@@ -139,7 +139,7 @@ def run(quick: bool = False) -> list[dict]:
         return rows
     notes = (
         "Forward rollout of T = C steps of the neural Stack (one scan, vmapped over B), float32. "
-        "vec: panm_jax.kernels.stack.stack_step (pop and read as reverse cumulative sums over the C slots). "
+        "vec: panm_jax.kernels.stack.step (pop and read as reverse cumulative sums over the C slots). "
         "loop: the paper's §3.1 prose, a lax.fori_loop over the t rows written so far, for the pop and the read. "
         "Times are medians of steady-state calls after compilation; loop_over_vec = loop_median_s / vec_median_s, "
         "measured in the same run; max_abs_diff compares the two versions' reads."

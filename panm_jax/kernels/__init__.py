@@ -1,4 +1,5 @@
-"""Pure memory kernels: no parameters, no Flax, one example at a time.
+"""Pure memory kernels: no parameters, no Flax, one example at a time (the Stack,
+Queue and DeQue also take leading batch axes).
 
 Each memory family lives in its own module and provides an arrays-only
 ``XxxState``, an ``init_state``, an ``XxxControls`` of already-activated interface
@@ -12,7 +13,8 @@ Modules:
 * ``addressing``: content addressing and the NTM location-addressing primitives.
 * ``ntm``: the Neural Turing Machine memory (Graves et al. 2014).
 * ``dnc``: the Differentiable Neural Computer memory (Graves et al. 2016).
-* ``stack``: the neural Stack, Queue and DeQue (Grefenstette et al. 2015).
+* ``stack``, ``queue``, ``deque``: the neural Stack, Queue and DeQue
+  (Grefenstette et al. 2015), one module each with the same contract.
 * ``stack_rnn``: the Stack-RNN's stack of soft push / pop / no-op actions
   (Joulin & Mikolov 2015).
 * ``tape_rnn``: the Tape-RNN's tape of soft write-and-move actions (Delétang et
@@ -33,12 +35,36 @@ import importlib
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 
-__all__ = ["addressing", "dnc", "ntm", "pointer", "scan", "stack", "stack_rnn", "tape_rnn", "validation"]
+__all__ = [
+    "addressing",
+    "deque",
+    "dnc",
+    "ntm",
+    "pointer",
+    "queue",
+    "scan",
+    "stack",
+    "stack_rnn",
+    "tape_rnn",
+    "validation",
+]
 
 if TYPE_CHECKING:
     from types import ModuleType
 
-    from panm_jax.kernels import addressing, dnc, ntm, pointer, scan, stack, stack_rnn, tape_rnn, validation
+    from panm_jax.kernels import (
+        addressing,
+        deque,
+        dnc,
+        ntm,
+        pointer,
+        queue,
+        scan,
+        stack,
+        stack_rnn,
+        tape_rnn,
+        validation,
+    )
 
 
 def __getattr__(name: str) -> ModuleType:

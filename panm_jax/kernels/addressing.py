@@ -232,8 +232,7 @@ def circular_shift(weights: jax.Array, shift: jax.Array) -> jax.Array:
     ``j + 1 mod N``. For ``S <= ROLL_SHIFT_MAX`` (NTM's usual ``S = 3``) it is a
     sum of ``S`` static rolls, which fuses into one elementwise pass and whose
     gradient is rolls back; wider shifts use one gather of a static ``[N, S]``
-    index table (a gather's gradient is a scatter-add: 8% of the NTM training
-    step at B = 128 with S = 3, measured by ``python -m benchmarks.profile``).
+    index table (whose gradient is a slower scatter-add).
 
     Args:
       weights: ``[..., N]`` ``w_g``.

@@ -28,13 +28,14 @@ that is natural (``step`` composes them over the heads):
                           L_t[i, i] = 0                      (one write head)
     precedence            p_t = (1 - sum_i w^w_t[i]) p_{t-1} + w^w_t   (one write head)
     directional_weights   Directions(backward = L_t^T w^r_{t-1}, forward = L_t w^r_{t-1})
-    link_and_directions   the two above in one call, with a hand-written VJP (what step uses)
+    link_and_directions   the two above in one call, with a hand-written VJP (what step uses;
+                          its derivation is in _dnc_vjp.py)
     read_weights          w^{r,i}_t = sum_h pi[h] b^{i,h} + pi[H] c^{r,i} + sum_h pi[H+1+h] f^{i,h}
     read                  r^i_t = M_t^T w^{r,i}_t
 
 Content weights ``c = C(M, k, beta)`` come from ``addressing.content_weights``.
 ``controls_from_interface`` turns a raw controller output of
-``interface_size(R, W, H)`` numbers into ``DNCControls``, so any JAX network can
+``interface_size(W, R, H)`` numbers into ``DNCControls``, so any JAX network can
 drive the kernel without Flax.
 
 Read modes. Each read head has ``2H + 1`` modes, in the order
@@ -52,14 +53,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from panm_jax import checks
 from panm_jax.kernels import scan as scan_lib
+from panm_jax.kernels._dnc_vjp import with_link_vjp
 from panm_jax.kernels.addressing import content_weights, oneplus
 from panm_jax.kernels.validation import (
     check_float_dtype,
     check_floating,
     check_floating_fields,
     check_in_range,
-    check_positive_int,
     check_shape,
 )
 
@@ -159,10 +161,10 @@ def init_state(num_slots: int, word_size: int, num_reads: int, num_writes: int =
       ValueError: if a size is not a positive integer or ``dtype`` not a real
         floating dtype.
     """
-    n = check_positive_int("num_slots (N)", num_slots)
-    w = check_positive_int("word_size (W)", word_size)
-    r = check_positive_int("num_reads (R)", num_reads)
-    h = check_positive_int("num_writes (H)", num_writes)
+    n = checks.positive_int("num_slots (N)", num_slots)
+    w = checks.positive_int("word_size (W)", word_size)
+    r = checks.positive_int("num_reads (R)", num_reads)
+    h = checks.positive_int("num_writes (H)", num_writes)
     dtype = check_float_dtype("dtype", dtype)
     return DNCState(
         memory=jnp.zeros((n, w), dtype),
@@ -460,7 +462,7 @@ def directional_weights(link_matrix: jax.Array, prev_read_weights: jax.Array) ->
     return Directions(backward=backward, forward=forward)
 
 
-@jax.custom_vjp
+@with_link_vjp
 def link_and_directions(
     prev_link: jax.Array, prev_precedence: jax.Array, weights: jax.Array, prev_read_weights: jax.Array
 ) -> LinkAndDirections:
@@ -472,91 +474,15 @@ def link_and_directions(
     ``[N, N]``, ``[R, N]``, ``[R, N]``), for one write head; ``step`` maps it over
     the write heads with ``jax.vmap``.
 
-    Why: these are the DNC's only ``O(N^2)`` operations, and at ``N = 1024`` they
-    are the whole cost of a training step. Under autodiff the backward pass keeps
-    ``L_t`` and every ``[N, N]`` temporary of the forward as residuals (or, with
-    ``remat``, recomputes the forward) and makes about a dozen passes over
-    ``[N, N]`` arrays per step. The VJP below keeps only ``L_{t-1}`` (the carry,
-    which a scan stores anyway, so no ``remat`` is needed) and reaches every
-    gradient with a few passes: ``G`` (one ``[N, 2R] x [2R, N]`` product added to
-    ``gLn``) and ``dL_{t-1}`` from it, a row and a column reduction, and two
-    ``[N, N] x [N, 3R]`` products with ``L_{t-1}``. ``L_t`` is never rebuilt:
-    its products are expanded in terms of ``L_{t-1}`` (below). The tests compare
-    it with autodiff through ``link`` and ``directional_weights`` in float64.
-    Measured on the 2-core CPU (``benchmarks/results/cpu-2cores/speed.md``), it
-    took the DNC N = 1024 training step from 11.9 s (autodiff, remat) to 8.4 s.
-
-    The derivation. Write ``L = L_{t-1}``, ``p = p_{t-1}``, ``w = w^w_t``,
-    ``v_r`` = head r's ``w^r_{t-1}``, ``Ln = L_t`` and the cotangents ``gLn, g_f, g_b``
-    ``Ln = (1 - I) o [(1 - w 1^T - 1 w^T) o L + w p^T]``, ``f_r = Ln v_r``,
-    ``b_r = Ln^T v_r``. The total cotangent of ``Ln`` is
-
-        G = gLn + sum_r (g_f[r] v_r^T + v_r g_b[r]^T),    H = (1 - I) o G
-
-    and then, with ``d_j = (1 - 2 w_j) L_jj + w_j p_j`` (the diagonal term the
-    ``(1 - I)`` removes),
-
-        dL     = (1 - w 1^T - 1 w^T) o H
-        dp_j   = sum_i H_ij w_i
-        dw_k   = sum_j H_kj (p_j - L_kj) - sum_i H_ik L_ik
-        dv_r   = Ln^T g_f[r] + Ln g_b[r]
-               = ((1 - w) o g_f[r])^T L - w o (g_f[r]^T L) + (g_f[r] . w) p - g_f[r] o d
-                 + (1 - w) o (L g_b[r]) - L (w o g_b[r]) + (g_b[r] . p) w - g_b[r] o d
-
-    where the rank-``2R`` part of ``G`` enters the reductions through ``L v``
-    and ``u^T L`` products instead of an ``[N, N]`` array.
+    These are the DNC's only ``O(N^2)`` operations. The VJP keeps only
+    ``L_{t-1}`` (the carry, which a scan stores anyway) and makes a few passes
+    over ``[N, N]`` arrays where autodiff makes about a dozen; its derivation is
+    in ``panm_jax/kernels/_dnc_vjp.py``. Reverse mode only (``grad``, ``vjp``),
+    not ``jvp``.
     """
     new_link = link(prev_link, prev_precedence, weights)
     backward, forward = directional_weights(new_link, prev_read_weights)
     return LinkAndDirections(link=new_link, backward=backward, forward=forward)
-
-
-def _link_and_directions_fwd(prev_link, prev_precedence, weights, prev_read_weights):
-    out = link_and_directions(prev_link, prev_precedence, weights, prev_read_weights)
-    return out, (prev_link, prev_precedence, weights, prev_read_weights)
-
-
-def _link_and_directions_bwd(residuals, cotangents):
-    link_, p, w, v = residuals  # [N, N], [N], [N], [R, N]
-    g_link, g_f, g_b = cotangents.link, cotangents.forward, cotangents.backward  # [N, N], [R, N], [R, N]
-    num_heads = v.shape[0]
-    # G = gLn + sum_r u_r v'_r^T with the 2R rank-one terms (u, v') = (g_f[r], v_r), (v_r, g_b[r]).
-    # One small matmul is faster here than the 2R outer products unrolled in an elementwise loop.
-    us = jnp.concatenate([g_f, v], axis=0)  # [2R, N]
-    vs = jnp.concatenate([v, g_b], axis=0)  # [2R, N]
-    total = g_link + us.T @ vs  # [N, N] G
-    off_diagonal = 1.0 - jnp.eye(w.shape[0], dtype=link_.dtype)
-    g_prev_link = (1.0 - w[:, None] - w[None, :]) * (off_diagonal * total)  # (1 - w 1^T - 1 w^T) o H
-
-    diag_g = jnp.diagonal(g_link) + jnp.sum(us * vs, axis=0)  # [N] G_kk
-    diag_l = jnp.diagonal(link_)  # [N] L_kk
-    # Products with L for every rank-one term and for dv: one [3R, N] x [N, N], one [N, N] x [N, 3R].
-    left = jnp.concatenate([us, g_f * (1.0 - w)], axis=0) @ link_  # [3R, N]: u^T L
-    right = (link_ @ jnp.concatenate([vs, w * g_b], axis=0).T).T  # [3R, N]: (L u)^T
-    us_l, gf_l, gf_1w_l = left[: 2 * num_heads], left[:num_heads], left[2 * num_heads :]  # u_r^T L, ...
-    l_vs, l_gb, l_wgb = right[: 2 * num_heads], right[num_heads : 2 * num_heads], right[2 * num_heads :]  # L v'_r
-
-    # sum_j G_kj (p_j - L_kj) and sum_i G_ik L_ik, then the diagonal of H removed.
-    row = jnp.sum(g_link * (p[None, :] - link_), axis=1) + jnp.sum(us * ((vs @ p)[:, None] - l_vs), axis=0)
-    col = jnp.sum(g_link * link_, axis=0) + jnp.sum(vs * us_l, axis=0)
-    g_w = (row - diag_g * (p - diag_l)) - (col - diag_g * diag_l)
-    g_p = w @ g_link + (us @ w) @ vs - diag_g * w
-
-    d = (1.0 - 2.0 * w) * diag_l + w * p  # [N]
-    g_v = (
-        gf_1w_l
-        - w * gf_l
-        + (g_f @ w)[:, None] * p
-        - g_f * d
-        + (1.0 - w) * l_gb
-        - l_wgb
-        + (g_b @ p)[:, None] * w
-        - g_b * d
-    )
-    return g_prev_link, g_p, g_w, g_v
-
-
-link_and_directions.defvjp(_link_and_directions_fwd, _link_and_directions_bwd)
 
 
 def read_weights(read_modes: jax.Array, backward: jax.Array, content: jax.Array, forward: jax.Array) -> jax.Array:
@@ -617,7 +543,7 @@ def read_mode_order_from_deepmind(num_writes: int = 1) -> np.ndarray:
     Raises:
       ValueError: if ``num_writes`` is not a positive integer.
     """
-    h = check_positive_int("num_writes (H)", num_writes)
+    h = checks.positive_int("num_writes (H)", num_writes)
     return np.array([*range(h), 2 * h, *range(h, 2 * h)])
 
 
@@ -900,7 +826,7 @@ _ACTIVATIONS = {
 }
 
 
-def interface_size(num_reads: int, word_size: int, num_writes: int = 1) -> int:
+def interface_size(word_size: int, num_reads: int, num_writes: int = 1) -> int:
     """Length of the raw interface vector: ``R W + 3 H W + 3 H + R (2H + 3)``.
 
     ``R`` read heads (key ``W``, strength, free gate, ``2H + 1`` modes each) and
@@ -909,19 +835,24 @@ def interface_size(num_reads: int, word_size: int, num_writes: int = 1) -> int:
     length of Graves et al. 2016's interface vector (Methods, "Interface
     parameters": ``W R + 3 W + 5 R + 3``), the same in both layouts.
 
+    Args:
+      word_size: ``W``.
+      num_reads: ``R``.
+      num_writes: ``H`` (default 1, the papers' DNC).
+
     Raises:
       ValueError: if a size is not a positive integer.
     """
-    r = check_positive_int("num_reads (R)", num_reads)
-    w = check_positive_int("word_size (W)", word_size)
-    h = check_positive_int("num_writes (H)", num_writes)
+    w = checks.positive_int("word_size (W)", word_size)
+    r = checks.positive_int("num_reads (R)", num_reads)
+    h = checks.positive_int("num_writes (H)", num_writes)
     return r * w + 3 * h * w + 3 * h + r * (2 * h + 3)
 
 
 def controls_from_interface(
     raw: jax.Array,
-    num_reads: int,
     word_size: int,
+    num_reads: int,
     num_writes: int = 1,
     *,
     layout: str = "graves2016",
@@ -934,7 +865,7 @@ def controls_from_interface(
     ``beta >= 1``), the logistic sigmoid for the erase vectors and the gates, a
     softmax over each read head's modes; keys and write vectors as they are.
 
-    Two layouts of the last axis (``P = interface_size(R, W, H)``), by name:
+    Two layouts of the last axis (``P = interface_size(W, R, H)``), by name:
 
     * ``layout="graves2016"`` (default): the order of the interface vector of
       Graves et al. 2016, "Hybrid computing using a neural network with dynamic
@@ -976,8 +907,8 @@ def controls_from_interface(
 
     Args:
       raw: ``[..., P]`` raw controller output; leading axes (batch, time) are kept.
-      num_reads: ``R``.
       word_size: ``W``.
+      num_reads: ``R``.
       num_writes: ``H`` (default 1, the papers' DNC).
       layout: ``"graves2016"`` or ``"table1"``.
 
@@ -989,9 +920,8 @@ def controls_from_interface(
       ValueError: if ``layout`` is unknown, if ``raw`` has no last axis of length
         ``P``, or if a size is not a positive integer.
     """
-    if layout not in _LAYOUT_FIELDS:
-        raise ValueError(f"layout: expected one of {list(INTERFACE_LAYOUTS)}, got {layout!r}")
-    size = interface_size(num_reads, word_size, num_writes)
+    checks.one_of("layout", layout, INTERFACE_LAYOUTS)
+    size = interface_size(word_size, num_reads, num_writes)
     r, w, h = int(num_reads), int(word_size), int(num_writes)
     raw = jnp.asarray(raw)
     check_floating("raw", raw)

@@ -35,31 +35,31 @@ sources' ``N x W`` matrix ``M_t`` (row ``i`` of ``M_t`` is column ``i`` here). E
 per-slot quantity (row norms, weightings, the erase and add outer products) then
 runs along the contiguous last axis, and every sum over the word (a row norm, a
 key's dot product, ``dw``'s contractions) adds ``W`` whole vectors of ``N``
-slots instead of reducing ``N`` short rows of ``W``. At ``N = 128, W = 20`` this
-made the NTM training step about a fifth faster on a CPU
-(``benchmarks/results/cpu-2cores``). Functions that take a memory all take it
-in this layout.
+slots instead of reducing ``N`` short rows of ``W``. Functions that take a
+memory all take it in this layout.
+
+Gradients: ``step`` runs ``memory_step``, the addressing, write and read of one
+step with a hand-written VJP; its derivation (the chain rule through Eqs. 2-9
+of Graves et al. 2014) is in ``panm_jax/kernels/_ntm_vjp.py``.
 """
 
 from __future__ import annotations
 
 import functools
-import operator
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
+from panm_jax import checks
 from panm_jax.kernels import addressing
+from panm_jax.kernels._ntm_vjp import erase_factors, memory_step, outer_sum, product
 from panm_jax.kernels.scan import select
 from panm_jax.kernels.validation import (
-    check_finite_number,
     check_float_dtype,
     check_floating,
     check_floating_fields,
     check_in_range,
-    check_odd_int,
-    check_positive_int,
     check_shape,
 )
 
@@ -150,11 +150,11 @@ def init_state(
       ValueError: naming the argument, for a size that is not a positive
         integer, a non-finite ``memory_init`` or a dtype that is not real floating.
     """
-    n = check_positive_int("num_slots", num_slots)
-    w = check_positive_int("word_size", word_size)
-    r = check_positive_int("num_reads", num_reads)
-    h = check_positive_int("num_writes", num_writes)
-    memory_init = check_finite_number("memory_init", memory_init)
+    n = checks.positive_int("num_slots", num_slots)
+    w = checks.positive_int("word_size", word_size)
+    r = checks.positive_int("num_reads", num_reads)
+    h = checks.positive_int("num_writes", num_writes)
+    memory_init = checks.finite_number("memory_init", memory_init)
     dtype = check_float_dtype("dtype", dtype)
     first = jnp.zeros((n,), dtype).at[0].set(1.0)
     return NTMState(
@@ -168,13 +168,14 @@ def init_state(
 def address(memory: jax.Array, previous: jax.Array, head: HeadControls) -> jax.Array:
     """The NTM addressing chain: content -> interpolation -> shift -> sharpen.
 
-    Implements Eq. 13 of the M10AE appendix (and Reina Campo 2022, Neural
-    Turing Machine, "Addressing")::
+    Implements Eq. 13 of the M10AE appendix, Graves et al. 2014 ("Neural Turing
+    Machines", §3.3, Eqs. 5-9) and Reina Campo 2022 (Neural Turing Machine,
+    "Addressing")::
 
-        w_c[i] = softmax_i(beta * cos(k, M[i]))
-        w_g    = g w_c + (1 - g) w_prev
-        w~[i]  = sum_j w_g[j] s[i - j]          (indices mod N, s centred)
-        w[i]   = w~[i]^gamma / sum_j w~[j]^gamma
+        w_c[i] = softmax_i(beta * cos(k, M[i]))             (Eqs. 5-6)
+        w_g    = g w_c + (1 - g) w_prev                     (Eq. 7)
+        w~[i]  = sum_j w_g[j] s[i - j]                      (Eq. 8; indices mod N, s centred)
+        w[i]   = w~[i]^gamma / sum_j w~[j]^gamma            (Eq. 9)
 
     Args:
       memory: ``[W, N]`` the memory being addressed (``M_t^T``).
@@ -213,7 +214,8 @@ def similarity(keys: jax.Array, memory: jax.Array) -> jax.Array:
 def read(memory: jax.Array, weights: jax.Array) -> jax.Array:
     """Read each head's weighted sum of memory rows.
 
-    Implements ``r_t = sum_i w_t(i) M_t(i)`` (Reina Campo 2022, Neural Turing Machine, "Reading").
+    Implements ``r_t = sum_i w_t(i) M_t(i)`` (Graves et al. 2014, §3.1, Eq. 2; Reina
+    Campo 2022, Neural Turing Machine, "Reading").
 
     Args:
       memory: ``[W, N]``.
@@ -228,10 +230,11 @@ def read(memory: jax.Array, weights: jax.Array) -> jax.Array:
 def write(memory: jax.Array, weights: jax.Array, erase: jax.Array, add: jax.Array) -> jax.Array:
     """Erase, then add, with any number of write heads.
 
-    Implements Reina Campo 2022, Neural Turing Machine, "Writing"::
+    Implements Graves et al. 2014, §3.2, Eqs. 3-4 (and Reina Campo 2022, Neural
+    Turing Machine, "Writing")::
 
-        M~_t(i) = M_{t-1}(i) [1 - w_t(i) e_t]
-        M_t(i)  = M~_t(i) + w_t(i) a_t
+        M~_t(i) = M_{t-1}(i) [1 - w_t(i) e_t]           (Eq. 3)
+        M_t(i)  = M~_t(i) + w_t(i) a_t                  (Eq. 4)
 
     With ``H`` write heads the erasures multiply and the additions sum (Graves
     et al. 2014, §3.2: multiplication is commutative, so the heads' order does
@@ -249,30 +252,9 @@ def write(memory: jax.Array, weights: jax.Array, erase: jax.Array, add: jax.Arra
       ``[W, N]`` ``M_t^T``.
     """
     # H is static and small: an unrolled product of outer products keeps the whole
-    # update one elementwise fusion, forward and backward. (jnp.prod over the head
-    # axis and an einsum contracting over H = 1 compiled to two reductions that took
-    # 30% of the NTM training step at B = 128; `python -m benchmarks.profile`.)
-    return memory * _product(_erase_factors(weights, erase)) + _outer_sum(weights, add)
-
-
-def _erase_factors(weights: jax.Array, erase: jax.Array) -> list[jax.Array]:
-    # [F_h = (1 - w_h e_h^T)^T = 1 - e_h w_h^T for each write head h], each [W, N].
-    return [1.0 - erase[h][:, None] * weights[h][None, :] for h in range(weights.shape[0])]
-
-
-def _product(factors: list[jax.Array]) -> jax.Array | float:
-    # The elementwise product of a static list, unrolled (1.0 for an empty list).
-    return functools.reduce(operator.mul, factors, 1.0)
-
-
-def _outer_sum(left: jax.Array, right: jax.Array) -> jax.Array:
-    # (sum_k left[k] right[k]^T)^T = sum_k right[k] left[k]^T, [W, N], for [K, N] and [K, W],
-    # unrolled over the small static K: one elementwise fusion (a K = 1 contraction compiled
-    # to a matmul call per example).
-    total = right[0][:, None] * left[0][None, :]
-    for k in range(1, left.shape[0]):
-        total = total + right[k][:, None] * left[k][None, :]
-    return total
+    # update one elementwise fusion, forward and backward (jnp.prod over the head axis
+    # and an einsum contracting over H = 1 would compile to two reductions).
+    return memory * product(erase_factors(weights, erase)) + outer_sum(weights, add)
 
 
 def _check_head(prefix: str, head: HeadControls, heads: int, word: int, what: str) -> int:
@@ -353,6 +335,8 @@ def step(state: NTMState, controls: NTMControls, mask: jax.Array | None = None) 
     work = addressing.compute_dtype(dtype)
     up = functools.partial(jax.tree.map, lambda x: jnp.asarray(x).astype(work))
     keep = jnp.ones((), work) if mask is None else jnp.asarray(mask).astype(work)
+    # (1)-(4) in memory_step: the same equations as address, write and read, with the
+    # hand-written VJP of _ntm_vjp.py.
     memory, write_weights, read_weights, reads = jax.tree.map(
         lambda x: x.astype(dtype),
         memory_step(
@@ -379,210 +363,6 @@ def step(state: NTMState, controls: NTMControls, mask: jax.Array | None = None) 
     return NTMState(memory, *small), jnp.where(real, reads, 0.0)
 
 
-def _chain_fwd(similarity: jax.Array, previous: jax.Array, head: HeadControls) -> tuple[jax.Array, jax.Array]:
-    """``address`` after its cosine, keeping what ``_chain_bwd`` needs.
-
-    ``softmax(beta D) -> interpolate -> shift -> sharpen`` over ``[K, N]`` (the
-    same functions as ``address``, so the same values). Returns the weights and
-    one ``[5, K, N]`` stack ``(D, w_prev, w_c, w~, w)``: one residual array per
-    step for the scan to store instead of five.
-    """
-    content = addressing.scaled_softmax(similarity, head.strength)
-    shifted = addressing.circular_shift(addressing.interpolate(content, previous, head.gate), head.shift)
-    weights = addressing.sharpen(shifted, head.sharpen)
-    return weights, jnp.stack([similarity, previous, content, shifted, weights])
-
-
-def _roll(x: jax.Array, shift: int) -> jax.Array:
-    return jnp.roll(x, shift, axis=-1) if shift % x.shape[-1] else x
-
-
-def _chain_bwd(saved: jax.Array, head: HeadControls, g_weights: jax.Array):
-    """The VJP of ``_chain_fwd`` at ``g_weights`` (``[K, N]``), written out.
-
-    With ``y = softmax(gamma l)``, ``l = log(max(w~, 0) + eps)``,
-    ``w~ = sum_k s_k roll(w_g, k - c)``, ``w_g = g w_c + (1 - g) w_prev`` and
-    ``w_c = softmax(beta D)`` (``c = (S - 1) / 2``)::
-
-        u      = y o (gy - <gy, y>)           dgamma = <u, l>
-        gw~    = gamma u / (max(w~, 0) + eps) o 1[w~ > 0] (1/2 at w~ = 0, as jnp.maximum)
-        gw_g   = sum_k s_k roll(gw~, c - k)   ds_k   = <gw~, roll(w_g, k - c)>
-        gw_c   = g gw_g   gw_prev = (1 - g) gw_g   dg = <gw_g, w_c - w_prev>
-        v      = w_c o (gw_c - <gw_c, w_c>)   dbeta  = <v, D>,   gD = beta v
-
-    where ``<a, b>`` sums over the slots. Returns
-    ``(gD, gw_prev, dbeta, dg, ds, dgamma)``.
-    """
-    # Four reductions over the slots, each taking every sum that is ready at that point
-    # (stacked, one reduction each): at B = 128 a reduction of a [B, K, N] array costs
-    # about as much as its launch, so their number, not their size, is the cost.
-    similarity, previous, content, shifted, weights = saved
-    gamma = head.sharpen[..., None]
-    gate = head.gate[..., None]
-    width = head.shift.shape[-1]
-    centre = (width - 1) // 2
-    clamped = jnp.maximum(shifted, 0.0) + addressing.SHARPEN_EPS
-    u = weights * (g_weights - jnp.sum(g_weights * weights, axis=-1, keepdims=True))
-    slope = jnp.where(shifted > 0, 1.0, jnp.where(shifted == 0, 0.5, 0.0))
-    g_shifted = gamma * u / clamped * slope
-    gated = gate * content + (1.0 - gate) * previous
-    sums = jnp.sum(
-        jnp.stack([u * jnp.log(clamped)] + [g_shifted * _roll(gated, k - centre) for k in range(width)]), axis=-1
-    )
-    d_gamma, d_shift = sums[0], jnp.moveaxis(sums[1:], 0, -1)
-    g_gated = sum(head.shift[..., k, None] * _roll(g_shifted, centre - k) for k in range(width))
-    sums = jnp.sum(jnp.stack([g_gated * content, g_gated * previous]), axis=-1)
-    d_gate = sums[0] - sums[1]
-    v = content * gate * (g_gated - sums[0][..., None])  # w_c o (gw_c - <gw_c, w_c>), gw_c = g gw_g
-    d_strength = jnp.sum(v * similarity, axis=-1)
-    return head.strength[..., None] * v, (1.0 - gate) * g_gated, d_strength, d_gate, d_shift, d_gamma
-
-
-@jax.custom_vjp
-def memory_step(
-    memory: jax.Array,
-    prev_write: jax.Array,
-    prev_read: jax.Array,
-    write_head: HeadControls,
-    read_head: HeadControls,
-    erase: jax.Array,
-    add: jax.Array,
-    keep: jax.Array,
-):
-    """The ``[W, N]`` part of ``step``, with a hand-written VJP.
-
-    Returns ``(M_t, w^w_t, w^r_t, r_t)``: exactly
-
-        w^w_t = address(M_{t-1}, w^w_{t-1}, write_head)
-        M_t   = write(M_{t-1}, keep * w^w_t, erase, add)
-        w^r_t = address(M_t, w^r_{t-1}, read_head)
-        r_t   = read(M_t, w^r_t)
-
-    (the M10AE appendix, Eq. 13, and Reina Campo 2022, Neural Turing Machine,
-    "Reading", "Writing", "Addressing"). ``keep`` is a scalar: 1 for a real step, 0 for a padding
-    step, whose write is then ``M (1 - 0 e) + 0 a = M`` exactly.
-
-    Why: under autodiff the backward pass of a step made about nine passes that
-    each wrote an ``[N, W]`` array per example (the cosine's, the erase's and
-    the read's transposes, and broadcasts materialised for them), and kept
-    several ``[N, W]`` residuals per step (or recomputed the whole step with
-    ``remat``). The VJP below keeps only ``M_{t-1}`` (the carry, which the scan
-    stores anyway), the controls, and one ``[5, K, N]`` stack each for the
-    write and the read heads (``_chain_fwd``); it rebuilds ``M_t`` inside fused
-    loops and reaches every gradient through one cotangent ``G``:
-
-        g_wr  = gw^r + gr M_t^T                                 ([R, N])
-        dD^r  = VJP of the read chain (softmax .. sharpen) at g_wr
-        G     = gM_t + sum_r w^r[r] gr[r]^T
-                + sum_r (dD^r[r] / |M_t|) k^_r^T - (sum_r dD^r[r] D^r[r] / |M_t|) o M^_t
-        dk_r  = (sum_i dD^r[r, i] M^_t[i] - (sum_i dD^r[r, i] D^r[r, i]) k^_r) / |k_r|
-
-    then, with ``F_h = 1 - w_h e_h^T``, ``K = prod_h F_h`` and ``K_-h = prod_{h' != h} F_h'``
-    (``w`` = ``keep w^w_t``),
-
-        dw_h[i] = sum_j G_ij (a_hj - M_ij e_hj K_-h,ij)     de_h[j] = -sum_i G_ij M_ij w_hi K_-h,ij
-        da_h[j] = sum_i G_ij w_hi                           dkeep   = sum_h,i dw_h[i] w^w_t[h, i]
-        dM_{t-1} = G o K + sum_h (dD^w[h] / |M|) k^_h^T - (sum_h dD^w[h] D^w[h] / |M|) o M^
-
-    where ``dD^w`` is the write chain's VJP at ``gw^w + keep dw``, ``x^ = x / |x|``
-    and ``1 / |x|`` come from ``addressing.normalize`` (row by row; 0 and 1 for an
-    exactly zero vector, whose gradient is then the one ``normalize`` defines). The
-    ``[K, N]`` chains from ``D`` to the weights have their own written-out VJP
-    (``_chain_bwd``) from what the forward pass kept (``_chain_fwd``). The
-    formulas are in the sources' ``[N, W]`` orientation; the code computes their
-    transposes (``G^T``, ``K^T``, ...) in the ``[W, N]`` layout. The tests
-    compare this with autodiff through ``address``, ``write``
-    and ``read`` in float64. Being a ``custom_vjp``, it has reverse-mode
-    derivatives only (``grad``, ``vjp``), not ``jvp``.
-    """
-    return _memory_step_fwd(memory, prev_write, prev_read, write_head, read_head, erase, add, keep)[0]
-
-
-def _similarity_and_inverse_norms(keys: jax.Array, memory: jax.Array) -> tuple[jax.Array, jax.Array]:
-    # similarity(keys, memory) and the slots' 1 / |M(i)| ([N], addressing.normalize), which the
-    # backward pass keeps instead of recomputing the two reductions over [W, N] per memory.
-    unit_keys, _ = addressing.normalize(keys)
-    unit_slots, inverse = addressing.normalize(memory, axis=0)
-    return (unit_keys @ unit_slots).astype(memory.dtype), inverse.astype(memory.dtype)
-
-
-def _memory_step_fwd(memory, prev_write, prev_read, write_head, read_head, erase, add, keep):
-    sim_w, inv_m = _similarity_and_inverse_norms(write_head.key, memory)
-    write_weights, write_saved = _chain_fwd(sim_w, prev_write, write_head)
-    new_memory = write(memory, write_weights * keep, erase, add)
-    sim_r, inv_new = _similarity_and_inverse_norms(read_head.key, new_memory)
-    read_weights, read_saved = _chain_fwd(sim_r, prev_read, read_head)
-    reads = read(new_memory, read_weights)
-    residuals = (memory, write_head, read_head, erase, add, keep, write_saved, read_saved, inv_m, inv_new)
-    return (new_memory, write_weights, read_weights, reads), residuals
-
-
-def _memory_step_bwd(residuals, cotangents):
-    memory, write_head, read_head, erase, add, keep, write_saved, read_saved, inv_m, inv_new = residuals
-    g_memory, g_write_weights, g_read_weights, g_reads = cotangents
-    num_writes = erase.shape[0]
-    sim_w, write_weights = write_saved[0], write_saved[4]
-    sim_r, read_weights = read_saved[0], read_saved[4]
-
-    w = write_weights * keep  # [H, N] the weights the write used
-    factors = _erase_factors(w, erase)  # F_h
-    kept = _product(factors)  # K
-    new_memory = memory * kept + _outer_sum(w, add)  # M_t, rebuilt as `write` builds it
-
-    # The read and its addressing over M_t. Every [W, N] array below is the transpose of
-    # the docstring's [N, W] one (G here is G^T there, and so on).
-    g_rw = g_read_weights + g_reads @ new_memory  # [R, N]
-    d_sim_r, d_prev_read, *d_read_rest = _chain_bwd(read_saved, read_head, g_rw)
-    # The cosine's VJP in unit vectors (addressing.normalize): for D[k, i] = k^_k . M^_i,
-    # dk_k = |k_k|^-1 (sum_i dD[k, i] M^_i - (sum_i dD D)[k] k^_k) and
-    # dM_i = |M_i|^-1 (sum_k dD[k, i] k^_k - (sum_k dD D)[i] M^_i), with M^_i = M_i / |M_i| written
-    # out as M_i times the kept inverse norm (no [W, N] unit array is formed).
-    unit_kr, inv_kr = addressing.normalize(read_head.key)  # [R, W], [R]
-    coef_r = d_sim_r * inv_new[None, :]  # [R, N]
-    total = (
-        g_memory
-        + _outer_sum(read_weights, g_reads)
-        + _outer_sum(coef_r, unit_kr)
-        - (jnp.sum(d_sim_r * sim_r, axis=0) * inv_new)[None, :] * (new_memory * inv_new[None, :])
-    )  # G
-    d_key_r = inv_kr[:, None] * (coef_r @ new_memory.T - jnp.sum(d_sim_r * sim_r, axis=1)[:, None] * unit_kr)
-
-    # The write.
-    d_w_rows, d_erase, d_add = [], [], []
-    for h in range(num_writes):
-        others = _product(factors[:h] + factors[h + 1 :])  # K_-h
-        # Vector-matrix products over the word axis (each adds W vectors of N slots).
-        erased = total * memory * others  # G o M o K_-h
-        d_w_rows.append(add[h] @ total - erase[h] @ erased)
-        d_erase.append(-(erased @ w[h]))
-        d_add.append(total @ w[h])
-    d_w = jnp.stack(d_w_rows)  # [H, N]
-    d_keep = jnp.sum(d_w * write_weights).astype(keep.dtype)
-    d_sim_w, d_prev_write, *d_write_rest = _chain_bwd(write_saved, write_head, g_write_weights + keep * d_w)
-    unit_kw, inv_kw = addressing.normalize(write_head.key)  # [H, W], [H]
-    coef_w = d_sim_w * inv_m[None, :]  # [H, N]
-    d_memory = (
-        total * kept
-        + _outer_sum(coef_w, unit_kw)
-        - (jnp.sum(d_sim_w * sim_w, axis=0) * inv_m)[None, :] * (memory * inv_m[None, :])
-    )
-    d_key_w = inv_kw[:, None] * (coef_w @ memory.T - jnp.sum(d_sim_w * sim_w, axis=1)[:, None] * unit_kw)
-
-    return (
-        d_memory,
-        d_prev_write,
-        d_prev_read,
-        HeadControls(d_key_w, *d_write_rest),
-        HeadControls(d_key_r, *d_read_rest),
-        jnp.stack(d_erase),
-        jnp.stack(d_add),
-        d_keep,
-    )
-
-
-memory_step.defvjp(_memory_step_fwd, _memory_step_bwd)
-
-
 def interface_size(word_size: int, num_reads: int = 1, num_writes: int = 1, shift_width: int = 3) -> int:
     """The length of the raw interface vector that ``controls_from_interface`` splits.
 
@@ -590,10 +370,10 @@ def interface_size(word_size: int, num_reads: int = 1, num_writes: int = 1, shif
     ``W + S + 3`` values; a write head also ``e (W)`` and ``a (W)``,
     ``3W + S + 3`` values. Total ``R (W + S + 3) + H (3W + S + 3)``.
     """
-    w = check_positive_int("word_size", word_size)
-    r = check_positive_int("num_reads", num_reads)
-    h = check_positive_int("num_writes", num_writes)
-    s = check_odd_int("shift_width", shift_width)
+    w = checks.positive_int("word_size", word_size)
+    r = checks.positive_int("num_reads", num_reads)
+    h = checks.positive_int("num_writes", num_writes)
+    s = checks.odd_int("shift_width", shift_width)
     return r * (w + s + 3) + h * (3 * w + s + 3)
 
 

@@ -99,10 +99,10 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
+from panm_jax import checks
 from panm_jax.kernels.addressing import compute_dtype, cosine_similarity
-from panm_jax.kernels.validation import check_float_dtype, check_floating, check_positive_int, check_shape
+from panm_jax.kernels.validation import check_float_dtype, check_floating, check_shape
 
 __all__ = [
     "MAX_ADDRESS_BITS",
@@ -135,9 +135,7 @@ SCORES = ("cosine", "scaled_dot")
 
 
 def _check_bits(bits) -> int:
-    if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or not 1 <= bits <= MAX_ADDRESS_BITS:
-        raise ValueError(f"bits: expected an integer in [1, {MAX_ADDRESS_BITS}], got {bits!r}")
-    return int(bits)
+    return checks.integer("bits", bits, 1, MAX_ADDRESS_BITS)
 
 
 def _check_int_scalar(name: str, value) -> jax.Array:
@@ -146,12 +144,6 @@ def _check_int_scalar(name: str, value) -> jax.Array:
     if not jnp.issubdtype(value.dtype, jnp.integer):
         raise ValueError(f"{name}: expected an integer scalar, got dtype {value.dtype}")
     return value
-
-
-def _check_score(score) -> str:
-    if score not in SCORES:
-        raise ValueError(f"score: expected one of {', '.join(repr(s) for s in SCORES)}, got {score!r}")
-    return score
 
 
 def _check_matrix(name: str, value, dims: str) -> tuple[int, int]:
@@ -204,7 +196,7 @@ def binary_addresses(base: jax.Array, length: int, bits: int, *, dtype=jnp.float
       base: ``[]`` integer ``a_B``.
       length: ``L``, a static Python int >= 1 (the padded memory length; slots past
         the example's true length get addresses too and are masked by the caller).
-      bits: ``A`` (the paper's ``b``), a static Python int in ``[1, 30]``.
+      bits: ``A`` (the paper's ``b``), a static Python int in ``[1, MAX_ADDRESS_BITS]`` (30).
       dtype: the dtype of the codes (float32 by default).
 
     Returns:
@@ -213,9 +205,9 @@ def binary_addresses(base: jax.Array, length: int, bits: int, *, dtype=jnp.float
 
     Raises:
       ValueError: ``base`` is not an integer scalar, ``length`` < 1 or ``bits``
-        outside ``[1, 30]``.
+        outside ``[1, MAX_ADDRESS_BITS]``.
     """
-    length = check_positive_int("length", length)
+    length = checks.positive_int("length", length)
     bits = _check_bits(bits)
     base = _check_int_scalar("base", base)
     # Wrap the base first so that base + j cannot overflow int32 (base < 2^30).
@@ -238,7 +230,7 @@ def end_address(base: jax.Array, length: jax.Array, bits: int) -> jax.Array:
     Args:
       base: ``[]`` integer ``a_B``.
       length: ``[]`` integer ``l(X)``, the number of real slots.
-      bits: ``A`` (the paper's ``b``), a static Python int in ``[1, 30]``.
+      bits: ``A`` (the paper's ``b``), a static Python int in ``[1, MAX_ADDRESS_BITS]`` (30).
 
     Returns:
       ``[]`` int32 in ``[0, 2^A)``.
@@ -259,7 +251,7 @@ def address_bits(address: jax.Array, bits: int, *, dtype=jnp.float32) -> jax.Arr
 
     Args:
       address: ``[]`` integer.
-      bits: ``A``, a static Python int in ``[1, 30]``.
+      bits: ``A``, a static Python int in ``[1, MAX_ADDRESS_BITS]`` (30).
       dtype: the dtype of the code (float32 by default).
 
     Returns:
@@ -294,12 +286,12 @@ def off_bank_addresses(
       base: ``[]`` integer ``a_B``.
       length: ``[]`` integer ``l(X)`` (may be traced).
       count: ``K``, a static Python int >= 1.
-      bits: ``A`` (the paper's ``b``), a static Python int in ``[1, 30]``.
+      bits: ``A`` (the paper's ``b``), a static Python int in ``[1, MAX_ADDRESS_BITS]`` (30).
 
     Returns:
       ``(addresses [K] int32, valid [K] bool)``: ``valid`` is the same for every draw.
     """
-    count = check_positive_int("count", count)
+    count = checks.positive_int("count", count)
     bits = _check_bits(bits)
     base = _check_int_scalar("base", base)
     length = _check_int_scalar("length", length)
@@ -329,12 +321,12 @@ def neighbour_addresses(
       base: ``[]`` integer ``a_B``.
       length: ``[]`` integer ``l(X)`` (may be traced; 0 gives no valid draw).
       count: ``K``, a static Python int >= 1.
-      bits: ``A`` (the paper's ``b``), a static Python int in ``[1, 30]``.
+      bits: ``A`` (the paper's ``b``), a static Python int in ``[1, MAX_ADDRESS_BITS]`` (30).
 
     Returns:
       ``(addresses [K] int32, valid [K] bool)``.
     """
-    count = check_positive_int("count", count)
+    count = checks.positive_int("count", count)
     bits = _check_bits(bits)
     base = _check_int_scalar("base", base)
     length = _check_int_scalar("length", length).astype(jnp.int32)
@@ -430,7 +422,7 @@ def _scaled_dot(queries: jax.Array, keys: jax.Array) -> jax.Array:
 
 
 def _scores(queries, keys, score: str, q_name: str, k_name: str, q_dims: str, k_dims: str) -> jax.Array:
-    score = _check_score(score)
+    score = checks.one_of("score", score, SCORES)
     _, width = _check_matrix(q_name, queries, q_dims)
     _check_matrix(k_name, keys, k_dims)
     check_shape(k_name, keys, (None, width), k_dims)

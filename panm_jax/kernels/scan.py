@@ -57,8 +57,8 @@ def _pick(keep: jax.Array, new: jax.Array, old: jax.Array) -> jax.Array:
     small mask, ``dnew * keep + dold * (1 - keep)``, which is the same function of
     the tangents but leaves only ``keep`` itself (``[B, 1, 1]`` under ``vmap``) as
     the residual for the backward pass. The plain ``where``'s transpose needs its
-    predicate at the leaf's full shape, so a scan over a masked ``[B, N, W]``
-    memory stored a ``[T, B, N, W]`` boolean residual and wrote it every step.
+    predicate at the leaf's full shape: with it, a scan over a masked ``[B, N, W]``
+    memory would store a ``[T, B, N, W]`` boolean residual and write it every step.
     """
     return jnp.where(keep, new, old)
 

@@ -52,19 +52,10 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from panm_jax.kernels.scan import select
-from panm_jax.kernels.validation import (
-    RANGE_SLACK,
-    check_float_dtype,
-    check_floating,
-    check_floating_fields,
-    check_in_range,
-    check_positive_int,
-    check_shape,
-    is_concrete,
-)
+from panm_jax.checks import positive_int
+from panm_jax.kernels import _soft_actions
+from panm_jax.kernels.validation import check_float_dtype, check_floating_fields, check_shape
 
 __all__ = [
     "ACTIONS",
@@ -109,8 +100,8 @@ def init_state(size: int, width: int, dtype=jnp.float32) -> State:
     Raises:
       ValueError: naming ``size``, ``width`` or ``dtype`` when invalid.
     """
-    size = check_positive_int("size", size)
-    width = check_positive_int("width", width)
+    size = positive_int("size", size)
+    width = positive_int("width", width)
     dt = check_float_dtype("dtype", dtype)
     return State(stack=jnp.zeros((size, width), dt))
 
@@ -157,20 +148,11 @@ def read_top(state: State, k: int = 1) -> jax.Array:
     Raises:
       ValueError: naming ``k`` when it is not a positive int or exceeds ``S``.
     """
-    k = check_positive_int("k", k)
+    k = positive_int("k", k)
     size = jnp.shape(state.stack)[0]
     if k > size:
         raise ValueError(f"k: expected at most S = {size} cells, got {k}")
     return state.stack[:k]
-
-
-def _check_actions(name: str, actions: jax.Array) -> None:
-    # Probabilities in [0, 1] summing to 1, where concrete (eager calls).
-    check_in_range(name, actions, 0.0, 1.0)
-    if is_concrete(actions):
-        total = float(np.sum(np.asarray(actions, np.float64)))
-        if not abs(total - 1.0) <= RANGE_SLACK:
-            raise ValueError(f"{name}: expected probabilities summing to 1, got sum {total:g}")
 
 
 def step(state: State, controls: Controls, mask: jax.Array | None = None) -> tuple[State, jax.Array]:
@@ -194,28 +176,19 @@ def step(state: State, controls: Controls, mask: jax.Array | None = None) -> tup
     """
     check_shape("state.stack", state.stack, (None, None), "S, W")
     _, width = jnp.shape(state.stack)
-    check_shape("controls.actions", controls.actions, (len(ACTIONS),), "3")
-    check_shape("controls.value", controls.value, (width,), "W")
-    if mask is not None:
-        check_shape("mask", mask, (), "")
     check_floating_fields("state", state)
-    check_floating_fields("controls", controls)
-    _check_actions("controls.actions", controls.actions)
+    _soft_actions.check_controls(controls, len(ACTIONS), width, mask)
 
     dtype = state.stack.dtype
     work = jnp.promote_types(dtype, jnp.float32)
     stack = update(state.stack.astype(work), controls.actions.astype(work), controls.value.astype(work))
     new = State(stack=stack.astype(dtype))
-    read = new.stack[0]
-    if mask is None:
-        return new, read
-    keep = jnp.asarray(mask).astype(bool)
-    return select(keep, new, state), jnp.where(keep, read, jnp.zeros_like(read))
+    return _soft_actions.masked(mask, new, state, new.stack[0])
 
 
 def interface_size(width: int) -> int:
     """Length of the raw interface: ``3 + W`` (action logits, then the value)."""
-    return len(ACTIONS) + check_positive_int("width", width)
+    return len(ACTIONS) + positive_int("width", width)
 
 
 def controls_from_interface(raw: jax.Array, width: int) -> Controls:
@@ -239,9 +212,5 @@ def controls_from_interface(raw: jax.Array, width: int) -> Controls:
     Raises:
       ValueError: naming ``width`` or ``raw`` when invalid.
     """
-    size = interface_size(width)
-    check_floating("raw", raw)
-    if jnp.ndim(raw) < 1 or jnp.shape(raw)[-1] != size:
-        raise ValueError(f"raw: expected shape [..., 3 + W] = (..., {size}), got {tuple(jnp.shape(raw))}")
-    n = len(ACTIONS)
-    return Controls(actions=jax.nn.softmax(raw[..., :n], axis=-1), value=jax.nn.sigmoid(raw[..., n:]))
+    actions, value = _soft_actions.split_interface(raw, interface_size(width), len(ACTIONS), jax.nn.sigmoid)
+    return Controls(actions=actions, value=value)

@@ -64,17 +64,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from panm_jax.kernels.scan import select
-from panm_jax.kernels.validation import (
-    RANGE_SLACK,
-    check_float_dtype,
-    check_floating,
-    check_floating_fields,
-    check_in_range,
-    check_positive_int,
-    check_shape,
-    is_concrete,
-)
+from panm_jax.checks import nonnegative_int, positive_int
+from panm_jax.kernels import _soft_actions
+from panm_jax.kernels.validation import check_float_dtype, check_floating_fields, check_in_range, check_shape
 
 __all__ = [
     "ACTIONS",
@@ -107,12 +99,8 @@ class Controls(NamedTuple):
 
 def _check_jump(name: str, jump) -> jax.Array:
     # A non-negative integer scalar: a Python int, or an integer array of shape [] (traced is fine).
-    if isinstance(jump, bool):
-        raise ValueError(f"{name}: expected a non-negative integer, got {jump!r}")
-    if isinstance(jump, (int, np.integer)):
-        if jump < 0:
-            raise ValueError(f"{name}: expected a non-negative integer, got {jump!r}")
-        return jnp.asarray(jump, jnp.int32)
+    if isinstance(jump, (int, np.integer)):  # bool included: refused by nonnegative_int
+        return jnp.asarray(nonnegative_int(name, jump), jnp.int32)
     if not hasattr(jump, "shape") or not jnp.issubdtype(jnp.result_type(jump), jnp.integer):
         raise ValueError(f"{name}: expected a non-negative integer or an integer array of shape [], got {jump!r}")
     check_shape(name, jump, (), "")
@@ -138,8 +126,8 @@ def init_state(size: int, width: int, dtype=jnp.float32, jump_length=1) -> State
     Raises:
       ValueError: naming ``size``, ``width``, ``dtype`` or ``jump_length`` when invalid.
     """
-    size = check_positive_int("size", size)
-    width = check_positive_int("width", width)
+    size = positive_int("size", size)
+    width = positive_int("width", width)
     dt = check_float_dtype("dtype", dtype)
     jump = _check_jump("jump_length", jump_length)
     return State(tape=jnp.zeros((size, width), dt), jump=jump)
@@ -183,15 +171,6 @@ def update(tape: jax.Array, actions: jax.Array, value: jax.Array, jump: jax.Arra
     )
 
 
-def _check_actions(name: str, actions: jax.Array) -> None:
-    # Probabilities in [0, 1] summing to 1, where concrete (eager calls).
-    check_in_range(name, actions, 0.0, 1.0)
-    if is_concrete(actions):
-        total = float(np.sum(np.asarray(actions, np.float64)))
-        if not abs(total - 1.0) <= RANGE_SLACK:
-            raise ValueError(f"{name}: expected probabilities summing to 1, got sum {total:g}")
-
-
 def step(state: State, controls: Controls, mask: jax.Array | None = None) -> tuple[State, jax.Array]:
     """One Tape-RNN tape step: write under the head and move the tape (``update``), then read.
 
@@ -217,29 +196,20 @@ def step(state: State, controls: Controls, mask: jax.Array | None = None) -> tup
     check_shape("state.jump", state.jump, (), "")
     if not jnp.issubdtype(jnp.result_type(state.jump), jnp.integer):
         raise ValueError(f"state.jump: expected an integer array, got dtype {jnp.result_type(state.jump)}")
-    check_shape("controls.actions", controls.actions, (len(ACTIONS),), "5")
-    check_shape("controls.value", controls.value, (width,), "W")
-    if mask is not None:
-        check_shape("mask", mask, (), "")
     check_floating_fields("state", state, skip=("jump",))
-    check_floating_fields("controls", controls)
     check_in_range("state.jump", state.jump, 0.0, None)
-    _check_actions("controls.actions", controls.actions)
+    _soft_actions.check_controls(controls, len(ACTIONS), width, mask)
 
     dtype = state.tape.dtype
     work = jnp.promote_types(dtype, jnp.float32)
     tape = update(state.tape.astype(work), controls.actions.astype(work), controls.value.astype(work), state.jump)
     new = State(tape=tape.astype(dtype), jump=state.jump)
-    read = new.tape[0]
-    if mask is None:
-        return new, read
-    keep = jnp.asarray(mask).astype(bool)
-    return select(keep, new, state), jnp.where(keep, read, jnp.zeros_like(read))
+    return _soft_actions.masked(mask, new, state, new.tape[0])
 
 
 def interface_size(width: int) -> int:
     """Length of the raw interface: ``5 + W`` (action logits, then the value)."""
-    return len(ACTIONS) + check_positive_int("width", width)
+    return len(ACTIONS) + positive_int("width", width)
 
 
 def controls_from_interface(raw: jax.Array, width: int) -> Controls:
@@ -264,9 +234,5 @@ def controls_from_interface(raw: jax.Array, width: int) -> Controls:
     Raises:
       ValueError: naming ``width`` or ``raw`` when invalid.
     """
-    size = interface_size(width)
-    check_floating("raw", raw)
-    if jnp.ndim(raw) < 1 or jnp.shape(raw)[-1] != size:
-        raise ValueError(f"raw: expected shape [..., 5 + W] = (..., {size}), got {tuple(jnp.shape(raw))}")
-    n = len(ACTIONS)
-    return Controls(actions=jax.nn.softmax(raw[..., :n], axis=-1), value=jnp.tanh(raw[..., n:]))
+    actions, value = _soft_actions.split_interface(raw, interface_size(width), len(ACTIONS), jnp.tanh)
+    return Controls(actions=actions, value=value)

@@ -1,10 +1,14 @@
-"""Argument checks shared by the kernels.
+"""Array checks shared by the kernels: shapes, dtypes and value ranges.
 
 Shapes and dtypes are static under ``jit``, so those checks run once per trace,
 in Python, and cost nothing at run time. Value ranges (a usage in [0, 1], a push
 strength in [0, 1]) are checked only where the values are concrete, i.e. in
 eager calls (``check_in_range``). Every error names the argument, what was
 expected and what was given.
+
+Scalar arguments (a width, an odd shift window, a finite initial value) are
+checked by ``panm_jax.checks`` (``positive_int``, ``odd_int``, ``finite_number``,
+...), the one checks module of the library.
 """
 
 from __future__ import annotations
@@ -31,21 +35,6 @@ def check_shape(name: str, value, expected: Sequence[int | None], dims: str) -> 
     if not ok:
         want = ", ".join("?" if e is None else str(e) for e in expected)
         raise ValueError(f"{name}: expected shape [{dims}] = ({want}), got {shape}")
-
-
-def check_positive_int(name: str, value) -> int:
-    """Return ``value`` as an ``int`` or raise ``ValueError`` if it is not >= 1."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name}: expected a positive integer, got {value!r}")
-    return int(value)
-
-
-def check_odd_int(name: str, value) -> int:
-    """Return ``value`` as an ``int`` or raise ``ValueError`` unless it is odd and >= 1."""
-    value = check_positive_int(name, value)
-    if value % 2 != 1:
-        raise ValueError(f"{name}: expected an odd positive integer, got {value}")
-    return value
 
 
 def check_float_dtype(name: str, dtype) -> np.dtype:
@@ -86,15 +75,6 @@ def check_floating_fields(prefix: str, tree, skip: Sequence[str] = ()) -> None:
             check_floating_fields(f"{prefix}.{field}", value, skip)
         else:
             check_floating(f"{prefix}.{field}", value)
-
-
-def check_finite_number(name: str, value) -> float:
-    """Return ``value`` as a float, or raise ``ValueError`` unless it is a finite real number."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name}: expected a finite real number, got {value!r}")
-    if not np.isfinite(value):
-        raise ValueError(f"{name}: expected a finite real number, got {value!r}")
-    return float(value)
 
 
 def is_concrete(value) -> bool:

@@ -4,7 +4,9 @@
 every model answers ``model(inputs [B, T_in, D], input_mask [B, T_in],
 num_outputs, *, train, key, return_traces) -> logits [B, T_out, K]`` (see
 ``registry``). ``list_models()`` gives each registered name with a one-line
-description, and ``panm-jax models`` prints the card. Registered:
+description, ``model_options(name)`` each option of its config with its type and
+default; ``panm-jax models`` prints the card, ``panm-jax models show NAME`` the
+options. Registered:
 
 * ``panm``, ``panm_transformer``: Pointer-Augmented Neural Memory (Le et al. 2024,
   "Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural
@@ -23,10 +25,16 @@ description, and ``panm-jax models`` prints the card. Registered:
 
 Modules: ``registry`` (the interface and the registry), ``panm``,
 ``panm_transformer``, ``memory_models``, ``lstm``, ``attention_models`` (the
-models), ``cli`` (the ``panm-jax models`` sub-command). A model's module is
-imported when ``build_model`` first builds it.
+models). A model's module is imported when ``build_model`` first builds it.
 """
 
-from panm_jax.models.registry import SequenceModel, build_model, get_config, list_models, register_model
+from panm_jax.models.registry import (
+    SequenceModel,
+    build_model,
+    get_config,
+    list_models,
+    model_options,
+    register_model,
+)
 
-__all__ = ["SequenceModel", "build_model", "get_config", "list_models", "register_model"]
+__all__ = ["SequenceModel", "build_model", "get_config", "list_models", "model_options", "register_model"]

@@ -46,6 +46,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from panm_jax import checks
 from panm_jax.kernels.scan import scan
 from panm_jax.models.registry import prepare_inputs, register_model
 from panm_jax.modules.controllers import LSTMCell
@@ -80,11 +81,6 @@ ATTENTIONS = ("content", "location", "hybrid")
 # exactly 0, and log 0 = -inf would make the loss and its gradient infinite.
 # 1e-6 caps a class's log-probability at about -13.8, far below any useful one.
 POINTER_EPS = 1e-6
-
-
-def _positive_int(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}: expected a positive integer, got {value!r}")
 
 
 class AdditiveAttention(nnx.Module):
@@ -129,10 +125,9 @@ class LSTMAttentionConfig:
     max_input_length: int = 256  # location/hybrid: W_a scores this many positions (Luong Eq. 8)
 
     def __post_init__(self):
-        _positive_int("hidden", self.hidden)
-        _positive_int("max_input_length", self.max_input_length)
-        if self.attention not in ATTENTIONS:
-            raise ValueError(f"attention: expected one of {list(ATTENTIONS)}, got {self.attention!r}")
+        checks.positive_int("hidden", self.hidden)
+        checks.positive_int("max_input_length", self.max_input_length)
+        checks.one_of("attention", self.attention, ATTENTIONS)
 
 
 class LSTMAttentionTraces(NamedTuple):
@@ -226,9 +221,8 @@ class PointerNetworkConfig:
     token_offset: int = 0  # the one-hot token of an input row is channels [offset, offset + K)
 
     def __post_init__(self):
-        _positive_int("hidden", self.hidden)
-        if isinstance(self.token_offset, bool) or not isinstance(self.token_offset, int) or self.token_offset < 0:
-            raise ValueError(f"token_offset: expected a non-negative integer, got {self.token_offset!r}")
+        checks.positive_int("hidden", self.hidden)
+        checks.nonnegative_int("token_offset", self.token_offset)
 
 
 class PointerNetworkTraces(NamedTuple):
@@ -313,7 +307,7 @@ class TransformerConfig:
 
     def __post_init__(self):
         for name in ("d_model", "num_heads", "num_layers", "ffn_hidden"):
-            _positive_int(name, getattr(self, name))
+            checks.positive_int(name, getattr(self, name))
         if self.d_model % self.num_heads:
             raise ValueError(f"num_heads: expected a divisor of d_model = {self.d_model}, got {self.num_heads}")
 
@@ -451,7 +445,7 @@ class UniversalTransformerConfig:
 
     def __post_init__(self):
         for name in ("d_model", "num_heads", "steps", "ffn_hidden"):
-            _positive_int(name, getattr(self, name))
+            checks.positive_int(name, getattr(self, name))
         if self.d_model % self.num_heads:
             raise ValueError(f"num_heads: expected a divisor of d_model = {self.d_model}, got {self.num_heads}")
         if not isinstance(self.coordinate_embedding, bool):

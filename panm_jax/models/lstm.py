@@ -14,6 +14,7 @@ import dataclasses
 import jax.numpy as jnp
 from flax import nnx
 
+from panm_jax import checks
 from panm_jax.kernels.scan import scan
 from panm_jax.models.registry import prepare_inputs, register_model
 from panm_jax.modules.controllers import LSTMCell
@@ -27,8 +28,7 @@ class LSTMSeq2SeqConfig:
     hidden: int = 512  # Le et al. 2024, App. D.1: 512-dimensional baselines
 
     def __post_init__(self):
-        if isinstance(self.hidden, bool) or not isinstance(self.hidden, int) or self.hidden < 1:
-            raise ValueError(f"hidden: expected a positive integer, got {self.hidden!r}")
+        checks.positive_int("hidden", self.hidden)
 
 
 class LSTMSeq2Seq(nnx.Module):

@@ -113,10 +113,12 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from panm_jax.checks import positive_int
+from panm_jax.errors import UserError
 from panm_jax.kernels.scan import scan, select
 from panm_jax.models.registry import prepare_inputs, register_model
 from panm_jax.modules.controllers import CONTROLLER_KINDS, make_controller
-from panm_jax.modules.memory import DNCMemory, NTMMemory, StackMemory, StackRNNMemory, TapeRNNMemory
+from panm_jax.modules.memory import DNCMemory, MemoryModule, NTMMemory, StackMemory, StackRNNMemory, TapeRNNMemory
 
 __all__ = [
     "DNCConfig",
@@ -131,9 +133,15 @@ __all__ = [
 ]
 
 
-def _positive_int(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+def _positive_ints(config, *names: str) -> None:
+    # Each field a positive integer, stored as a Python int (a NumPy integer is accepted).
+    for name in names:
+        object.__setattr__(config, name, positive_int(name, getattr(config, name)))
+
+
+def _check_bool(name: str, value) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name}: expected a bool, got {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,14 +163,12 @@ class _ControllerConfig:
             raise ValueError(
                 f"controller: unknown controller {self.controller!r}; known controllers: {list(self.CONTROLLERS)}"
             )
-        for name in ("hidden", "controller_layers", "controller_heads", "max_steps"):
-            _positive_int(name, getattr(self, name))
+        _positive_ints(self, "hidden", "controller_layers", "controller_heads", "max_steps")
         if self.controller in ("lstm", "gru") and self.controller_layers != 1:
             raise ValueError(
                 f"controller_layers: the {self.controller!r} controller has one layer, got {self.controller_layers}"
             )
-        if not isinstance(self.remat, bool):
-            raise ValueError(f"remat: expected a bool, got {self.remat!r}")
+        _check_bool("remat", self.remat)
 
     def controller_options(self) -> dict[str, Any]:
         """The ``make_controller`` options of this config's controller kind."""
@@ -185,8 +191,7 @@ class NTMConfig(_ControllerConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        for name in ("num_slots", "word_size", "num_reads", "num_writes", "shift_width"):
-            _positive_int(name, getattr(self, name))
+        _positive_ints(self, "num_slots", "word_size", "num_reads", "num_writes", "shift_width")
         if self.shift_width % 2 != 1:
             raise ValueError(f"shift_width: expected an odd positive integer, got {self.shift_width}")
 
@@ -204,11 +209,9 @@ class DNCConfig(_ControllerConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        for name in ("num_slots", "word_size", "num_reads", "num_writes"):
-            _positive_int(name, getattr(self, name))
+        _positive_ints(self, "num_slots", "word_size", "num_reads", "num_writes")
         for name in ("read_previous_memory", "stop_usage_write_gradient"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name}: expected a bool, got {getattr(self, name)!r}")
+            _check_bool(name, getattr(self, name))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,9 +225,8 @@ class StackLSTMConfig(_ControllerConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        _positive_int("width", self.width)
-        if not isinstance(self.read_to_output, bool):
-            raise ValueError(f"read_to_output: expected a bool, got {self.read_to_output!r}")
+        _positive_ints(self, "width")
+        _check_bool("read_to_output", self.read_to_output)
 
 
 class VanillaRNNCell(nnx.Module):
@@ -254,11 +256,6 @@ class VanillaRNNCell(nnx.Module):
 RNN_CONTROLLER_KINDS = ("rnn", *CONTROLLER_KINDS)
 
 
-def _check_bool(name: str, value) -> None:
-    if not isinstance(value, bool):
-        raise ValueError(f"{name}: expected a bool, got {value!r}")
-
-
 @dataclasses.dataclass(frozen=True)
 class _RNNMemoryConfig(_ControllerConfig):
     """The fields the Stack-RNN and the Tape-RNN share (module docstring: sources)."""
@@ -274,7 +271,7 @@ class _RNNMemoryConfig(_ControllerConfig):
         super().__post_init__()
         if self.controller == "rnn" and self.controller_layers != 1:
             raise ValueError(f"controller_layers: the 'rnn' controller has one layer, got {self.controller_layers}")
-        _positive_int("width", self.width)
+        _positive_ints(self, "width")
         _check_bool("relu_output", self.relu_output)
         _check_bool("read_to_output", self.read_to_output)
 
@@ -288,8 +285,7 @@ class StackRNNConfig(_RNNMemoryConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        _positive_int("stack_size", self.stack_size)
-        _positive_int("read_cells", self.read_cells)
+        _positive_ints(self, "stack_size", "read_cells")
         if self.read_cells > self.stack_size:
             raise ValueError(
                 f"read_cells: expected at most stack_size = {self.stack_size} cells, got {self.read_cells}"
@@ -306,14 +302,16 @@ class TapeRNNConfig(_RNNMemoryConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        _positive_int("tape_size", self.tape_size)
+        _positive_ints(self, "tape_size")
         layers = self.value_layers
-        if isinstance(layers, (str, bytes)) or not isinstance(layers, (list, tuple)):
-            raise ValueError(f"value_layers: expected a sequence of positive integers, got {layers!r}")
-        for n in layers:
-            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-                raise ValueError(f"value_layers: expected a sequence of positive integers, got {layers!r}")
-        object.__setattr__(self, "value_layers", tuple(layers))  # a list (JSON, TOML) becomes a tuple
+        wrong = UserError(f"value_layers: expected a sequence of positive integers, got {layers!r}")
+        if not isinstance(layers, (list, tuple)):
+            raise wrong
+        try:
+            layers = tuple(positive_int("value_layers", n) for n in layers)  # a list (JSON, TOML) becomes a tuple
+        except UserError:
+            raise wrong from None
+        object.__setattr__(self, "value_layers", layers)
         _check_bool("jump_to_input_length", self.jump_to_input_length)
 
 
@@ -340,10 +338,10 @@ class MemoryModel(nnx.Module):
       config: the model's config (its ``controller*`` fields choose the controller).
       input_size: ``D_in``, the width of an input row.
       output_size: ``K``, the number of output classes.
-      memory: a memory module (``NTMMemory``, ``DNCMemory``, ``StackMemory``,
-        ``StackRNNMemory`` or ``TapeRNNMemory``) whose ``hidden`` equals
-        ``config.hidden``. A ``TapeRNNMemory`` needs a config with
-        ``jump_to_input_length`` (``TapeRNNConfig``).
+      memory: a memory module (a ``MemoryModule``: ``NTMMemory``, ``DNCMemory``,
+        ``StackMemory``, ``StackRNNMemory`` or ``TapeRNNMemory``) whose ``hidden``
+        equals ``config.hidden``; its ``init_sequence_state`` gives each
+        example's initial memory state.
       read_to_output: include ``W_r r_t`` in the output.
       relu_output: the output layer reads ``relu(h_t)`` instead of ``h_t``.
       rngs: parameter initialisation.
@@ -354,7 +352,7 @@ class MemoryModel(nnx.Module):
         config: _ControllerConfig,
         input_size: int,
         output_size: int,
-        memory: nnx.Module,
+        memory: MemoryModule,
         *,
         read_to_output: bool = True,
         relu_output: bool = False,
@@ -380,15 +378,6 @@ class MemoryModel(nnx.Module):
                 f"Transformer controller's max_steps = {self.config.max_steps}; build the model with a larger max_steps"
             )
         return inputs, input_mask
-
-    def _init_memory(self, num_steps: int, input_length: jax.Array, dtype):
-        # input_length: [] int32, this example's number of real input steps.
-        if isinstance(self.memory, StackMemory):
-            return self.memory.init_state((), capacity=num_steps, dtype=dtype)  # C = T_in + T_out
-        if isinstance(self.memory, TapeRNNMemory):
-            jump = input_length if self.config.jump_to_input_length else 1  # L (Delétang et al. 2023: N)
-            return self.memory.init_state((), dtype=dtype, jump_length=jump)
-        return self.memory.init_state((), dtype=dtype)
 
     def __call__(
         self,
@@ -435,7 +424,7 @@ class MemoryModel(nnx.Module):
         def run(x, mask, length):  # one example: x [T, D_in], mask [T], length [] real input steps
             carry = (
                 self.controller.init_carry(()),
-                self._init_memory(num_steps, length, dtype),
+                self.memory.init_sequence_state(num_steps, length, dtype),  # a Stack's C = T_in + T_out
                 jnp.zeros((self.memory.read_size,), dtype),
             )
             _, outs = scan(body, carry, (x, mask), remat=self.config.remat)
@@ -479,7 +468,14 @@ def build_memory_model(name: str, config, input_size: int, output_size: int, rng
         if name == "stack_rnn":
             memory = StackRNNMemory(config.hidden, config.stack_size, config.width, config.read_cells, rngs=rngs)
         else:
-            memory = TapeRNNMemory(config.hidden, config.tape_size, config.width, config.value_layers, rngs=rngs)
+            memory = TapeRNNMemory(
+                config.hidden,
+                config.tape_size,
+                config.width,
+                config.value_layers,
+                jump_to_input_length=config.jump_to_input_length,
+                rngs=rngs,
+            )
         return MemoryModel(
             config,
             input_size,

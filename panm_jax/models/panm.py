@@ -37,19 +37,25 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from panm_jax import checks
+from panm_jax.errors import UserError
 from panm_jax.models.registry import prepare_inputs, register_model
 from panm_jax.modules.encoders import BiGRUEncoder, LSTMEncoder, TransformerEncoder
-from panm_jax.modules.panm import CONTROLLER_STARTS, DISTRACTOR_SAMPLING, PANMDecoder
+from panm_jax.modules.panm import PANMDecoder, check_decoder_options
 
 __all__ = ["ENCODER_NAMES", "PANM", "PANMConfig", "build_decoder", "build_encoder", "decoding_options"]
 
-SCORES = ("cosine", "scaled_dot")
 SNAP_POINTERS = ("never", "eval", "always")
 
 
 @dataclasses.dataclass(frozen=True)
 class PANMConfig:
-    """PANM hyperparameters; defaults from Le et al. 2024, §3 and App. C."""
+    """PANM hyperparameters; defaults from Le et al. 2024, §3 and App. C.
+
+    Checked when made (``UserError`` naming the field): the decoder's options by
+    ``modules.panm.check_decoder_options`` (the check ``PANMDecoder`` runs), the
+    encoder's and ``snap_pointers`` here.
+    """
 
     hidden: int = 256  # D: encoder, Pointer Unit and Controller GRU width (App. C: 256)
     address_bits: int = 10  # b: 2^b addresses (§3: 10 bits)
@@ -70,40 +76,29 @@ class PANMConfig:
     encoder_ffn_hidden: int | None = None  # Transformer encoders only: FFN width; None: 2 hidden (Csordás: 2 D)
 
     def __post_init__(self):
-        for name in ("hidden", "address_bits", "pointer_heads", "mlp_hidden", "encoder_layers", "encoder_heads"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}: expected a positive integer, got {value!r}")
-        if isinstance(self.distractors, bool) or not isinstance(self.distractors, int) or self.distractors < 0:
-            raise ValueError(f"distractors: expected a non-negative integer, got {self.distractors!r}")
-        if self.distractor_sampling not in DISTRACTOR_SAMPLING:
-            raise ValueError(
-                f"distractor_sampling: expected one of {list(DISTRACTOR_SAMPLING)}, got {self.distractor_sampling!r}"
-            )
-        if self.controller_start not in CONTROLLER_STARTS:
-            raise ValueError(
-                f"controller_start: expected one of {list(CONTROLLER_STARTS)}, got {self.controller_start!r}"
-            )
-        if self.snap_pointers not in SNAP_POINTERS:
-            raise ValueError(f"snap_pointers: expected one of {list(SNAP_POINTERS)}, got {self.snap_pointers!r}")
-        if not isinstance(self.mode2_heads, int) or self.mode2_heads < 0:
-            raise ValueError(f"mode2_heads: expected a non-negative integer, got {self.mode2_heads!r}")
-        if self.address_bits > 30:
-            raise ValueError(f"address_bits: expected at most 30, got {self.address_bits}")
-        if self.encoder not in ENCODER_NAMES:
-            raise ValueError(f"encoder: expected one of {sorted(ENCODER_NAMES)}, got {self.encoder!r}")
-        ffn = self.encoder_ffn_hidden
-        if ffn is not None and (isinstance(ffn, bool) or not isinstance(ffn, int) or ffn < 1):
-            raise ValueError(f"encoder_ffn_hidden: expected a positive integer or None, got {ffn!r}")
+        check_decoder_options(
+            hidden=self.hidden,
+            address_bits=self.address_bits,
+            pointer_heads=self.pointer_heads,
+            mode2_heads=self.mode2_heads,
+            mlp_hidden=self.mlp_hidden,
+            score=self.score,
+            inverse_temperature=self.inverse_temperature,
+            distractors=self.distractors,
+            distractor_sampling=self.distractor_sampling,
+            controller_start=self.controller_start,
+        )
+        checks.one_of("snap_pointers", self.snap_pointers, SNAP_POINTERS)
+        checks.one_of("encoder", self.encoder, sorted(ENCODER_NAMES))
+        checks.positive_int("encoder_layers", self.encoder_layers)
+        checks.positive_int("encoder_heads", self.encoder_heads)
+        if self.encoder_ffn_hidden is not None:
+            checks.positive_int("encoder_ffn_hidden", self.encoder_ffn_hidden)
         if self.encoder in TRANSFORMER_ENCODERS and self.hidden % self.encoder_heads:
-            raise ValueError(
+            raise UserError(
                 f"encoder_heads: expected a divisor of hidden = {self.hidden} (the Transformer encoder's width), "
                 f"got {self.encoder_heads}"
             )
-        if self.score not in SCORES:
-            raise ValueError(f"score: expected one of {list(SCORES)}, got {self.score!r}")
-        if not self.inverse_temperature > 0:
-            raise ValueError(f"inverse_temperature: expected a positive number, got {self.inverse_temperature!r}")
 
 
 # Backbones that can write PANM's memory: name -> (input_size, hidden, rngs) -> module
@@ -189,7 +184,7 @@ def decoding_options(config: PANMConfig, batch: int, train: bool, key) -> tuple[
     """
     random_base = train or config.random_base_at_eval
     if random_base and key is None:
-        raise ValueError(
+        raise UserError(
             "key: expected a PRNG key to draw the base addresses (train=True or random_base_at_eval), got None"
         )
     if random_base:

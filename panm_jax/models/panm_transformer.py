@@ -49,16 +49,13 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from panm_jax import checks
+from panm_jax.errors import UserError
 from panm_jax.models.panm import TRANSFORMER_ENCODERS, PANMConfig, build_decoder, build_encoder, decoding_options
 from panm_jax.models.registry import prepare_inputs, register_model
 from panm_jax.modules.transformer import DecoderLayer, LayerNorm, causal_mask, sinusoidal_encoding
 
 __all__ = ["PANMTransformer", "PANMTransformerConfig"]
-
-
-def _positive_int(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}: expected a positive integer, got {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,17 +78,15 @@ class PANMTransformerConfig(PANMConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.encoder not in TRANSFORMER_ENCODERS:
-            raise ValueError(f"encoder: expected one of {sorted(TRANSFORMER_ENCODERS)}, got {self.encoder!r}")
-        _positive_int("decoder_layers", self.decoder_layers)
-        _positive_int("decoder_heads", self.decoder_heads)
+        checks.one_of("encoder", self.encoder, sorted(TRANSFORMER_ENCODERS))
+        checks.positive_int("decoder_layers", self.decoder_layers)
+        checks.positive_int("decoder_heads", self.decoder_heads)
         for name in ("decoder_width", "decoder_ffn_hidden"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ValueError(f"{name}: expected a positive integer or None, got {value!r}")
+            if getattr(self, name) is not None:
+                checks.positive_int(name, getattr(self, name))
         width = self.hidden if self.decoder_width is None else self.decoder_width
         if width % self.decoder_heads:
-            raise ValueError(
+            raise UserError(
                 f"decoder_heads: expected a divisor of the decoder width = {width}, got {self.decoder_heads}"
             )
 

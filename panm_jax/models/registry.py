@@ -10,13 +10,18 @@ Every model in panm_jax is a Flax NNX module answering
 ``num_outputs`` is a static Python int (one compilation per output length);
 ``train`` switches training-only behaviour (PANM's random base address);
 ``key`` is a JAX PRNG key for that randomness. Models are built by name from a
-typed config: ``build_model("panm", input_size=12, output_size=10, hidden=128)``.
+typed config: ``build_model("panm", input_size=12, output_size=10, hidden=128)``;
+``model_options(name)`` gives each field of that config with its type and
+default. An unknown name raises ``UnknownNameError`` (``panm_jax.errors``; a
+``ValueError``) listing the known names.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
+import typing
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -24,12 +29,15 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from panm_jax.checks import positive_int, unknown_name
+
 __all__ = [
     "INPUT_BOUND",
     "SequenceModel",
     "build_model",
     "get_config",
     "list_models",
+    "model_options",
     "prepare_inputs",
     "register_model",
 ]
@@ -88,8 +96,7 @@ def prepare_inputs(inputs, input_mask, num_outputs, input_size: int | None = Non
     mask_dtype = jnp.result_type(input_mask)
     if jnp.issubdtype(mask_dtype, jnp.complexfloating):
         raise ValueError(f"input_mask: expected bool (or 0/1 numbers), got {mask_dtype}")
-    if isinstance(num_outputs, bool) or not isinstance(num_outputs, int) or num_outputs < 1:
-        raise ValueError(f"num_outputs: expected a positive Python int (static), got {num_outputs!r}")
+    num_outputs = positive_int("num_outputs", num_outputs)  # static: it sets the output's shape
     mask = jnp.asarray(input_mask) != 0 if mask_dtype != jnp.bool_ else jnp.asarray(input_mask)
     bound = min(INPUT_BOUND, float(jnp.finfo(dtype).max))
     inputs = jnp.where(mask[..., None], jnp.clip(jnp.asarray(inputs), -bound, bound), 0).astype(dtype)
@@ -127,7 +134,7 @@ def list_models() -> dict[str, str]:
 def _entry(name: str) -> _Entry:
     _load_builtin_models()
     if name not in _REGISTRY:
-        raise ValueError(f"name: unknown model {name!r}; known models: {sorted(_REGISTRY)}")
+        raise unknown_name("name", name, sorted(_REGISTRY))
     return _REGISTRY[name]
 
 
@@ -141,16 +148,41 @@ def get_config(name: str, **hparams):
     return cls(**hparams)
 
 
+def model_options(name: str) -> dict[str, inspect.Parameter]:
+    """The options of model ``name``: its config dataclass's fields as ``{field: inspect.Parameter}``.
+
+    Each parameter's ``annotation`` is the field's resolved type hint (``int``,
+    ``float``, ``int | None``, ``tuple[int, ...]``) and its ``default`` the
+    field's default, in field order.
+
+    Raises:
+      UnknownNameError: ``name`` is not registered.
+    """
+    cls = _entry(name).config_cls
+    hints = typing.get_type_hints(cls)
+    options = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = inspect.Parameter.empty
+        options[f.name] = inspect.Parameter(
+            f.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hints[f.name]
+        )
+    return options
+
+
 def build_model(name: str, *, input_size: int, output_size: int, seed: int = 0, **hparams) -> nnx.Module:
     """Build model ``name`` for inputs of width ``input_size`` and ``output_size`` classes.
 
     Raises:
-      ValueError: for an unknown name (listing the known ones), an unknown
-        hyperparameter (listing the model's fields) or an invalid value.
+      UnknownNameError: for an unknown name (listing the known ones).
+      ValueError: for an unknown hyperparameter (listing the model's fields) or an invalid value.
     """
-    for arg, value in (("input_size", input_size), ("output_size", output_size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{arg}: expected a positive integer, got {value!r}")
+    input_size = positive_int("input_size", input_size)
+    output_size = positive_int("output_size", output_size)
     config = get_config(name, **hparams)
     return _entry(name).builder(config, input_size, output_size, nnx.Rngs(seed))
 

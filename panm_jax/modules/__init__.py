@@ -2,9 +2,9 @@
 
 These modules hold the parameters: they project a controller's output into a
 kernel's ``XxxControls`` (through each kernel's ``controls_from_interface``),
-``jax.vmap`` the one-example kernels of ``panm_jax.kernels`` over the batch, and
-provide the controllers and encoders the models are built from. No memory
-mathematics lives here.
+``jax.vmap`` the one-example kernels of ``panm_jax.kernels`` over the batch (the
+Stack, Queue and DeQue kernels take it natively), and provide the controllers
+and encoders the models are built from. No memory mathematics lives here.
 
 Modules:
 
@@ -12,7 +12,7 @@ Modules:
 * ``encoders``: LSTM, bidirectional GRU and Transformer encoders.
 * ``layers``: the ``MLP``.
 * ``memory``: the NTM, DNC, Stack / Queue / DeQue, Stack-RNN and Tape-RNN memory
-  modules and their traces.
+  modules (each a ``MemoryModule``) and their traces.
 * ``panm``: PANM's Pointer Units and decoder (Le et al. 2024, "Plug, Play, and
   Generalize: Length Extrapolation with Pointer-Augmented Neural Memory").
 * ``transformer``: attention with absolute or relative positions, encoder and
@@ -40,6 +40,7 @@ _EXPORTS = {
         [
             "DNCMemory",
             "DNCTrace",
+            "MemoryModule",
             "NTMMemory",
             "NTMTrace",
             "StackMemory",
@@ -79,6 +80,7 @@ if TYPE_CHECKING:
     from panm_jax.modules.memory import (
         DNCMemory,
         DNCTrace,
+        MemoryModule,
         NTMMemory,
         NTMTrace,
         StackMemory,

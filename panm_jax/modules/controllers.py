@@ -34,6 +34,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from panm_jax import checks
+
 __all__ = [
     "CONTROLLER_KINDS",
     "FeedForwardController",
@@ -240,8 +242,7 @@ class FeedForwardController(nnx.Module):
     """
 
     def __init__(self, in_features: int, hidden: int, *, num_layers: int = 1, rngs: nnx.Rngs):
-        if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
-            raise ValueError(f"num_layers: expected a positive integer, got {num_layers!r}")
+        num_layers = checks.positive_int("num_layers", num_layers)
         self.in_features = in_features
         self.hidden = hidden
         widths = [in_features] + [hidden] * num_layers
@@ -292,9 +293,8 @@ def make_controller(
     """
     if kind not in CONTROLLER_KINDS:
         raise ValueError(f"kind: unknown controller {kind!r}; known controllers: {list(CONTROLLER_KINDS)}")
-    for arg, value in (("in_features", in_features), ("hidden", hidden)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{arg}: expected a positive integer, got {value!r}")
+    in_features = checks.positive_int("in_features", in_features)
+    hidden = checks.positive_int("hidden", hidden)
     if kind in ("lstm", "gru") and kw:
         raise ValueError(f"kw: controller {kind!r} takes no options, got {sorted(kw)}")
     if kind == "feedforward":

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from panm_jax import checks
 from panm_jax.kernels.scan import scan
 from panm_jax.modules.controllers import GRUCell, LSTMCell, LSTMState
 from panm_jax.modules.transformer import EncoderLayer, LayerNorm, sinusoidal_encoding
@@ -116,9 +117,9 @@ class TransformerEncoder(nnx.Module):
         rngs: nnx.Rngs,
     ):
         ffn_hidden = d_model if ffn_hidden is None else ffn_hidden
-        for name, value in (("num_layers", num_layers), ("num_heads", num_heads), ("ffn_hidden", ffn_hidden)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+        num_layers = checks.positive_int("num_layers", num_layers)
+        num_heads = checks.positive_int("num_heads", num_heads)
+        ffn_hidden = checks.positive_int("ffn_hidden", ffn_hidden)
         if d_model % num_heads:
             raise ValueError(f"num_heads: expected a divisor of d_model = {d_model}, got {num_heads}")
         self.hidden = d_model

@@ -9,17 +9,25 @@ there) and ``step``. No memory mathematics lives here (docs/design.md): this is 
 controller and ``panm_jax.kernels``.
 
 Leading axes are free: ``h [..., D]`` with a state whose fields carry the same
-leading axes (``init_state(batch_shape)``); the one-example kernels are
-``jax.vmap``-ped once per leading axis. ``batch_shape = ()`` runs the kernel
-directly (a model that vmaps its whole scan over the batch).
+leading axes (``init_state(batch_shape)``); the Stack, Queue and DeQue kernels
+take them natively, the other one-example kernels are ``jax.vmap``-ped once per
+leading axis. ``batch_shape = ()`` runs the kernel directly (a model that vmaps
+its whole scan over the batch).
 
-Every module answers::
+Every module is a ``MemoryModule`` and answers::
 
     init_state(batch_shape=(), ...)           -> state
+    init_sequence_state(num_steps, input_length, dtype)
+                                              -> one example's state before a sequence
     controls(h [..., D])                      -> XxxControls, activated
     step(state, controls, mask=None)          -> (state, read [..., read_size])
     __call__(state, h, mask=None)             -> step(state, controls(h), mask)
     trace(state, controls)                    -> a NamedTuple of per-step plot data
+
+and has the attributes ``hidden`` (``D``), ``interface_size`` (``P``) and
+``read_size``. ``init_sequence_state`` is what a sequence model asks for: it
+sizes what depends on the sequence (a Stack's capacity, a Tape-RNN's jump
+length) so that the model need not know which memory it holds.
 
 ``read`` is flattened to ``read_size`` numbers (all read heads, or both DeQue ends,
 concatenated), ready to be fed back to the controller and to the output layer.
@@ -31,22 +39,26 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from typing import NamedTuple
+from types import ModuleType
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from panm_jax.checks import positive_int
+from panm_jax.kernels import deque as deque_kernel
 from panm_jax.kernels import dnc as dnc_kernel
 from panm_jax.kernels import ntm as ntm_kernel
+from panm_jax.kernels import queue as queue_kernel
 from panm_jax.kernels import stack as stack_kernel
 from panm_jax.kernels import stack_rnn as stack_rnn_kernel
 from panm_jax.kernels import tape_rnn as tape_rnn_kernel
-from panm_jax.kernels.validation import check_positive_int
 
 __all__ = [
     "DNCMemory",
     "DNCTrace",
+    "MemoryModule",
     "NTMMemory",
     "NTMTrace",
     "POP_BIAS_INIT",
@@ -64,7 +76,10 @@ __all__ = [
 # so u_t = sigmoid(-1) ~ 0.27 at the start: early steps pop little.
 POP_BIAS_INIT = -1.0
 
-STACK_KINDS = ("stack", "queue", "deque")
+# The kernel module of each kind of StackMemory: the three share one contract (init_state,
+# step, interface_size, controls_from_interface, ENDS).
+_STACK_KERNELS: dict[str, ModuleType] = {"stack": stack_kernel, "queue": queue_kernel, "deque": deque_kernel}
+STACK_KINDS = tuple(_STACK_KERNELS)
 
 
 def _over_leading(fn: Callable, num_axes: int) -> Callable:
@@ -125,7 +140,42 @@ class TapeRNNTrace(NamedTuple):
     actions: jax.Array  # [..., 5]    a_t = (write-stay, write-left, write-right, jump-left, jump-right)
 
 
-class NTMMemory(nnx.Module):
+class MemoryModule(nnx.Module):
+    """The interface every memory module answers (module docstring); subclasses set
+    ``hidden``, ``interface_size`` and ``read_size`` and define ``init_state``,
+    ``controls``, ``step`` and ``trace``."""
+
+    hidden: int  # D, the controller output width
+    interface_size: int  # P, the raw interface's length
+    read_size: int  # the width of the flattened read
+
+    def init_state(self, batch_shape: tuple[int, ...] = (), *args, **kwargs) -> Any:
+        raise NotImplementedError
+
+    def init_sequence_state(self, num_steps: int, input_length: jax.Array, dtype=jnp.float32) -> Any:
+        """One example's state (no batch axes) before a sequence of ``num_steps`` steps.
+
+        ``input_length``: ``[]`` int32, the example's number of real input steps.
+        By default neither matters: ``init_state((), dtype=dtype)``.
+        """
+        del num_steps, input_length
+        return self.init_state((), dtype=dtype)
+
+    def controls(self, h: jax.Array) -> Any:
+        raise NotImplementedError
+
+    def step(self, state: Any, controls: Any, mask: jax.Array | None = None) -> tuple[Any, jax.Array]:
+        raise NotImplementedError
+
+    def trace(self, state: Any, controls: Any) -> NamedTuple:
+        raise NotImplementedError
+
+    def __call__(self, state: Any, h: jax.Array, mask: jax.Array | None = None) -> tuple[Any, jax.Array]:
+        """``step(state, controls(h), mask)``."""
+        return self.step(state, self.controls(h), mask)
+
+
+class NTMMemory(MemoryModule):
     """NTM memory (M10AE appendix Eq. 11-13, Reina Campo 2022 "Neural Turing Machine") behind a projection.
 
     ``xi_t = W_xi h_t + b`` has ``ntm.interface_size(W, R, H, S)`` numbers; the
@@ -151,8 +201,8 @@ class NTMMemory(nnx.Module):
         *,
         rngs: nnx.Rngs,
     ):
-        self.hidden = check_positive_int("hidden", hidden)
-        self.num_slots = check_positive_int("num_slots", num_slots)
+        self.hidden = positive_int("hidden", hidden)
+        self.num_slots = positive_int("num_slots", num_slots)
         self.word_size = word_size
         self.num_reads = num_reads
         self.num_writes = num_writes
@@ -181,20 +231,17 @@ class NTMMemory(nnx.Module):
         new_state, reads = _over_leading(ntm_kernel.step, lead)(state, controls, mask)
         return new_state, reads.reshape(*reads.shape[:-2], self.read_size)
 
-    def __call__(self, state, h, mask=None):
-        return self.step(state, self.controls(h), mask)
-
     @staticmethod
     def trace(state: ntm_kernel.NTMState, controls: ntm_kernel.NTMControls) -> NTMTrace:
         del controls
         return NTMTrace(read_weights=state.read_weights, write_weights=state.write_weights)
 
 
-class DNCMemory(nnx.Module):
+class DNCMemory(MemoryModule):
     """DNC memory (Graves et al. 2016, "Hybrid computing using a neural network with
     dynamic external memory", Nature 538) behind a projection.
 
-    ``xi_t = W_xi h_t + b`` is the interface vector (``dnc.interface_size(R, W, H)``
+    ``xi_t = W_xi h_t + b`` is the interface vector (``dnc.interface_size(W, R, H)``
     numbers: ``R W + 5 R + 3 W + 3`` for one write head, Graves et al. 2016's
     length); ``dnc.controls_from_interface`` activates it (strengths
     ``oneplus >= 1``, gates ``sigmoid``, modes ``softmax``; Graves et al. 2016's
@@ -223,26 +270,30 @@ class DNCMemory(nnx.Module):
         stop_usage_write_gradient: bool = False,
         rngs: nnx.Rngs,
     ):
-        self.hidden = check_positive_int("hidden", hidden)
-        self.num_slots = check_positive_int("num_slots", num_slots)
+        self.hidden = positive_int("hidden", hidden)
+        self.num_slots = positive_int("num_slots", num_slots)
         self.word_size = word_size
         self.num_reads = num_reads
         self.num_writes = num_writes
         self.read_previous_memory = bool(read_previous_memory)
         self.stop_usage_write_gradient = bool(stop_usage_write_gradient)
-        self.interface_size = dnc_kernel.interface_size(num_reads, word_size, num_writes)
+        self.interface_size = dnc_kernel.interface_size(num_reads=num_reads, word_size=word_size, num_writes=num_writes)
         self.read_size = num_reads * word_size  # R W
         self.projection = nnx.Linear(hidden, self.interface_size, rngs=rngs)  # W_i [D, P]
 
     def init_state(self, batch_shape: tuple[int, ...] = (), dtype=jnp.float32) -> dnc_kernel.DNCState:
         """``dnc.init_state`` with ``batch_shape`` in front of every field."""
-        state = dnc_kernel.init_state(self.num_slots, self.word_size, self.num_reads, self.num_writes, dtype=dtype)
+        state = dnc_kernel.init_state(
+            self.num_slots, word_size=self.word_size, num_reads=self.num_reads, num_writes=self.num_writes, dtype=dtype
+        )
         return _init_batched(state, tuple(batch_shape))
 
     def controls(self, h: jax.Array) -> dnc_kernel.DNCControls:
         """``h [..., D] -> DNCControls`` with the leading axes of ``h``."""
         _check_hidden(h, self.hidden)
-        return dnc_kernel.controls_from_interface(self.projection(h), self.num_reads, self.word_size, self.num_writes)
+        return dnc_kernel.controls_from_interface(
+            self.projection(h), num_reads=self.num_reads, word_size=self.word_size, num_writes=self.num_writes
+        )
 
     def step(
         self, state: dnc_kernel.DNCState, controls: dnc_kernel.DNCControls, mask: jax.Array | None = None
@@ -262,9 +313,6 @@ class DNCMemory(nnx.Module):
         new_state, reads = _over_leading(one, lead)(state, controls, mask)
         return new_state, reads.reshape(*reads.shape[:-2], self.read_size)
 
-    def __call__(self, state, h, mask=None):
-        return self.step(state, self.controls(h), mask)
-
     @staticmethod
     def trace(state: dnc_kernel.DNCState, controls: dnc_kernel.DNCControls) -> DNCTrace:
         return DNCTrace(
@@ -275,33 +323,7 @@ class DNCMemory(nnx.Module):
         )
 
 
-_STACK_FNS = {
-    # kind: (init_state, controls_from_interface, step, interface_size, ends)
-    "stack": (
-        stack_kernel.stack_init_state,
-        stack_kernel.stack_controls_from_interface,
-        stack_kernel.stack_step,
-        stack_kernel.stack_interface_size,
-        1,
-    ),
-    "queue": (
-        stack_kernel.queue_init_state,
-        stack_kernel.queue_controls_from_interface,
-        stack_kernel.queue_step,
-        stack_kernel.stack_interface_size,
-        1,
-    ),
-    "deque": (
-        stack_kernel.deque_init_state,
-        stack_kernel.deque_controls_from_interface,
-        stack_kernel.deque_step,
-        stack_kernel.deque_interface_size,
-        2,
-    ),
-}
-
-
-class StackMemory(nnx.Module):
+class StackMemory(MemoryModule):
     """A neural Stack, Queue or DeQue (Grefenstette et al. 2015) behind a projection.
 
     The controller output ``o'_t`` (``h``) is projected to the push, pop and value
@@ -311,9 +333,15 @@ class StackMemory(nnx.Module):
     start at ``POP_BIAS_INIT = -1`` (docs/tasks.md, transduction tasks; the paper's initialisation); the
     other biases at 0, the kernel as ``nnx.Linear``'s default (LeCun normal).
 
+    ``kernel`` is the kind's kernel module (``panm_jax.kernels.stack``, ``queue``
+    or ``deque``), which takes the leading axes itself. A kernel with several
+    ends (the DeQue) returns one read per end; ``step`` concatenates them in
+    the order of its read's fields (top, then bottom).
+
     Capacity: ``init_state(batch_shape, capacity)`` with ``capacity = C`` the
     number of steps the sequence takes (every step pushes a row, the kernel's
-    contract); the DeQue holds ``2C`` rows.
+    contract); the DeQue holds ``2C`` rows. ``init_sequence_state`` sets ``C`` to
+    the sequence's number of steps.
 
     Args:
       kind: ``"stack"``, ``"queue"`` or ``"deque"``.
@@ -321,50 +349,45 @@ class StackMemory(nnx.Module):
     """
 
     def __init__(self, kind: str, hidden: int, width: int, *, rngs: nnx.Rngs):
-        if kind not in STACK_KINDS:
+        if kind not in _STACK_KERNELS:
             raise ValueError(f"kind: unknown structure {kind!r}; known: {list(STACK_KINDS)}")
         self.kind = kind
-        self.hidden = check_positive_int("hidden", hidden)
-        self.width = check_positive_int("width", width)
-        init_fn, from_interface, step_fn, size_fn, ends = _STACK_FNS[kind]
-        self.ends = ends
-        self.interface_size = size_fn(width)
-        self.read_size = ends * width  # W, or 2W for the DeQue's top and bottom reads
+        self.kernel = _STACK_KERNELS[kind]
+        self.hidden = positive_int("hidden", hidden)
+        self.width = positive_int("width", width)
+        self.ends = self.kernel.ENDS
+        self.interface_size = self.kernel.interface_size(width)
+        self.read_size = self.ends * width  # W, or 2W for the DeQue's top and bottom reads
         self.projection = nnx.Linear(hidden, self.interface_size, rngs=rngs)  # [D, P]
-        block = stack_kernel.stack_interface_size(width)  # [d^, u^, v^ (W)] per end
-        pop_index = jnp.arange(ends) * block + 1
+        block = self.interface_size // self.ends  # [d^, u^, v^ (W)] per end
+        pop_index = jnp.arange(self.ends) * block + 1
         self.projection.bias[...] = self.projection.bias[...].at[pop_index].set(POP_BIAS_INIT)
 
     def init_state(self, batch_shape: tuple[int, ...] = (), capacity: int = 1, dtype=jnp.float32):
         """An empty structure of ``capacity`` steps with ``batch_shape`` in front."""
-        state = _STACK_FNS[self.kind][0](capacity, self.width, dtype)
-        return _init_batched(state, tuple(batch_shape))
+        return _init_batched(self.kernel.init_state(capacity, self.width, dtype), tuple(batch_shape))
+
+    def init_sequence_state(self, num_steps: int, input_length: jax.Array, dtype=jnp.float32):
+        """An empty structure of ``C = num_steps`` rows per end: one per step of the sequence."""
+        del input_length
+        return self.init_state((), capacity=num_steps, dtype=dtype)
 
     def controls(self, h: jax.Array):
         """``h [..., D] -> StackControls`` (``DequeControls``) with the leading axes of ``h``."""
         _check_hidden(h, self.hidden)
-        raw = self.projection(h)
-        from_interface = _STACK_FNS[self.kind][1]
-        return _over_leading(lambda r: from_interface(r, self.width), raw.ndim - 1)(raw)
+        return self.kernel.controls_from_interface(self.projection(h), self.width)
 
     def step(self, state, controls, mask: jax.Array | None = None):
-        """The kernel's step over the leading axes; returns ``(state, read [..., read_size])``."""
-        lead = jnp.ndim(state.values) - 2
-        new_state, read = _over_leading(_STACK_FNS[self.kind][2], lead)(state, controls, mask)
-        if self.kind == "deque":
-            read = jnp.concatenate([read.top, read.bottom], axis=-1)  # [..., 2W]: top, bottom
-        return new_state, read
-
-    def __call__(self, state, h, mask=None):
-        return self.step(state, self.controls(h), mask)
+        """The kernel's step; returns ``(state, read [..., read_size])``, the ends' reads concatenated."""
+        new_state, read = self.kernel.step(state, controls, mask)
+        reads = jax.tree_util.tree_leaves(read)  # [read], or a DeQue's [top, bottom]
+        return new_state, reads[0] if len(reads) == 1 else jnp.concatenate(reads, axis=-1)
 
     def trace(self, state, controls) -> StackTrace:
-        if self.kind == "deque":
-            push = jnp.stack([controls.push_top, controls.push_bottom], axis=-1)
-            pop = jnp.stack([controls.pop_top, controls.pop_bottom], axis=-1)
-        else:
-            push, pop = controls.push[..., None], controls.pop[..., None]
-        return StackTrace(strengths=state.strengths, push=push, pop=pop)
+        def per_end(prefix: str) -> jax.Array:  # [..., E]: push or pop of each end, in field order
+            return jnp.stack([getattr(controls, f) for f in controls._fields if f.startswith(prefix)], axis=-1)
+
+        return StackTrace(strengths=state.strengths, push=per_end("push"), pop=per_end("pop"))
 
 
 def _read_cells(cells: jax.Array, k: int, mask) -> jax.Array:
@@ -376,7 +399,7 @@ def _read_cells(cells: jax.Array, k: int, mask) -> jax.Array:
     return jnp.where(keep[..., None], read, jnp.zeros_like(read))
 
 
-class StackRNNMemory(nnx.Module):
+class StackRNNMemory(MemoryModule):
     """The Stack-RNN's stack (Joulin & Mikolov 2015, "Inferring Algorithmic Patterns with
     Stack-Augmented Recurrent Nets") behind a projection.
 
@@ -399,10 +422,10 @@ class StackRNNMemory(nnx.Module):
     """
 
     def __init__(self, hidden: int, stack_size: int, width: int, read_cells: int = 1, *, rngs: nnx.Rngs):
-        self.hidden = check_positive_int("hidden", hidden)
-        self.stack_size = check_positive_int("stack_size", stack_size)
-        self.width = check_positive_int("width", width)
-        self.read_cells = check_positive_int("read_cells", read_cells)
+        self.hidden = positive_int("hidden", hidden)
+        self.stack_size = positive_int("stack_size", stack_size)
+        self.width = positive_int("width", width)
+        self.read_cells = positive_int("read_cells", read_cells)
         if read_cells > stack_size:
             raise ValueError(f"read_cells: expected at most stack_size = {stack_size} cells, got {read_cells}")
         self.interface_size = stack_rnn_kernel.interface_size(width)  # 3 + W
@@ -427,15 +450,12 @@ class StackRNNMemory(nnx.Module):
             read = _read_cells(new_state.stack, self.read_cells, mask)
         return new_state, read
 
-    def __call__(self, state, h, mask=None):
-        return self.step(state, self.controls(h), mask)
-
     @staticmethod
     def trace(state: stack_rnn_kernel.State, controls: stack_rnn_kernel.Controls) -> StackRNNTrace:
         return StackRNNTrace(stack=state.stack, actions=controls.actions)
 
 
-class TapeRNNMemory(nnx.Module):
+class TapeRNNMemory(MemoryModule):
     """The Tape-RNN's tape (Delétang et al. 2023, "Neural Networks and the Chomsky
     Hierarchy") behind an action projection and a value network.
 
@@ -451,7 +471,8 @@ class TapeRNNMemory(nnx.Module):
 
     The jump length ``L`` is per example, in the state:
     ``init_state(batch_shape, jump_length=...)``; Delétang et al. set it to the
-    input length (the model passes each example's count of real input steps).
+    input length, which ``init_sequence_state`` does (each example's count of
+    real input steps) unless ``jump_to_input_length`` is False (``L = 1``).
 
     The read is the cell under the head of the new tape, ``T_t[0]``
     (``read_size = W``), as Delétang et al.'s Tape-RNN reads the current cell.
@@ -459,17 +480,27 @@ class TapeRNNMemory(nnx.Module):
     Args:
       hidden: ``D``. tape_size: ``S`` cells (circular, fixed). width: ``W``.
       value_layers: widths of the value MLP's hidden layers (each positive).
+      jump_to_input_length: ``init_sequence_state``'s ``L``: the example's input
+        length (True, Delétang et al. 2023) or 1 (False).
     """
 
     def __init__(
-        self, hidden: int, tape_size: int, width: int, value_layers: tuple[int, ...] = (64, 64), *, rngs: nnx.Rngs
+        self,
+        hidden: int,
+        tape_size: int,
+        width: int,
+        value_layers: tuple[int, ...] = (64, 64),
+        *,
+        jump_to_input_length: bool = True,
+        rngs: nnx.Rngs,
     ):
-        self.hidden = check_positive_int("hidden", hidden)
-        self.tape_size = check_positive_int("tape_size", tape_size)
-        self.width = check_positive_int("width", width)
+        self.hidden = positive_int("hidden", hidden)
+        self.tape_size = positive_int("tape_size", tape_size)
+        self.width = positive_int("width", width)
         if isinstance(value_layers, (str, bytes)) or not hasattr(value_layers, "__iter__"):
             raise ValueError(f"value_layers: expected a sequence of positive integers, got {value_layers!r}")
-        self.value_layers = tuple(check_positive_int("value_layers", n) for n in value_layers)
+        self.value_layers = tuple(positive_int("value_layers", n) for n in value_layers)
+        self.jump_to_input_length = bool(jump_to_input_length)
         self.interface_size = tape_rnn_kernel.interface_size(width)  # 5 + W
         self.read_size = width
         self.projection = nnx.Linear(hidden, len(tape_rnn_kernel.ACTIONS), rngs=rngs)  # [D, 5]: the action logits
@@ -499,6 +530,12 @@ class TapeRNNMemory(nnx.Module):
         state = tape_rnn_kernel.init_state(self.tape_size, self.width, dtype=dtype, jump_length=jump_length)
         return _init_batched(state, batch_shape)
 
+    def init_sequence_state(self, num_steps: int, input_length: jax.Array, dtype=jnp.float32) -> tape_rnn_kernel.State:
+        """An empty tape whose jump length is ``input_length`` (``jump_to_input_length``) or 1."""
+        del num_steps
+        jump = input_length if self.jump_to_input_length else 1  # L (Delétang et al. 2023: the input length)
+        return self.init_state((), dtype=dtype, jump_length=jump)
+
     def raw_interface(self, h: jax.Array) -> jax.Array:
         """``h [..., D] -> [..., 5 + W]``: the action logits, then the value's pre-activation."""
         _check_hidden(h, self.hidden)
@@ -517,9 +554,6 @@ class TapeRNNMemory(nnx.Module):
         """``tape_rnn.step`` over the leading axes; returns ``(state, read [..., W])``."""
         lead = jnp.ndim(state.tape) - 2
         return _over_leading(tape_rnn_kernel.step, lead)(state, controls, mask)
-
-    def __call__(self, state, h, mask=None):
-        return self.step(state, self.controls(h), mask)
 
     @staticmethod
     def trace(state: tape_rnn_kernel.State, controls: tape_rnn_kernel.Controls) -> TapeRNNTrace:

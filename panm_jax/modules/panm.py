@@ -1,10 +1,9 @@
 """The PANM decoder: address bank, Pointer Units, Mode-1/Mode-2 access, Controller.
 
-Implements §2.3 of Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural
-Memory, TMLR)
-(Eq. 1-7, Algorithm 1, App. B-C) on top of the parameter-free ``panm_jax.kernels.pointer``. Given a
-memory ``M`` (an encoder's outputs, one slot per input step) it decodes
-``T_out`` steps in one ``scan``:
+Implements §2.3 (Eq. 1-7, Algorithm 1, App. B-C) of Le et al. 2024, "Plug, Play, and Generalize: Length
+Extrapolation with Pointer-Augmented Neural Memory" (TMLR), on top of the parameter-free
+``panm_jax.kernels.pointer``. Given a memory ``M`` (an encoder's outputs, one slot per input step) it
+decodes ``T_out`` steps in one ``scan`` (``PANMDecoder``: ``start``, then ``decode_step`` per step):
 
     A          = binary_addresses(a_B, L, b)                  (Algorithm 1, l. 3-5)
     G          = g^a(A)                                        address embedding, once
@@ -56,9 +55,9 @@ tested by itself::
     *p^a_t  = M w_t[1..l(X)]                            (Mode 1 reads the bank's part)
 
 At evaluation (and whenever no distractor key is passed) the decoder is exactly
-Eq. 2-3. (Taking the softmax over the whole space of ``2^b`` addresses instead
-left about 1% of the mass on the bank at initialisation, and the model never
-learned to use Mode 1: we tried it and did not keep it.)
+Eq. 2-3. The softmax is not taken over the whole space of ``2^b`` addresses
+instead: at initialisation that leaves about 1% of the mass on the bank, and
+Mode 1 is then not learned.
 
 Snapping (an option of this library; off by default). With ``snap_pointers=True``
 the pointer fed back to the Pointer Units, and kept in the traces, is
@@ -71,6 +70,7 @@ step to step; a snapped pointer is always one address. The model decides when
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -78,18 +78,62 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from panm_jax import checks
+from panm_jax.errors import UserError
 from panm_jax.kernels import pointer
 from panm_jax.kernels.scan import scan
-from panm_jax.modules.controllers import GRUCell
+from panm_jax.modules.controllers import GRUCell, gru_pointwise
 from panm_jax.modules.layers import MLP
 
-__all__ = ["CONTROLLER_STARTS", "DISTRACTOR_SAMPLING", "PANMDecoder", "PANMTraces", "PointerUnits"]
+__all__ = [
+    "CONTROLLER_STARTS",
+    "DISTRACTOR_SAMPLING",
+    "PANMDecoder",
+    "PANMTraces",
+    "PointerUnits",
+    "check_decoder_options",
+]
 
 # How the training distractors are drawn: uniformly off the bank, or one bit away from it.
 DISTRACTOR_SAMPLING = {"uniform": pointer.off_bank_addresses, "neighbours": pointer.neighbour_addresses}
 # The controller's start h^c_0: "sum" is Eq. 7's sum_i M[i] over the real slots (the paper's);
 # "mean" divides it by l(X), so its scale does not grow with the input length (ours).
 CONTROLLER_STARTS = ("sum", "mean")
+
+
+def check_decoder_options(
+    *,
+    hidden,
+    address_bits,
+    pointer_heads,
+    mode2_heads,
+    mlp_hidden,
+    score,
+    inverse_temperature,
+    distractors,
+    distractor_sampling,
+    controller_start,
+    input_features=0,
+) -> None:
+    """Raise ``UserError`` (naming the option) unless every ``PANMDecoder`` option is valid.
+
+    The one check of these options: ``PANMDecoder`` calls it, and so does
+    ``models.panm.PANMConfig`` so that a bad configuration fails when it is made.
+    ``address_bits`` lies in ``[1, pointer.MAX_ADDRESS_BITS]``; ``score`` is one of
+    ``pointer.SCORES``; ``inverse_temperature`` (the initial ``tau``) is a finite
+    positive number; ``mode2_heads``, ``distractors`` and ``input_features`` may be 0.
+    """
+    checks.positive_int("hidden", hidden)
+    checks.integer("address_bits", address_bits, 1, pointer.MAX_ADDRESS_BITS)
+    checks.positive_int("pointer_heads", pointer_heads)
+    checks.nonnegative_int("mode2_heads", mode2_heads)
+    checks.positive_int("mlp_hidden", mlp_hidden)
+    checks.one_of("score", score, pointer.SCORES)
+    checks.positive_number("inverse_temperature", inverse_temperature)
+    checks.nonnegative_int("distractors", distractors)
+    checks.one_of("distractor_sampling", distractor_sampling, DISTRACTOR_SAMPLING)
+    checks.one_of("controller_start", controller_start, CONTROLLER_STARTS)
+    checks.nonnegative_int("input_features", input_features)
 
 
 class PANMTraces(NamedTuple):
@@ -102,17 +146,33 @@ class PANMTraces(NamedTuple):
 
 
 class _Carry(NamedTuple):
+    """The decoder's state between steps."""
+
     pu_hidden: jax.Array  # [B, H^a, D] h^a_t
     pointers: jax.Array  # [B, H^a, A] p^a_t
     ctrl_hidden: jax.Array  # [B, D] h^c_t
+
+
+class _Context(NamedTuple):
+    """What every decoding step reads and none changes."""
+
+    memory: jax.Array  # [B, L, D] M
+    mask: jax.Array  # [B, L] bool, the real slots
+    keys: jax.Array  # [B, N, D] g^a of the candidate addresses of Eq. 2 (N = L, or L + K with distractors)
+    codes: jax.Array  # [B, N, A] their binary codes (Eq. 3 averages them)
+    candidates: jax.Array  # [B, N] bool, which candidates take part
+    tau_a: jax.Array  # [H^a] inverse temperatures of Eq. 2
+    tau_c: jax.Array  # [max(H^c, 1)] inverse temperatures of Eq. 5
 
 
 class PointerUnits(nnx.Module):
     """``H`` Pointer Units (Le et al. 2024, Eq. 1): GRUs with separate parameters, one per head.
 
     The heads' parameters are stacked on a leading head axis so that one batched
-    matmul serves every head. The GRU is ``GRUCell``'s (PyTorch conventions) and
-    the initialisation is ``nnx.Linear``'s (LeCun normal kernels, zero biases).
+    matmul serves every head. The GRU is ``GRUCell``'s (PyTorch conventions, gates
+    laid out ``r, z, n``), its gates computed by ``controllers.gru_pointwise`` with
+    the same hand-written VJP; the initialisation is ``nnx.Linear``'s (LeCun normal
+    kernels, zero biases).
 
     Call: ``(hidden [B, H, D], pointers [B, H, A]) -> hidden [B, H, D]``.
     """
@@ -128,13 +188,9 @@ class PointerUnits(nnx.Module):
         self.hidden_bias = nnx.Param(jnp.zeros((heads, 3 * hidden)))  # [H, 3D]
 
     def __call__(self, hidden: jax.Array, pointers: jax.Array) -> jax.Array:
-        gx = jnp.einsum("bha,haj->bhj", pointers, self.input_kernel[...]) + self.input_bias[...]
-        gh = jnp.einsum("bhd,hdj->bhj", hidden, self.hidden_kernel[...]) + self.hidden_bias[...]
-        d = self.hidden
-        r = jax.nn.sigmoid(gx[..., :d] + gh[..., :d])
-        z = jax.nn.sigmoid(gx[..., d : 2 * d] + gh[..., d : 2 * d])
-        n = jnp.tanh(gx[..., 2 * d :] + r * gh[..., 2 * d :])
-        return (1.0 - z) * n + z * hidden
+        gx = jnp.einsum("bha,haj->bhj", pointers, self.input_kernel[...]) + self.input_bias[...]  # [B, H, 3D]
+        gh = jnp.einsum("bhd,hdj->bhj", hidden, self.hidden_kernel[...]) + self.hidden_bias[...]  # [B, H, 3D]
+        return gru_pointwise(gx, gh, hidden)
 
 
 def _inverse_softplus(y: float) -> float:
@@ -142,11 +198,18 @@ def _inverse_softplus(y: float) -> float:
     return math.log(math.expm1(y))
 
 
+def _lengths(mask: jax.Array) -> jax.Array:
+    # [B, L] bool -> [B] int32 l(X), the number of real slots.
+    return jnp.sum(mask, axis=1).astype(jnp.int32)
+
+
 class PANMDecoder(nnx.Module):
     """Decodes ``T_out`` steps from a memory with pointer-based access.
 
     Call: ``(memory [B, L, D], mask [B, L], base [B] int, num_outputs) -> logits
-    [B, T_out, K]`` (and ``PANMTraces`` with ``return_traces=True``).
+    [B, T_out, K]`` (and ``PANMTraces`` with ``return_traces=True``): ``start``
+    gives the initial state, ``candidates`` what Eq. 2 attends over, and one
+    ``lax.scan`` runs ``decode_step`` ``T_out`` times.
 
     ``input_features = Z > 0`` gives the Controller a decoding input ``z_t``
     (Eq. 7: ``h^c_t = GRU_c([*p^a_t, *p^c_t, z_t], h^c_{t-1})``), passed per call as
@@ -154,6 +217,8 @@ class PANMDecoder(nnx.Module):
     Controller is stacked on (``models.panm_transformer``). With the default
     ``input_features = 0`` there is none (``z_t = 0`` left out) and the decoder
     is exactly the one above.
+
+    The options are checked by ``check_decoder_options``.
     """
 
     def __init__(
@@ -174,18 +239,19 @@ class PANMDecoder(nnx.Module):
         controller_start: str = "sum",
         rngs: nnx.Rngs,
     ):
-        if controller_start not in CONTROLLER_STARTS:
-            raise ValueError(f"controller_start: expected one of {list(CONTROLLER_STARTS)}, got {controller_start!r}")
-        if isinstance(distractors, bool) or not isinstance(distractors, int) or distractors < 0:
-            raise ValueError(f"distractors: expected a non-negative integer, got {distractors!r}")
-        if distractor_sampling not in DISTRACTOR_SAMPLING:
-            raise ValueError(
-                f"distractor_sampling: expected one of {list(DISTRACTOR_SAMPLING)}, got {distractor_sampling!r}"
-            )
-        if isinstance(input_features, bool) or not isinstance(input_features, int) or input_features < 0:
-            raise ValueError(f"input_features: expected a non-negative integer, got {input_features!r}")
-        if pointer_heads < 1 or mode2_heads < 0:
-            raise ValueError(f"pointer_heads / mode2_heads: expected >= 1 / >= 0, got {pointer_heads} / {mode2_heads}")
+        check_decoder_options(
+            hidden=hidden,
+            address_bits=address_bits,
+            pointer_heads=pointer_heads,
+            mode2_heads=mode2_heads,
+            mlp_hidden=mlp_hidden,
+            score=score,
+            inverse_temperature=inverse_temperature,
+            distractors=distractors,
+            distractor_sampling=distractor_sampling,
+            controller_start=controller_start,
+            input_features=input_features,
+        )
         self.hidden = hidden
         self.address_bits = address_bits
         self.pointer_heads = pointer_heads
@@ -207,6 +273,8 @@ class PANMDecoder(nnx.Module):
         self.pointer_temperature = nnx.Param(jnp.full((ha,), tau, jnp.float32))  # softplus -> tau_a
         self.mode2_temperature = nnx.Param(jnp.full((max(hc, 1),), tau, jnp.float32))  # softplus -> tau_c
 
+    # ---- the start (t = 0) ----------------------------------------------------------------
+
     def controller_start_state(self, memory: jax.Array, mask: jax.Array) -> jax.Array:
         """``h^c_0`` ``[B, D]`` from the memory ``[B, L, D]`` and its slot mask ``[B, L]``.
 
@@ -220,6 +288,182 @@ class PANMDecoder(nnx.Module):
         count = jnp.maximum(jnp.sum(mask, axis=1), 1).astype(memory.dtype)  # [B] l(X)
         return total / count[:, None]
 
+    def address_bank(self, base: jax.Array, length: int) -> jax.Array:
+        """The address bank ``A`` ``[B, L, A]`` of each example from its base ``a_B`` ``[B]`` (Algorithm 1, l. 3-5).
+
+        ``A[j] = bin((a_B + j) mod 2^b)`` for ``j = 0 .. L - 1``, one row per memory slot.
+        """
+        bits = self.address_bits
+        return jax.vmap(lambda a: pointer.binary_addresses(a, length, bits))(base)
+
+    def start(self, memory: jax.Array, mask: jax.Array, base: jax.Array) -> _Carry:
+        """The state before the first step: ``(h^a_0, p^a_0, h^c_0)``.
+
+        ``h^a_0 = 0`` ``[B, H^a, D]``; ``p^a_0`` ``[B, H^a, A]`` is ``bin(a_B)`` for the
+        even heads and ``bin(a_E)``, ``a_E = (a_B + l(X) - 1) mod 2^b``, for the odd
+        ones (Le et al. 2024, App. C); ``h^c_0`` ``[B, D]`` is Eq. 7's ``sum_i M[i]``
+        over the real slots, or its mean (``controller_start_state``).
+
+        Args:
+          memory: ``[B, L, D]`` ``M``.
+          mask: ``[B, L]`` bool, the real slots.
+          base: ``[B]`` integer ``a_B``.
+
+        Returns:
+          ``_Carry(pu_hidden, pointers, ctrl_hidden)`` in the memory's dtype.
+        """
+        bits = self.address_bits
+        b, _, d = memory.shape
+        end = jax.vmap(lambda a, n: pointer.end_address(a, n, bits))(base, _lengths(mask))  # [B] a_E
+        starts = jnp.stack([base if h % 2 == 0 else end for h in range(self.pointer_heads)], axis=1)  # [B, H^a]
+        p0 = jax.vmap(jax.vmap(lambda a: pointer.address_bits(a, bits)))(starts)  # [B, H^a, A]
+        return _Carry(
+            pu_hidden=jnp.zeros((b, self.pointer_heads, d), memory.dtype),
+            pointers=p0.astype(memory.dtype),
+            ctrl_hidden=self.controller_start_state(memory, mask),
+        )
+
+    def candidates(
+        self, addresses: jax.Array, mask: jax.Array, base: jax.Array, distractor_key: jax.Array | None, dtype
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """What Eq. 2 attends over and Eq. 3 averages: the bank, then (in training) ``K`` distractors.
+
+        Without distractors (``self.distractors = 0`` or no ``distractor_key``) the
+        candidates are the bank itself: ``(g^a(A), A, mask)``. With them, each
+        example draws ``K`` addresses ``d_1..d_K`` off its bank
+        (``DISTRACTOR_SAMPLING[self.distractor_sampling]``) and appends
+        ``(g^a(bin(d_k)), bin(d_k), valid_k)`` after its ``L`` slots.
+
+        Args:
+          addresses: ``[B, L, A]`` the bank ``A`` (``address_bank``).
+          mask: ``[B, L]`` bool, the real slots.
+          base: ``[B]`` integer ``a_B``.
+          distractor_key: a PRNG key, or ``None``.
+          dtype: the dtype of the distractors' codes (the memory's).
+
+        Returns:
+          ``(keys [B, N, D], codes [B, N, A], candidates [B, N] bool)`` with ``N = L``
+          or ``L + K``.
+        """
+        embedded = self.address_embedding(addresses)  # [B, L, D] g^a(A), once for all steps
+        if not (self.distractors and distractor_key is not None):
+            return embedded, addresses, mask  # Eq. 2 over the bank
+        bits = self.address_bits
+        sample = DISTRACTOR_SAMPLING[self.distractor_sampling]
+        draw = jax.vmap(lambda k, a, n: sample(k, a, n, self.distractors, bits))
+        drawn, valid = draw(jax.random.split(distractor_key, base.shape[0]), base, _lengths(mask))  # [B, K], [B, K]
+        drawn_codes = jax.vmap(jax.vmap(lambda a: pointer.address_bits(a, bits, dtype=dtype)))(drawn)  # [B, K, A]
+        keys = jnp.concatenate([embedded, self.address_embedding(drawn_codes)], axis=1)  # [B, L + K, D]
+        codes = jnp.concatenate([addresses, drawn_codes], axis=1)  # [B, L + K, A]
+        return keys, codes, jnp.concatenate([mask, valid], axis=1)  # [B, L + K]
+
+    # ---- one decoding step --------------------------------------------------------------
+
+    def point(self, carry: _Carry, context: _Context, snap_pointers: bool) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """Pointer Units and address attention: Eq. 1-3.
+
+        ``h^a_t = PU(p^a_{t-1}, h^a_{t-1})`` (Eq. 1), ``w_t = softmax_n(tau_a
+        score(h^a_t, keys[n]))`` over the candidates (Eq. 2), ``p^a_t = codes w_t``
+        (Eq. 3), rounded to the nearest address with ``snap_pointers``.
+
+        Args:
+          carry: ``h^a_{t-1}`` ``[B, H^a, D]`` and ``p^a_{t-1}`` ``[B, H^a, A]`` (``h^c`` unused).
+          context: the step's constants (``_Context``).
+          snap_pointers: feed back ``pointer.snap_to_address(p^a_t)``.
+
+        Returns:
+          ``(h^a_t [B, H^a, D], w^a_t [B, H^a, L], p^a_t [B, H^a, A])``, with ``w^a_t`` the
+          bank's part of ``w_t`` (what Mode 1 reads).
+        """
+        attend = jax.vmap(
+            lambda k, e, m: pointer.address_attention(k, e, m, score=self.score, inverse_temperature=context.tau_a)
+        )
+        pu_hidden = self.pointer_units(carry.pu_hidden, carry.pointers)  # Eq. 1
+        w_all = attend(pu_hidden, context.keys, context.candidates)  # [B, H^a, L (+ K)] Eq. 2
+        p_a = jax.vmap(pointer.pointer_values)(w_all, context.codes)  # [B, H^a, A] Eq. 3: p = A w
+        w_a = w_all[:, :, : context.memory.shape[1]]  # the bank's part: what Mode 1 reads
+        if snap_pointers:
+            p_a = pointer.snap_to_address(p_a)  # the nearest address is fed back (Eq. 1's input)
+        return pu_hidden, w_a, p_a
+
+    def read(self, w_a: jax.Array, context: _Context) -> tuple[jax.Array, jax.Array]:
+        """Mode 1 and Mode 2 reads: ``*p^a_t = M w^a_t``, then Eq. 4-6.
+
+        ``q_t = g^c([*p^a_{t,1..H^a}])`` (Eq. 4), ``w^c_t = softmax_n(tau_c
+        score(q_t, M[n]))`` (Eq. 5), ``*p^c_t = M w^c_t`` (Eq. 6); no Mode 2 with
+        ``H^c = 0``.
+
+        Args:
+          w_a: ``[B, H^a, L]`` ``w^a_t``.
+          context: the step's constants (``_Context``).
+
+        Returns:
+          ``(values [B, (H^a + H^c) D], w^c_t [B, H^c, L])``: ``values`` is
+          ``[*p^a_t, *p^c_t]`` flattened.
+        """
+        memory, mask = context.memory, context.mask
+        b, length, d = memory.shape
+        v_a = jax.vmap(pointer.dereference)(w_a, memory)  # [B, H^a, D] Mode 1: *p = M w
+        flat_a = v_a.reshape(b, -1)
+        if not self.mode2_heads:
+            return flat_a, jnp.zeros((b, 0, length), memory.dtype)
+        relate = jax.vmap(
+            lambda q, mem, m: pointer.relational_access(q, mem, m, score=self.score, inverse_temperature=context.tau_c)
+        )
+        q = self.query_net(flat_a).reshape(b, self.mode2_heads, d)  # Eq. 4
+        mode2 = relate(q, memory, mask)  # Eq. 5-6: RelationalRead(values, weights)
+        return jnp.concatenate([flat_a, mode2.values.reshape(b, -1)], axis=-1), mode2.weights
+
+    def decode_step(
+        self, carry: _Carry, z: jax.Array | None, context: _Context, *, snap_pointers: bool, return_traces: bool
+    ):
+        """One decoding step ``t``: ``point`` (Eq. 1-3), ``read`` (Mode 1, Eq. 4-6), Controller (Eq. 7), ``g^o``.
+
+        ``h^c_t = GRU_c([*p^a_t, *p^c_t (, z_t)], h^c_{t-1})`` (Eq. 7) and
+        ``logits_t = g^o([*p^a_t, *p^c_t, h^c_t])``.
+
+        Args:
+          carry: ``(h^a_{t-1} [B, H^a, D], p^a_{t-1} [B, H^a, A], h^c_{t-1} [B, D])``.
+          z: ``[B, Z]`` ``z_t``, or ``None`` (no decoding input).
+          context: the step's constants (``_Context``).
+          snap_pointers: feed back the nearest address (``point``).
+          return_traces: also return ``(w^a_t, p^a_t, w^c_t)``.
+
+        Returns:
+          ``(carry_t, (logits_t [B, K], trace_t))``, ``trace_t`` being
+          ``(w^a_t [B, H^a, L], p^a_t [B, H^a, A], w^c_t [B, H^c, L])`` or ``()``.
+        """
+        pu_hidden, w_a, p_a = self.point(carry, context, snap_pointers)
+        values, w_c = self.read(w_a, context)
+        ctrl_in = values if z is None else jnp.concatenate([values, z], axis=-1)  # Eq. 7 ([.., z_t] if given)
+        ctrl_hidden, _ = self.controller(carry.ctrl_hidden, ctrl_in)
+        logits = self.output_net(jnp.concatenate([values, ctrl_hidden], axis=-1))  # g^o
+        trace = (w_a, p_a, w_c) if return_traces else ()
+        return _Carry(pu_hidden, p_a, ctrl_hidden), (logits, trace)
+
+    # ---- the whole decoder --------------------------------------------------------------
+
+    def _decoding_inputs(self, memory: jax.Array, num_outputs: int, decoder_inputs: jax.Array | None):
+        # Check the call's shapes; return z as [T_out, B, Z] (the scan's xs), or None.
+        b, length, d = memory.shape
+        if d != self.hidden:
+            raise UserError(f"memory: expected width D = {self.hidden} on the last axis, got shape {memory.shape}")
+        zs = None
+        if self.input_features:
+            expected = (b, num_outputs, self.input_features)
+            if decoder_inputs is None or tuple(decoder_inputs.shape) != expected:
+                got = None if decoder_inputs is None else tuple(decoder_inputs.shape)
+                raise UserError(f"decoder_inputs: expected shape [B, T_out, Z] = {expected}, got {got}")
+            zs = jnp.swapaxes(decoder_inputs, 0, 1).astype(memory.dtype)  # [T_out, B, Z]
+        elif decoder_inputs is not None:
+            raise UserError("decoder_inputs: this decoder was built with input_features = 0 and takes none")
+        if length > 2**self.address_bits:
+            raise UserError(
+                f"inputs: expected at most 2^address_bits = {2**self.address_bits} memory slots, got L = {length}; "
+                "raise address_bits"
+            )
+        return zs
+
     def __call__(
         self,
         memory: jax.Array,
@@ -232,80 +476,38 @@ class PANMDecoder(nnx.Module):
         return_traces: bool = False,
         decoder_inputs: jax.Array | None = None,
     ):
-        b, length, d = memory.shape
-        if d != self.hidden:
-            raise ValueError(f"memory: expected width D = {self.hidden} on the last axis, got shape {memory.shape}")
-        if self.input_features:
-            expected = (b, num_outputs, self.input_features)
-            if decoder_inputs is None or tuple(decoder_inputs.shape) != expected:
-                got = None if decoder_inputs is None else tuple(decoder_inputs.shape)
-                raise ValueError(f"decoder_inputs: expected shape [B, T_out, Z] = {expected}, got {got}")
-            zs = jnp.swapaxes(decoder_inputs, 0, 1).astype(memory.dtype)  # [T_out, B, Z]
-        elif decoder_inputs is not None:
-            raise ValueError("decoder_inputs: this decoder was built with input_features = 0 and takes none")
-        else:
-            zs = None
-        if length > 2**self.address_bits:
-            raise ValueError(
-                f"inputs: expected at most 2^address_bits = {2**self.address_bits} memory slots, got L = {length}; "
-                "raise address_bits"
-            )
-        bits = self.address_bits
+        """Decode ``num_outputs`` steps: ``start``, then a ``lax.scan`` of ``decode_step``.
+
+        Args:
+          memory: ``[B, L, D]`` ``M``, one slot per input step.
+          mask: ``[B, L]``, the real slots (``l(X)`` of them per example).
+          base: ``[B]`` integer base addresses ``a_B``.
+          num_outputs: ``T_out``, a static Python int.
+          distractor_key: a PRNG key for the training distractors (``candidates``), or ``None``.
+          snap_pointers: feed back the nearest address instead of the soft pointer.
+          return_traces: also return ``PANMTraces``.
+          decoder_inputs: ``[B, T_out, Z]`` ``z``, required iff ``input_features = Z > 0``.
+
+        Returns:
+          ``logits [B, T_out, K]``, or ``(logits, PANMTraces)``.
+        """
+        zs = self._decoding_inputs(memory, num_outputs, decoder_inputs)
         mask = jnp.asarray(mask).astype(bool)
-        lengths = jnp.sum(mask, axis=1).astype(jnp.int32)  # [B] l(X)
-        addresses = jax.vmap(lambda a: pointer.binary_addresses(a, length, bits))(base)  # [B, L, A]
-        embedded = self.address_embedding(addresses)  # [B, L, D] g^a(A), once for all steps
-        end = jax.vmap(lambda a, n: pointer.end_address(a, n, bits))(base, lengths)  # [B] a_E
-        starts = jnp.stack([base if h % 2 == 0 else end for h in range(self.pointer_heads)], axis=1)  # [B, H^a]
-        p0 = jax.vmap(jax.vmap(lambda a: pointer.address_bits(a, bits)))(starts)  # [B, H^a, A]
-        carry = _Carry(
-            pu_hidden=jnp.zeros((b, self.pointer_heads, d), memory.dtype),
-            pointers=p0.astype(memory.dtype),
-            ctrl_hidden=self.controller_start_state(memory, mask),
+        addresses = self.address_bank(base, memory.shape[1])  # [B, L, A]
+        keys, codes, candidates = self.candidates(addresses, mask, base, distractor_key, memory.dtype)
+        context = _Context(
+            memory=memory,
+            mask=mask,
+            keys=keys,
+            codes=codes,
+            candidates=candidates,
+            tau_a=jax.nn.softplus(self.pointer_temperature[...]),
+            tau_c=jax.nn.softplus(self.mode2_temperature[...]),
         )
-        tau_a = jax.nn.softplus(self.pointer_temperature[...])
-        tau_c = jax.nn.softplus(self.mode2_temperature[...])
-
-        attend = jax.vmap(
-            lambda k, e, m: pointer.address_attention(k, e, m, score=self.score, inverse_temperature=tau_a)
+        step = functools.partial(
+            self.decode_step, context=context, snap_pointers=snap_pointers, return_traces=return_traces
         )
-        keys, codes, candidates = embedded, addresses, mask  # Eq. 2 over the bank
-        if self.distractors and distractor_key is not None:
-            sample = DISTRACTOR_SAMPLING[self.distractor_sampling]
-            draw = jax.vmap(lambda k, a, n: sample(k, a, n, self.distractors, bits))
-            drawn, valid = draw(jax.random.split(distractor_key, b), base, lengths)  # [B, K], [B, K]
-            drawn_codes = jax.vmap(jax.vmap(lambda a: pointer.address_bits(a, bits, dtype=memory.dtype)))(drawn)
-            keys = jnp.concatenate([embedded, self.address_embedding(drawn_codes)], axis=1)  # [B, L + K, D]
-            codes = jnp.concatenate([addresses, drawn_codes], axis=1)  # [B, L + K, A]
-            candidates = jnp.concatenate([mask, valid], axis=1)  # [B, L + K]
-
-        relate = jax.vmap(
-            lambda q, mem, m: pointer.relational_access(q, mem, m, score=self.score, inverse_temperature=tau_c)
-        )
-
-        def step(c: _Carry, z):
-            pu_hidden = self.pointer_units(c.pu_hidden, c.pointers)  # Eq. 1
-            w_all = attend(pu_hidden, keys, candidates)  # [B, H^a, L (+ K)] Eq. 2
-            p_a = jax.vmap(pointer.pointer_values)(w_all, codes)  # [B, H^a, A] Eq. 3: p = A w
-            w_a = w_all[:, :, :length]  # the bank's part: what Mode 1 reads
-            if snap_pointers:
-                p_a = pointer.snap_to_address(p_a)  # the nearest address is fed back (Eq. 1's input)
-            v_a = jax.vmap(pointer.dereference)(w_a, memory)  # [B, H^a, D] Mode 1: *p = M w
-            flat_a = v_a.reshape(b, -1)
-            if self.mode2_heads:
-                q = self.query_net(flat_a).reshape(b, self.mode2_heads, d)  # Eq. 4
-                read = relate(q, memory, mask)  # Eq. 5-6: RelationalRead(values, weights)
-                w_c = read.weights
-                values = jnp.concatenate([flat_a, read.values.reshape(b, -1)], axis=-1)
-            else:
-                w_c = jnp.zeros((b, 0, length), memory.dtype)
-                values = flat_a
-            ctrl_in = values if z is None else jnp.concatenate([values, z], axis=-1)  # Eq. 7 ([.., z_t] if given)
-            ctrl_hidden, _ = self.controller(c.ctrl_hidden, ctrl_in)
-            logits = self.output_net(jnp.concatenate([values, ctrl_hidden], axis=-1))  # g^o
-            trace = (w_a, p_a, w_c) if return_traces else ()
-            return _Carry(pu_hidden, p_a, ctrl_hidden), (logits, trace)
-
+        carry = self.start(memory, mask, base)
         _, (logits, trace) = scan(step, carry, zs, length=num_outputs, remat=self.remat)
         logits = jnp.swapaxes(logits, 0, 1)  # [B, T_out, K]
         if not return_traces:

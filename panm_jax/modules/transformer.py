@@ -41,6 +41,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from panm_jax import checks
 from panm_jax.modules.layers import MLP
 
 __all__ = [
@@ -63,14 +64,9 @@ LAYER_NORM_EPS = 1e-5
 POSITIONS = ("absolute", "relative")
 
 
-def _positive_int(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}: expected a positive integer, got {value!r}")
-
-
 def _check_heads(d_model: int, num_heads: int, d_name: str = "d_model") -> None:
-    _positive_int(d_name, d_model)
-    _positive_int("num_heads", num_heads)
+    checks.positive_int(d_name, d_model)
+    checks.positive_int("num_heads", num_heads)
     if d_model % num_heads:
         raise ValueError(f"num_heads: expected a divisor of {d_name} = {d_model}, got {num_heads}")
 
@@ -89,7 +85,7 @@ def sinusoidal_encoding(positions: jax.Array, width: int) -> jax.Array:
     Returns:
       ``[..., D]`` float32.
     """
-    _positive_int("width", width)
+    checks.positive_int("width", width)
     half = (width + 1) // 2
     inv_freq = SINUSOID_BASE ** (-2.0 * jnp.arange(half, dtype=jnp.float32) / width)  # [ceil(D/2)]
     angles = jnp.asarray(positions, jnp.float32)[..., None] * inv_freq  # [..., ceil(D/2)]
@@ -164,7 +160,7 @@ class MultiHeadAttention(nnx.Module):
     ):
         _check_heads(d_model, num_heads)
         kv_features = d_model if kv_features is None else kv_features
-        _positive_int("kv_features", kv_features)
+        checks.positive_int("kv_features", kv_features)
         self.d_model = d_model
         self.num_heads = num_heads
         self.head_width = d_model // num_heads
@@ -312,7 +308,7 @@ class EncoderLayer(nnx.Module):
     """
 
     def __init__(self, d_model: int, num_heads: int, ffn_hidden: int, *, relative: bool = False, rngs: nnx.Rngs):
-        _positive_int("ffn_hidden", ffn_hidden)
+        checks.positive_int("ffn_hidden", ffn_hidden)
         self.attention_norm = _layer_norm(d_model, rngs)
         self.attention = MultiHeadAttention(d_model, num_heads, relative=relative, rngs=rngs)
         self.ffn_norm = _layer_norm(d_model, rngs)
@@ -380,7 +376,7 @@ class DecoderLayer(nnx.Module):
         memory_features: int | None = None,
         rngs: nnx.Rngs,
     ):
-        _positive_int("ffn_hidden", ffn_hidden)
+        checks.positive_int("ffn_hidden", ffn_hidden)
         self.self_attention_norm = _layer_norm(d_model, rngs)
         self.self_attention = MultiHeadAttention(d_model, num_heads, relative=relative, rngs=rngs)
         self.cross_attention_norm = _layer_norm(d_model, rngs)
@@ -436,14 +432,13 @@ class TransformerController(nnx.Module):
         positions: str = "absolute",
         rngs: nnx.Rngs,
     ):
-        _positive_int("in_features", in_features)
+        checks.positive_int("in_features", in_features)
         _check_heads(hidden, num_heads, "hidden")
-        _positive_int("max_steps", max_steps)
-        _positive_int("num_layers", num_layers)
+        checks.positive_int("max_steps", max_steps)
+        checks.positive_int("num_layers", num_layers)
         ffn_hidden = hidden if ffn_hidden is None else ffn_hidden
-        _positive_int("ffn_hidden", ffn_hidden)
-        if positions not in POSITIONS:
-            raise ValueError(f"positions: expected one of {list(POSITIONS)}, got {positions!r}")
+        checks.positive_int("ffn_hidden", ffn_hidden)
+        checks.one_of("positions", positions, POSITIONS)
         self.in_features = in_features
         self.hidden = hidden
         self.max_steps = max_steps

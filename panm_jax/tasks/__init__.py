@@ -6,12 +6,15 @@ length)`` returns a padded ``Batch(inputs, input_mask, targets, target_mask)``.
 A task also carries its sizes, its training lengths and test length modes, how
 its outputs align with its inputs, and its masked jax metrics. ``TASKS`` maps
 each registered name to its factory, in the order tables list them;
-``list_tasks()`` describes them and ``panm-jax tasks`` prints them.
+``list_tasks()`` names them, ``task_options(name)`` gives each option of one
+with its type and default, and ``panm-jax tasks`` prints them.
 
 Modules:
 
 * ``base``: ``Batch``, ``LengthRange``, the ``Task`` interface, named errors.
-* ``registry``: ``TASKS``, ``get_task``, ``list_tasks``, ``register_task``.
+  An unknown task name raises ``UnknownNameError`` (``panm_jax.errors``, the
+  error of every registry; ``UnknownTaskError`` is another name for it).
+* ``registry``: ``TASKS``, ``get_task``, ``list_tasks``, ``task_options``, ``register_task``.
 * ``buckets``: padding batches to bucket lengths (a handful of compiled shapes).
 * ``metrics``: token / sequence (exact-match) / coarse / fine accuracy.
 * ``losses``: masked softmax and sigmoid cross-entropy.
@@ -30,19 +33,19 @@ Modules:
   (Saxton et al. 2019; needs the ``[math]`` extra).
 * ``automata``: finite, pushdown and Turing machines written as data; acceptance
   and transduction tasks.
-* ``cli``: the ``panm-jax tasks`` sub-command.
 
 Task definitions, lengths and metrics are described in ``docs/tasks.md``.
 """
 
+from panm_jax.errors import UnknownNameError
 from panm_jax.tasks.base import (
     Batch,
     DecodedExample,
     LengthRange,
     Task,
     TaskOptionError,
-    UnknownTaskError,
 )
+from panm_jax.tasks.base import UnknownTaskError as UnknownTaskError  # the name UnknownNameError had for tasks
 from panm_jax.tasks.buckets import bucket_length, pad_batch, pad_to_bucket, power_of_two_buckets
 from panm_jax.tasks.metrics import (
     coarse_accuracy,
@@ -50,7 +53,7 @@ from panm_jax.tasks.metrics import (
     sequence_accuracy,
     token_accuracy,
 )
-from panm_jax.tasks.registry import TASKS, get_task, list_tasks, register_task
+from panm_jax.tasks.registry import TASKS, get_task, list_tasks, register_task, task_options
 
 __all__ = [
     "Batch",
@@ -59,7 +62,7 @@ __all__ = [
     "TASKS",
     "Task",
     "TaskOptionError",
-    "UnknownTaskError",
+    "UnknownNameError",
     "bucket_length",
     "coarse_accuracy",
     "fine_accuracy",
@@ -70,5 +73,6 @@ __all__ = [
     "power_of_two_buckets",
     "register_task",
     "sequence_accuracy",
+    "task_options",
     "token_accuracy",
 ]

@@ -155,6 +155,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, cast
 
 import numpy as np
 
+from panm_jax import checks
 from panm_jax.errors import UserError
 from panm_jax.tasks import metrics as _metrics
 from panm_jax.tasks.base import (
@@ -254,12 +255,14 @@ def _check_accepting(source: str, accepting, states: Sequence[str]) -> tuple[str
     return out
 
 
-def _check_positive(source: str, field: str, value, allow_none: bool = False):
+def _check_count(source: str, field: str, value, lo: int = 1, allow_none: bool = False):
+    """``checks.integer(field, value, lo)``, a failure raised as ``MachineFormatError`` naming ``source``."""
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise MachineFormatError(source, field, f"expected a positive integer, got {value!r}")
-    return int(value)
+    try:
+        return checks.integer(field, value, lo)
+    except UserError as err:
+        raise MachineFormatError(source, field, str(err).removeprefix(f"{field}: ")) from None
 
 
 def _check_transitions(source: str, transitions, cls, to_symbols) -> tuple:
@@ -473,7 +476,7 @@ class PushdownAutomaton(_Machine):
         accepting = _check_accepting(src, self.accepting, states)
         if not isinstance(self.deterministic, bool):
             raise MachineFormatError(src, "deterministic", f"expected true or false, got {self.deterministic!r}")
-        budget = _check_positive(src, "max_configurations", self.max_configurations)
+        budget = _check_count(src, "max_configurations", self.max_configurations)
         seen: dict[tuple, int] = {}
 
         def check(i, t):
@@ -774,10 +777,8 @@ class TuringMachine(_Machine):
         start = _check_member(src, "start", self.start, states, "state")
         accepting = _check_accepting(src, self.accepting, states)
         for field in ("output_left", "output_right"):
-            v = getattr(self, field)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-                raise MachineFormatError(src, field, f"expected a non-negative integer, got {v!r}")
-        max_steps = _check_positive(src, "max_steps", self.max_steps, allow_none=True)
+            _check_count(src, field, getattr(self, field), lo=0)
+        max_steps = _check_count(src, "max_steps", self.max_steps, allow_none=True)
         delta: dict[tuple[str, str], tuple[TMTransition, int]] = {}
 
         def check(i, t):

@@ -31,10 +31,13 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, ClassVar, NamedTuple
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 import numpy as np
+
+from panm_jax import checks
+from panm_jax.errors import UnknownNameError, UserError
 
 __all__ = [
     "Batch",
@@ -47,12 +50,14 @@ __all__ = [
 ]
 
 
-class UnknownTaskError(ValueError):
-    """``get_task`` was given a name that is not registered."""
+UnknownTaskError = UnknownNameError
+"""``get_task`` was given a name that is not registered: the same type as
+``panm_jax.errors.UnknownNameError`` (one type for every registry), kept under
+this name for the task API."""
 
 
-class TaskOptionError(ValueError):
-    """A task was given an option it does not have, or an invalid value for one."""
+class TaskOptionError(UserError):
+    """A task was given an option it does not have, or an invalid value for one (a ``UserError``)."""
 
 
 class Batch(NamedTuple):
@@ -115,14 +120,8 @@ class LengthRange:
 
 
 def check_batch_size(batch_size, name: str = "batch_size") -> int:
-    """Return ``batch_size`` as an ``int`` or raise ``ValueError`` (naming ``name``) unless it is >= 1."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise ValueError(f"{name}: expected a positive integer, got {batch_size!r}")
-    return int(batch_size)
-
-
-def _is_int(x) -> bool:
-    return not isinstance(x, bool) and isinstance(x, (int, np.integer))
+    """Return ``batch_size`` as an ``int`` or raise ``UserError`` (naming ``name``) unless it is >= 1."""
+    return checks.positive_int(name, batch_size)
 
 
 class Task(abc.ABC):
@@ -200,7 +199,7 @@ class Task(abc.ABC):
 
     def check_lengths(self, length, batch_size: int) -> np.ndarray:
         """Validate ``length`` (an int or a ``[B]`` vector) and return it as ``[B]`` int64."""
-        if _is_int(length):
+        if isinstance(length, (int, np.integer)) and not isinstance(length, bool):
             if not self.lengths.contains(int(length)):
                 raise ValueError(f"length: expected {self.lengths.expected()}, got {length!r}")
             return np.full((batch_size,), int(length), dtype=np.int64)
@@ -337,9 +336,24 @@ def check_option_names(task_name: str, given: Mapping[str, Any], known: Sequence
         raise TaskOptionError(f"{task_name}: unknown option(s) {unknown}; expected some of {sorted(known)}")
 
 
+_T = TypeVar("_T")
+
+
+def check_option(task_name: str, option: str, check: Callable[..., _T], value, *args) -> _T:
+    """Return ``check(option, value, *args)`` (a ``panm_jax.checks`` function); a failure is a ``TaskOptionError``.
+
+    ``check_option("dyck", "p", checks.probability, 1.5)`` raises
+    ``"dyck: option p: expected a number in [0, 1], got 1.5"``.
+    """
+    try:
+        return check(option, value, *args)
+    except UserError as err:
+        raise TaskOptionError(f"{task_name}: option {err}") from None
+
+
 def check_int_option(task_name: str, option: str, value, lo: int, hi: int | None = None) -> int:
-    """Return ``value`` as an int or raise ``TaskOptionError`` unless ``lo <= value (<= hi)``."""
-    if not _is_int(value) or value < lo or (hi is not None and value > hi):
-        want = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]"
-        raise TaskOptionError(f"{task_name}: option {option}: expected {want}, got {value!r}")
-    return int(value)
+    """Return ``value`` as an int or raise ``TaskOptionError`` unless ``lo <= value (<= hi)``.
+
+    ``check_option`` with ``checks.integer``: the message reads ``"<task>: option <name>: ..."``.
+    """
+    return check_option(task_name, option, checks.integer, value, lo, hi)

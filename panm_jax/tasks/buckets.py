@@ -21,6 +21,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from panm_jax import checks
+from panm_jax.errors import UserError
 from panm_jax.tasks.base import Batch, Task
 
 __all__ = ["bucket_length", "pad_batch", "pad_to_bucket", "power_of_two_buckets"]
@@ -31,14 +33,8 @@ def power_of_two_buckets(max_length: int, min_length: int = 1) -> tuple[int, ...
 
     ``power_of_two_buckets(10) == (1, 2, 4, 8, 16)``.
     """
-    if isinstance(max_length, bool) or not isinstance(max_length, (int, np.integer)) or max_length < 1:
-        raise ValueError(f"max_length: expected a positive integer, got {max_length!r}")
-    if (
-        isinstance(min_length, bool)
-        or not isinstance(min_length, (int, np.integer))
-        or not 1 <= min_length <= max_length
-    ):
-        raise ValueError(f"min_length: expected an integer in [1, {max_length}], got {min_length!r}")
+    max_length = checks.positive_int("max_length", max_length)
+    min_length = checks.integer("min_length", min_length, 1, max_length)
     b = 1
     while b < min_length:
         b *= 2
@@ -50,16 +46,15 @@ def power_of_two_buckets(max_length: int, min_length: int = 1) -> tuple[int, ...
 
 def _check_buckets(buckets: Sequence[int]) -> tuple[int, ...]:
     buckets = tuple(buckets)
-    ok = (
-        len(buckets) > 0
-        and all(not isinstance(b, bool) and isinstance(b, (int, np.integer)) and b >= 0 for b in buckets)
-        and all(a < b for a, b in itertools.pairwise(buckets))
-    )
-    if not ok:
+    try:
+        values = tuple(checks.nonnegative_int("buckets", b) for b in buckets)
+    except UserError:
+        values = ()
+    if not values or any(a >= b for a, b in itertools.pairwise(values)):
         raise ValueError(
             f"buckets: expected a non-empty strictly ascending list of non-negative integers, got {buckets}"
         )
-    return tuple(int(b) for b in buckets)
+    return values
 
 
 def bucket_length(task: Task, input_steps: int, output_steps: int, buckets: Sequence[int]) -> int:

@@ -61,6 +61,7 @@ from typing import Any
 
 import numpy as np
 
+from panm_jax import checks
 from panm_jax.tasks import metrics as _metrics
 from panm_jax.tasks.base import (
     Batch,
@@ -70,6 +71,7 @@ from panm_jax.tasks.base import (
     TaskOptionError,
     check_batch_size,
     check_int_option,
+    check_option,
     check_option_names,
     one_hot,
     step_mask,
@@ -235,9 +237,8 @@ class DyckTask(Task):
     ):
         check_option_names(self.name, unknown, self._OPTIONS)
         n = check_int_option(self.name, "n", n, 1, len(BRACKET_PAIRS))
-        for opt, v in (("p", p), ("q", q)):
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
-                raise TaskOptionError(f"{self.name}: option {opt}: expected a number in [0, 1], got {v!r}")
+        p = check_option(self.name, "p", checks.probability, p)
+        q = check_option(self.name, "q", checks.probability, q)
         if not (p > 0 and p + q < 1.0 and p + 2 * q <= 1.0):
             raise TaskOptionError(
                 f"{self.name}: options p, q: expected p > 0, p + q < 1 and p + 2q <= 1 "

@@ -66,6 +66,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from panm_jax import checks
+from panm_jax.errors import UserError
+
 __all__ = ["GENDER", "ITG", "SVO_SOV"]
 
 STRAIGHT = False
@@ -95,10 +98,12 @@ class ITG:
     def __post_init__(self):
         nonterminals = {r[0] for r in self.binary} | set(self.lexical)
         for lhs, left, right, _, weight in self.binary:
-            if not isinstance(weight, int) or weight < 1:
+            try:
+                checks.positive_int("weight", weight)
+            except UserError:
                 raise ValueError(
                     f"grammar: rule {lhs} -> {left} {right}: expected a positive integer weight, got {weight!r}"
-                )
+                ) from None
             for sym in (left, right):
                 if sym not in nonterminals:
                     raise ValueError(f"grammar: rule {lhs} -> {left} {right} uses undefined {sym!r}")

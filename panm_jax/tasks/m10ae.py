@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from panm_jax import checks
 from panm_jax.tasks import metrics as _metrics
 from panm_jax.tasks.base import (
     Batch,
@@ -58,6 +59,7 @@ from panm_jax.tasks.base import (
     Task,
     TaskOptionError,
     check_int_option,
+    check_option,
     check_option_names,
     step_mask,
 )
@@ -182,8 +184,7 @@ def generate_expression(
 
     See the module docstring for the distribution. Returns token ids.
     """
-    if num_tokens < 1 or num_tokens % 2 == 0:
-        raise ValueError(f"num_tokens: expected an odd positive integer, got {num_tokens}")
+    num_tokens = checks.odd_int("num_tokens", num_tokens)
     u = rng.random((num_tokens, 3)).tolist()  # one row per expression node (at most num_tokens nodes)
     node = 0
     out: list[int] = []
@@ -237,8 +238,7 @@ class M10AETask(Task):
         if L % 2 == 0:
             raise TaskOptionError(f"{self.name}: option max_train_length: expected an odd integer, got {L}")
         max_depth = check_int_option(self.name, "max_depth", max_depth, 0)
-        if isinstance(paren_prob, bool) or not isinstance(paren_prob, (int, float)) or not 0 <= paren_prob <= 1:
-            raise TaskOptionError(f"{self.name}: option paren_prob: expected a number in [0, 1], got {paren_prob!r}")
+        paren_prob = check_option(self.name, "paren_prob", checks.probability, paren_prob)
         max_length = check_int_option(self.name, "max_length", max_length, 1)
         max_length -= 1 - max_length % 2  # odd
         if 8 * L + 1 > max_length:

@@ -31,17 +31,14 @@ As the package's own sampler does, questions longer than 160 characters and
 answers longer than 30 are dropped (and answers longer than the option
 ``max_answer_length``).
 
-**Pools.** The generator is slow (sympy): about 1,400 to 3,600 add_or_sub and
-6,000 to 8,800 place_value examples per second on one CPU core (measured;
-it varies with the machine's load), so drawing a batch of 128 from it would
-take 15 to 90 ms. Each split is therefore drawn once into a fixed *pool*
+**Pools.** The generator is slow (sympy), too slow to draw every training
+batch from it. Each split is therefore drawn once into a fixed *pool*
 (options ``train_pool_size``, default 50,000, and ``test_pool_size``, default
 10,000), built on first use and cached for the process, keyed by (module,
-split, size, ``pool_seed``): with the defaults 15 to 25 s for add_or_sub and
-about 10 s for place_value, after which a batch of 128 takes about 1 ms. The
+split, size, ``pool_seed``); a batch is then a draw of pool rows. The
 generated chunks are also kept on disk (``cache_dir()``: ``$PANM_JAX_CACHE_DIR``,
 else ``~/.cache/panm_jax``), checksummed and keyed by the package versions, so
-later processes read a pool in well under a second.
+later processes read a pool instead of generating it again.
 Training and test batches draw pool rows with the ``np.random.Generator``
 they are given. A pool is generated in chunks of ``CHUNK`` questions; chunk
 ``c`` is seeded from ``(pool_seed, module, split, c)``, so a pool is fixed by
@@ -113,15 +110,16 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from panm_jax import checks
 from panm_jax.tasks import metrics as _metrics
 from panm_jax.tasks.base import (
     Batch,
     DecodedExample,
     LengthRange,
     Task,
-    TaskOptionError,
     check_batch_size,
     check_int_option,
+    check_option,
     check_option_names,
     one_hot,
     step_mask,
@@ -202,12 +200,6 @@ def _generator(module: str, split: str):
         return mod.test_extra()[big_name]
 
 
-def _check_choice(option: str, value, choices, who: str) -> str:
-    if not isinstance(value, str) or value not in choices:
-        raise TaskOptionError(f"{who}: option {option}: expected one of {list(choices)}, got {value!r}")
-    return value
-
-
 def generate(
     module: str,
     split: str,
@@ -228,8 +220,8 @@ def generate(
     Raises:
       MathematicsUnavailableError: the package is not importable.
     """
-    _check_choice("module", module, MODULES, "generate")
-    _check_choice("split", split, SPLITS, "generate")
+    check_option("generate", "module", checks.one_of, module, MODULES)
+    check_option("generate", "split", checks.one_of, split, SPLITS)
     num = check_batch_size(num, "num")
     max_answer = _DEFAULT_MAX_ANSWER[module] if max_answer_length is None else int(max_answer_length)
     make = _generator(module, split)
@@ -357,8 +349,8 @@ def _chunk(module: str, split: str, count: int, seed: int, c: int, max_answer: i
 def pool(module: str, split: str, size: int, seed: int = 0, max_answer_length: int | None = None) -> Pool:
     """The fixed pool of ``size`` questions of ``module``/``split`` (module docstring), cached in the process
     and, chunk by chunk, on disk (``cache_dir()``)."""
-    _check_choice("module", module, MODULES, "pool")
-    _check_choice("split", split, SPLITS, "pool")
+    check_option("pool", "module", checks.one_of, module, MODULES)
+    check_option("pool", "split", checks.one_of, split, SPLITS)
     max_answer = _DEFAULT_MAX_ANSWER[module] if max_answer_length is None else int(max_answer_length)
     pairs: list[tuple[str, str]] = []
     for c in range((size + CHUNK - 1) // CHUNK):
@@ -404,7 +396,7 @@ class MathematicsTask(Task):
             options,
             ("module", "train_pool_size", "test_pool_size", "pool_seed", "max_answer_length"),
         )
-        self.module = _check_choice("module", module, MODULES, self.name)
+        self.module = check_option(self.name, "module", checks.one_of, module, MODULES)
         self.train_pool_size = check_int_option(self.name, "train_pool_size", train_pool_size, 1)
         self.test_pool_size = check_int_option(self.name, "test_pool_size", test_pool_size, 1)
         self.pool_seed = check_int_option(self.name, "pool_seed", pool_seed, 0)

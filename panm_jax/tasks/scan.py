@@ -91,6 +91,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from panm_jax import checks
+from panm_jax.errors import UserError
 from panm_jax.tasks import metrics as _metrics
 from panm_jax.tasks.base import (
     Batch,
@@ -254,9 +256,13 @@ def interpret(command) -> list[str]:
 
 
 def _check_cutoff(cutoff, who: str = "scan") -> int:
-    if isinstance(cutoff, bool) or not isinstance(cutoff, (int, np.integer)) or int(cutoff) not in CUTOFFS:
-        raise TaskOptionError(f"{who}: option cutoff: expected one of {list(CUTOFFS)}, got {cutoff!r}")
-    return int(cutoff)
+    try:
+        value = checks.integer("cutoff", cutoff)
+        if value in CUTOFFS:
+            return value
+    except UserError:
+        pass
+    raise TaskOptionError(f"{who}: option cutoff: expected one of {list(CUTOFFS)}, got {cutoff!r}")
 
 
 def split(cutoff: int = 22) -> tuple[list[Pair], list[Pair]]:

@@ -1,4 +1,4 @@
-"""Training and evaluation: optax steps, orbax checkpoints, sharding, reports, CLI.
+"""Training and evaluation: optax steps, orbax checkpoints, sharding, reports.
 
 One ``TrainConfig`` describes a run; ``train_and_evaluate(config, workdir)``
 trains it (a pure jitted ``train_step`` per length bucket), keeps checkpoints
@@ -18,16 +18,15 @@ Modules:
   ``panm_jax.train.evaluate.evaluate``).
 * ``range_eval``: evaluation at every length of a range, one compilation per
   length bucket.
-* ``report``: results tables and plots.
+* ``report``: results tables and plots (a model's traces too).
 * ``sharding``: data parallelism over a ``jax.sharding.Mesh``, one or several
   processes (see ``docs/distributed.md``).
-* ``allocator``: glibc malloc settings for XLA's CPU runtime.
 * ``io``, ``lock``, ``checksums``: atomic writes, the work folder's lock, file
   checksums.
-* ``cli``: the ``panm-jax train / eval / plot`` sub-commands.
 
-Importing this package imports none of them (nor JAX): the names in ``__all__``
-load their module on first use.
+The ``panm-jax train``, ``eval`` and ``plot`` sub-commands that drive them are
+in ``panm_jax.cli``. Importing this package imports none of them (nor JAX): the
+names in ``__all__`` load their module on first use.
 """
 
 from __future__ import annotations
@@ -47,7 +46,6 @@ _EXPORTS = {
     **dict.fromkeys(["RangeResult", "range_evaluate"], "panm_jax.train.range_eval"),
     **dict.fromkeys(["load_results", "plot_accuracy"], "panm_jax.train.report"),
     "make_mesh": "panm_jax.train.sharding",
-    "keep_freed_memory": "panm_jax.train.allocator",
     "WorkdirBusy": "panm_jax.train.lock",
 }
 
@@ -56,7 +54,6 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from typing import Any
 
-    from panm_jax.train.allocator import keep_freed_memory
     from panm_jax.train.checkpoint import Checkpointer, CheckpointError
     from panm_jax.train.config import ConfigError, OptimizerConfig, TrainConfig, load_config
     from panm_jax.train.lock import WorkdirBusy

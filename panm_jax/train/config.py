@@ -7,9 +7,11 @@ stored inside every checkpoint so a run can be resumed or evaluated without it.
 Validation happens when a config is built, before anything is compiled or written:
 every field is checked against its type hint (a bool is not an integer, numbers
 must be finite, a table must be a table), then against its allowed values; the
-task and its options, the model and its options (type-checked against the
-model's config dataclass, then validated by it) and the evaluation modes are
-checked against the registries. Each problem raises ``ConfigError`` (a
+task and its options (names and types against the task's signature,
+``tasks.task_options``, then validated by the task), the model and its options
+(names and types against the model's config dataclass, ``models.model_options``,
+then validated by it) and the evaluation modes are checked against the
+registries. Each problem raises ``ConfigError`` (a
 ``UserError``, a ``ValueError``) naming the field, what was expected and what was given.
 
 Defaults follow the algorithmic-task protocol of Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import collections.abc
 import dataclasses
+import inspect
 import json
 import math
 import tomllib
@@ -32,7 +35,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from panm_jax.errors import UserError
+from panm_jax import checks
+from panm_jax.errors import UnknownNameError, UserError
 
 __all__ = [
     "ConfigError",
@@ -85,20 +89,18 @@ class OptimizerConfig:
             if getattr(self, name) is False:  # TOML has no null: `clip_value = false` switches clipping off
                 object.__setattr__(self, name, None)
         _check_field_types("optimizer.", self)
-        _one_of("optimizer.name", self.name, OPTIMIZERS)
-        _one_of("optimizer.schedule", self.schedule, SCHEDULES)
-        _positive("optimizer.learning_rate", self.learning_rate)
-        _positive("optimizer.eps", self.eps)
+        _check(checks.one_of, "optimizer.name", self.name, OPTIMIZERS)
+        _check(checks.one_of, "optimizer.schedule", self.schedule, SCHEDULES)
+        _check(checks.positive_number, "optimizer.learning_rate", self.learning_rate)
+        _check(checks.positive_number, "optimizer.eps", self.eps)
         for name in ("momentum", "decay"):
-            value = getattr(self, name)
-            if not 0 <= value < 1:
-                raise ConfigError(f"optimizer.{name}", f"expected a number in [0, 1), got {value!r}")
+            _check(checks.number, f"optimizer.{name}", getattr(self, name), 0, 1, hi_open=True)
         if self.weight_decay < 0:
             raise ConfigError("optimizer.weight_decay", f"expected a non-negative number, got {self.weight_decay!r}")
         for name in ("clip_value", "clip_norm"):
             if getattr(self, name) is not None:
-                _positive(f"optimizer.{name}", getattr(self, name))
-        _non_negative_int("optimizer.warmup_steps", self.warmup_steps)
+                _check(checks.positive_number, f"optimizer.{name}", getattr(self, name))
+        _check(checks.nonnegative_int, "optimizer.warmup_steps", self.warmup_steps)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,11 +156,11 @@ class TrainConfig:
             "keep_checkpoints",
             "log_every",
         ):
-            _positive_int(name, getattr(self, name))
-        _non_negative_int("seed", self.seed)
+            _check(checks.positive_int, name, getattr(self, name))
+        _check(checks.nonnegative_int, "seed", self.seed)
         if self.max_minutes is not None:
-            _positive("max_minutes", self.max_minutes)
-        _one_of("on_nan", self.on_nan, ON_NAN)
+            _check(checks.positive_number, "max_minutes", self.max_minutes)
+        _check(checks.one_of, "on_nan", self.on_nan, ON_NAN)
         if self.optimizer.warmup_steps > self.num_steps:
             raise ConfigError(
                 "optimizer.warmup_steps",
@@ -293,12 +295,32 @@ def _check_field_types(prefix: str, instance) -> None:
         check_type(prefix + f.name, getattr(instance, f.name), hints[f.name])
 
 
-def _check_task(config: TrainConfig) -> None:
-    """The task exists, takes these options, and has the evaluation modes asked for."""
-    from panm_jax.tasks import get_task, list_tasks
+def _check_options(field: str, what: str, given: Mapping[str, Any], known: Mapping[str, inspect.Parameter]) -> None:
+    """``given`` options against ``known`` ones (``task_options``/``model_options``): each name is known
+    (unless ``known`` takes ``**options``) and each value fits its type hint."""
+    open_ended = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in known.values())
+    unknown = sorted(set(given) - set(known))
+    if unknown and not open_ended:
+        names = sorted(k for k, p in known.items() if p.kind is not inspect.Parameter.VAR_KEYWORD)
+        raise ConfigError(f"{field} ({what})", f"unknown {_NOUNS[field]}(s) {unknown}; known: {names}")
+    for key, value in given.items():
+        if key in known and known[key].kind is not inspect.Parameter.VAR_KEYWORD:
+            check_type(f"{field}.{key}", value, known[key].annotation)
 
-    if config.task not in list_tasks():
-        raise ConfigError("task", f"expected one of {list_tasks()}, got {config.task!r}")
+
+# How a message names an entry of task_options and of model_options (the model's are dataclass fields).
+_NOUNS = {"task_options": "option", "model_options": "field"}
+
+
+def _check_task(config: TrainConfig) -> None:
+    """The task exists, takes these options (each of its type), and has the evaluation modes asked for."""
+    from panm_jax.tasks import get_task, task_options
+
+    try:
+        known = task_options(config.task)
+    except UnknownNameError as err:
+        raise ConfigError("task", str(err).removeprefix("name: ")) from None
+    _check_options("task_options", f"task {config.task!r}", config.task_options, known)
     try:
         task = get_task(config.task, **config.task_options)
     except ImportError as err:  # the task's optional package is missing (the message names the extra to install)
@@ -309,27 +331,24 @@ def _check_task(config: TrainConfig) -> None:
         object.__setattr__(config, "select_mode", task.validation_mode)
     for name, modes in (("eval_modes", config.eval_modes), ("select_mode", (config.select_mode,))):
         # "train" (fresh examples of the training distribution) may select the checkpoint, never be reported.
-        known = list(task.test_modes) + (["train"] if name == "select_mode" else [])
-        unknown = [m for m in modes if m not in known]
+        known_modes = list(task.test_modes) + (["train"] if name == "select_mode" else [])
+        unknown = [m for m in modes if m not in known_modes]
         if unknown:
-            raise ConfigError(name, f"unknown mode(s) {unknown}; the task {config.task!r} has {known}")
+            raise ConfigError(name, f"unknown mode(s) {unknown}; the task {config.task!r} has {known_modes}")
 
 
 def _check_model(config: TrainConfig) -> None:
-    """The model exists and its options fit its config dataclass: each one's type against the
-    dataclass's annotations (so a wrong type never reaches the model), then the dataclass's own checks."""
-    from panm_jax.models.registry import get_config, list_models
+    """The model exists and its options fit its config dataclass: each one's name and type against the
+    dataclass's fields (so a wrong type never reaches the model), then the dataclass's own checks."""
+    from panm_jax.models.registry import get_config, model_options
 
-    models = list_models()
-    if config.model not in models:
-        raise ConfigError("model", f"expected one of {sorted(models)}, got {config.model!r}")
-    cls = type(get_config(config.model))
-    _check_fields(f"model_options (model {config.model!r})", config.model_options, cls)
-    hints = typing.get_type_hints(cls)
-    for key, value in config.model_options.items():
-        check_type(f"model_options.{key}", value, hints[key])
     try:
-        cls(**config.model_options)
+        known = model_options(config.model)
+    except UnknownNameError as err:
+        raise ConfigError("model", str(err).removeprefix("name: ")) from None
+    _check_options("model_options", f"model {config.model!r}", config.model_options, known)
+    try:
+        get_config(config.model, **config.model_options)
     except (TypeError, ValueError) as err:
         field = str(err).split(":", 1)[0]
         if field in config.model_options:  # the model's messages start with the field's name
@@ -337,24 +356,12 @@ def _check_model(config: TrainConfig) -> None:
         raise ConfigError("model_options", str(err)) from err
 
 
-def _one_of(name, value, options):
-    if value not in options:
-        raise ConfigError(name, f"expected one of {list(options)}, got {value!r}")
-
-
-def _positive(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
-        raise ConfigError(name, f"expected a finite positive number, got {value!r}")
-
-
-def _positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(name, f"expected a positive integer, got {value!r}")
-
-
-def _non_negative_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(name, f"expected a non-negative integer, got {value!r}")
+def _check(check, name: str, value, *args, **kwargs) -> None:
+    """Run a ``panm_jax.checks`` check of the setting ``name``; its error becomes a ``ConfigError``."""
+    try:
+        check(name, value, *args, **kwargs)
+    except UserError as err:
+        raise ConfigError(name, str(err).removeprefix(f"{name}: ")) from None
 
 
 def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> TrainConfig:

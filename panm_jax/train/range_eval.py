@@ -46,6 +46,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
+from panm_jax import checks
 from panm_jax.tasks.base import Batch, Task
 from panm_jax.tasks.buckets import bucket_length, pad_batch, power_of_two_buckets
 from panm_jax.tasks.losses import check_batch
@@ -285,12 +286,6 @@ def _pieces(run_or_pieces) -> EvalPieces:
     )
 
 
-def _check_int(name: str, value, lo: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
-        raise ValueError(f"{name}: expected an integer >= {lo}, got {value!r}")
-    return int(value)
-
-
 def _check_lengths(task: Task, lengths) -> tuple[int, ...]:
     try:
         values = sorted({operator.index(n) for n in lengths})
@@ -337,8 +332,8 @@ def range_evaluate(
     pieces = _pieces(run_or_pieces)
     task = pieces.task
     values = _check_lengths(task, lengths)
-    examples = _check_int("examples_per_length", examples_per_length)
-    rows_per_step = min(_check_int("batch_size", batch_size), examples)
+    examples = checks.positive_int("examples_per_length", examples_per_length)
+    rows_per_step = min(checks.positive_int("batch_size", batch_size), examples)
     if rows_per_step % pieces.num_devices:
         raise ValueError(
             f"batch_size: expected a multiple of the {pieces.num_devices} devices, got {rows_per_step}"

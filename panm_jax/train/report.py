@@ -9,7 +9,8 @@ A results file (``results.json``) holds one run's evaluation over length modes:
 ``write_results`` writes it with its CSV and Markdown twins, atomically;
 ``plot_accuracy`` draws the headline metric against length for one or more
 results files (one line per run); ``plot_traces`` draws per-step attention
-(PANM's pointer weights, a memory's read weights) for one example.
+(PANM's pointer weights, a memory's read weights) for one example, and
+``plot_run_traces`` runs a trained model on one example to draw its traces.
 
 A range file (``range.json``, ``train/range_eval.py``) holds one run evaluated
 at every length of a range: ``RangeResult.to_record()``, its rows one per
@@ -39,11 +40,13 @@ __all__ = [
     "load_results",
     "plot_accuracy",
     "plot_range",
+    "plot_run_traces",
     "plot_title",
     "plot_traces",
     "print_range",
     "print_results",
     "save_figure",
+    "trace_panels",
     "write_range",
     "write_results",
 ]
@@ -253,6 +256,45 @@ def plot_traces(traces: dict[str, np.ndarray], out: str | Path, title: str = "")
     if title:
         fig.suptitle(title)
     return save_figure(fig, out)
+
+
+def trace_panels(traces, index: int) -> dict[str, np.ndarray]:
+    """``{name: [T, L]}`` heat maps of example ``index`` from a model's traces (a NamedTuple or mapping).
+
+    A ``[B, T, H, L]`` trace gives one panel per head (``name[h]``), a floating
+    ``[B, T, L]`` trace one panel; other traces are left out.
+    """
+    import jax
+
+    if hasattr(traces, "_asdict"):
+        traces = traces._asdict()
+    panels = {}
+    for name, value in dict(traces).items():
+        arr = np.asarray(jax.device_get(value))
+        if arr.ndim == 4:  # [B, T, H, L]: one panel per head
+            for h in range(arr.shape[2]):
+                panels[f"{name}[{h}]"] = arr[index, :, h]
+        elif arr.ndim == 3 and np.issubdtype(arr.dtype, np.floating):  # [B, T, L]
+            panels[name] = arr[index]
+    return panels
+
+
+def plot_run_traces(run, params, mode: str, out: str | Path) -> Path | None:
+    """Run the model of ``run`` (a ``train.loop.Run``) with ``params`` on the first example of ``mode``
+    and draw its traces (``plot_traces``): the weight traces (``*weights*``) where it has any, else every
+    trace ``trace_panels`` keeps. Returns the image's path, or ``None`` when the model traces no per-step
+    attention."""
+    import jax
+    from flax import nnx
+
+    batch = next(iter(run.task.eval_batches(mode, 1, 1, seed=0)))
+    model = nnx.merge(run.graphdef, jax.device_get(params))
+    _, traces = model(batch.inputs, batch.input_mask, batch.targets.shape[1], return_traces=True)
+    panels = trace_panels(traces, 0)
+    panels = {k: v for k, v in panels.items() if "weights" in k} or panels
+    if not panels:
+        return None
+    return plot_traces(panels, out, title=f"{run.config.model} on {run.config.task}, mode {mode}")
 
 
 # ---- range evaluation: one row per length ------------------------------------------------------

@@ -191,8 +191,8 @@ def test_usage_form_and_the_stop_gradient_option():
         read_weights=_distributions(rng, R, N),
         memory=jnp.asarray(rng.normal(size=(N, W)), jnp.float32),
     )
-    raw = jnp.asarray(rng.normal(size=dnc.interface_size(R, W)), jnp.float32)
-    controls = dnc.controls_from_interface(raw, R, W)
+    raw = jnp.asarray(rng.normal(size=dnc.interface_size(W, R)), jnp.float32)
+    controls = dnc.controls_from_interface(raw, W, R)
 
     @functools.partial(jax.jit, static_argnums=1)
     def usage_after(write_weights, stop):
@@ -217,9 +217,9 @@ def test_pytorch_dnc_interface_slices_are_the_graves2016_layout_with_other_mode_
     # rw + 5r + 3w + 3) as (backward, forward, content) per head.
     r, w = R, W
     rng = np.random.default_rng(4)
-    raw = jnp.asarray(rng.normal(size=dnc.interface_size(r, w)), jnp.float32)
-    assert dnc.interface_size(r, w) == r * w + 5 * r + 3 * w + 3
-    ours = dnc.controls_from_interface(raw, r, w, layout="graves2016")
+    raw = jnp.asarray(rng.normal(size=dnc.interface_size(word_size=w, num_reads=r)), jnp.float32)
+    assert dnc.interface_size(word_size=w, num_reads=r) == r * w + 5 * r + 3 * w + 3
+    ours = dnc.controls_from_interface(raw, word_size=w, num_reads=r, layout="graves2016")
     np.testing.assert_array_equal(ours.read_keys, raw[: r * w].reshape(r, w))
     np.testing.assert_array_equal(ours.write_key[0], raw[r * w + r : r * w + r + w])
     np.testing.assert_allclose(ours.erase[0], jax.nn.sigmoid(raw[r * w + r + w + 1 : r * w + r + 2 * w + 1]))
@@ -236,7 +236,9 @@ def test_pytorch_dnc_interface_slices_are_the_graves2016_layout_with_other_mode_
     their_modes = jax.nn.softmax(their_logits, axis=-1)
     np.testing.assert_allclose(ours.read_modes, their_modes, atol=1e-7)
     order = dnc.read_mode_order_from_deepmind(1)
-    ported = dnc.controls_from_interface(raw.at[start:].set(their_logits[:, order].reshape(-1)), r, w)
+    ported = dnc.controls_from_interface(
+        raw.at[start:].set(their_logits[:, order].reshape(-1)), word_size=w, num_reads=r
+    )
     np.testing.assert_allclose(ported.read_modes[:, 0], their_modes[:, 0], atol=1e-7)  # backward
     np.testing.assert_allclose(ported.read_modes[:, 1], their_modes[:, 2], atol=1e-7)  # content
     np.testing.assert_allclose(ported.read_modes[:, 2], their_modes[:, 1], atol=1e-7)  # forward
@@ -262,8 +264,8 @@ def test_table1_layout_puts_the_read_modes_after_the_read_strengths():
         )
         blocks = {name: np.full(size, float(i + 1), np.float32) for i, (name, size) in enumerate(sizes.items())}
         raw = jnp.asarray(np.concatenate(list(blocks.values())))
-        assert raw.shape[0] == dnc.interface_size(R, W, h)
-        c = dnc.controls_from_interface(raw, R, W, h, layout="table1")
+        assert raw.shape[0] == dnc.interface_size(W, R, h)
+        c = dnc.controls_from_interface(raw, W, R, h, layout="table1")
         np.testing.assert_array_equal(c.read_keys, 1.0)
         np.testing.assert_allclose(c.read_strengths, addressing.oneplus(jnp.float32(2.0)))
         np.testing.assert_allclose(c.read_modes, 1.0 / (2 * h + 1), rtol=1e-6)  # equal logits 3
@@ -275,7 +277,7 @@ def test_table1_layout_puts_the_read_modes_after_the_read_strengths():
         np.testing.assert_allclose(c.allocation_gate, jax.nn.sigmoid(9.0))
         np.testing.assert_allclose(c.write_gate, jax.nn.sigmoid(10.0))
         # The default layout reads the same vector differently.
-        assert not np.array_equal(dnc.controls_from_interface(raw, R, W, h).write_key, c.write_key)
+        assert not np.array_equal(dnc.controls_from_interface(raw, W, R, h).write_key, c.write_key)
 
 
 # ---------------------------------------------------------------- write before read
@@ -289,9 +291,9 @@ def test_reads_follow_the_write_and_content_reads_see_the_written_memory():
     state = dnc.init_state(N, W, R)._replace(
         memory=jnp.asarray(rng.normal(size=(N, W)), jnp.float32), usage=jnp.asarray(rng.uniform(size=N), jnp.float32)
     )
-    raw = jnp.asarray(2.0 * rng.normal(size=dnc.interface_size(R, W)), jnp.float32)
+    raw = jnp.asarray(2.0 * rng.normal(size=dnc.interface_size(W, R)), jnp.float32)
     content_only = jnp.tile(jnp.asarray([0.0, 1.0, 0.0]), (R, 1))
-    controls = dnc.controls_from_interface(raw, R, W)._replace(read_modes=content_only)
+    controls = dnc.controls_from_interface(raw, W, R)._replace(read_modes=content_only)
     after, _ = dnc.step(state, controls)
     before, _ = dnc.step(state, controls, read_previous_memory=True)
     np.testing.assert_allclose(
@@ -325,7 +327,7 @@ def test_link_takes_the_precedence_before_its_update():
     assert float(jnp.max(jnp.abs(wrong - right))) > 1e-3
     # What step does, per write head.
     state = dnc.init_state(N, W, R)._replace(link=prev_link[None], precedence=prev_p[None])
-    controls = dnc.controls_from_interface(jnp.asarray(rng.normal(size=dnc.interface_size(R, W)), jnp.float32), R, W)
+    controls = dnc.controls_from_interface(jnp.asarray(rng.normal(size=dnc.interface_size(W, R)), jnp.float32), W, R)
     new, _ = dnc.step(state, controls)
     np.testing.assert_allclose(new.link[0], dnc.link(prev_link, prev_p, new.write_weights[0]), atol=1e-7)
     np.testing.assert_allclose(new.precedence[0], dnc.precedence(prev_p, new.write_weights[0]), atol=1e-7)

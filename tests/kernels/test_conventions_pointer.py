@@ -183,7 +183,7 @@ def test_module_learns_a_positive_inverse_temperature_starting_at_the_config_val
         decoder = PANM(config, 3, 2, rngs=nnx.Rngs(0)).decoder
         for param in (decoder.pointer_temperature, decoder.mode2_temperature):
             np.testing.assert_allclose(np.asarray(jax.nn.softplus(param[...])), config.inverse_temperature, rtol=1e-6)
-    with pytest.raises(ValueError, match="inverse_temperature: expected a positive number, got 0.0"):
+    with pytest.raises(ValueError, match="inverse_temperature: expected a finite positive number, got 0.0"):
         PANMConfig(inverse_temperature=0.0)
 
 

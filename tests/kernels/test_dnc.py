@@ -25,7 +25,7 @@ from tests.conftest import x64
 from tests.reference import dnc_ref
 
 N, W, R = 7, 5, 3
-P = dnc.interface_size(R, W)
+P = dnc.interface_size(W, R)
 TOL = 1e-5  # float32 kernel vs float64 reference, max abs error over every field
 INV_TOL = 1e-6  # float32 round-off allowed on the invariants' bounds
 
@@ -45,7 +45,7 @@ def _rollout_raw(state, raw, read_previous_memory=False):
     h = state.write_weights.shape[0]
 
     def body(s, x):
-        controls = dnc.controls_from_interface(x, r, w, h)
+        controls = dnc.controls_from_interface(x, word_size=w, num_reads=r, num_writes=h)
         return dnc.step(s, controls, read_previous_memory=read_previous_memory)
 
     (final, (reads, states)) = scan_lib.scan(body, state, raw, trace_fn=lambda s: s)
@@ -57,7 +57,8 @@ _rollout = jax.jit(_rollout_raw, static_argnames=("read_previous_memory",))
 
 def _random_raw(rng, *lead, r=R, w=W, h=1, scale=2.0):
     """Raw interface vectors, float32 (the reference upcasts the same values)."""
-    return (scale * rng.normal(size=(*lead, dnc.interface_size(r, w, h)))).astype(np.float32)
+    size = dnc.interface_size(word_size=w, num_reads=r, num_writes=h)
+    return (scale * rng.normal(size=(*lead, size))).astype(np.float32)
 
 
 def _random_link(rng, n):
@@ -127,15 +128,15 @@ def _one_hot(i, n=N):
 @pytest.mark.parametrize("h", [1, 2, 3])
 def test_interface_size_formula(h):
     # R W + 3 H W + 3 H + R (2H + 3); for H = 1 Graves et al. 2016's W R + 3 W + 5 R + 3.
-    assert dnc.interface_size(R, W, h) == R * W + 3 * h * W + 3 * h + R * (2 * h + 3) == dnc_ref.interface_size(R, W, h)
-    assert dnc.interface_size(R, W) == 3 * 5 + 3 * 5 + 5 * 3 + 3 == 48 == P
+    assert dnc.interface_size(W, R, h) == R * W + 3 * h * W + 3 * h + R * (2 * h + 3) == dnc_ref.interface_size(R, W, h)
+    assert dnc.interface_size(W, R) == 3 * 5 + 3 * 5 + 5 * 3 + 3 == 48 == P
 
 
 @pytest.mark.parametrize(("h", "layout"), [(1, "graves2016"), (1, "table1"), (2, "graves2016"), (3, "table1")])
 def test_controls_from_interface_matches_reference_and_keeps_batch_axes(h, layout):
     rng = np.random.default_rng(0)
     raw = _random_raw(rng, 4, 2, h=h)  # [B, T, P]
-    controls = dnc.controls_from_interface(raw, R, W, h, layout=layout)
+    controls = dnc.controls_from_interface(raw, W, R, h, layout=layout)
     for b in range(4):
         for t in range(2):
             ref = dnc_ref.controls_from_interface(raw[b, t].astype(np.float64), R, W, h, layout)
@@ -157,11 +158,11 @@ def test_the_two_layouts_differ_only_in_where_the_read_modes_are():
         raw = _random_raw(rng, h=h)
         head, modes = R * W + R, R * (2 * h + 1)
         as_graves = np.concatenate([raw[:head], raw[head + modes :], raw[head : head + modes]])
-        table1 = dnc.controls_from_interface(raw, R, W, h, layout="table1")
-        graves = dnc.controls_from_interface(as_graves, R, W, h)
+        table1 = dnc.controls_from_interface(raw, W, R, h, layout="table1")
+        graves = dnc.controls_from_interface(as_graves, W, R, h)
         for name, a, b in zip(dnc.DNCControls._fields, table1, graves):
             np.testing.assert_array_equal(a, b, err_msg=name)
-        assert not np.allclose(table1.read_modes, dnc.controls_from_interface(raw, R, W, h).read_modes)
+        assert not np.allclose(table1.read_modes, dnc.controls_from_interface(raw, W, R, h).read_modes)
 
 
 @pytest.mark.parametrize(("h", "read_previous_memory"), [(1, False), (1, True), (2, False), (2, True), (3, False)])
@@ -171,7 +172,7 @@ def test_one_step_matches_reference(h, read_previous_memory):
     for _ in range(3):
         state = _random_state(rng, h=h)
         raw = _random_raw(rng, h=h)
-        controls = dnc.controls_from_interface(raw, R, W, h)
+        controls = dnc.controls_from_interface(raw, W, R, h)
         new_state, reads = _step(state, controls, read_previous_memory=read_previous_memory)
         ref_state, ref_reads = dnc_ref.step(
             _ref_state(state), dnc_ref.controls_from_interface(raw, R, W, h), read_previous_memory
@@ -316,7 +317,7 @@ def test_invariants_hold_along_a_random_rollout(h):
 def test_invariants_hold_from_random_valid_states():
     rng = np.random.default_rng(5)
     for h in (1, 1, 2):
-        new_state, reads = _step(_random_state(rng, h=h), dnc.controls_from_interface(_random_raw(rng, h=h), R, W, h))
+        new_state, reads = _step(_random_state(rng, h=h), dnc.controls_from_interface(_random_raw(rng, h=h), W, R, h))
         _assert_invariants(new_state, reads)
 
 
@@ -324,12 +325,12 @@ def test_ten_thousand_step_rollout_stays_finite():
     # One jit of a 10,000-step scan with random controls at small N; also exercises
     # usage driven to 0 and 1 and repeated near-ties in the sort.
     n, w, r, steps = 8, 4, 2, 10_000
-    raw = jax.random.normal(jax.random.PRNGKey(0), (steps, dnc.interface_size(r, w))) * 3.0
+    raw = jax.random.normal(jax.random.PRNGKey(0), (steps, dnc.interface_size(word_size=w, num_reads=r))) * 3.0
 
     @jax.jit
     def run(raw):
         def body(s, x):
-            return dnc.step(s, dnc.controls_from_interface(x, r, w))
+            return dnc.step(s, dnc.controls_from_interface(x, word_size=w, num_reads=r))
 
         return scan_lib.scan(body, dnc.init_state(n, w, r), raw)
 
@@ -464,7 +465,7 @@ def test_check_grads_through_step(h):
         for read_previous_memory in (False, True) if h == 1 else (False,):
 
             def f(state, raw):
-                controls = dnc.controls_from_interface(raw, R, W, h)
+                controls = dnc.controls_from_interface(raw, W, R, h)
                 return _flat_outputs(*dnc.step(state, controls, read_previous_memory=read_previous_memory))
 
             check_grads(jax.jit(f), (state, raw), order=1, modes=("rev",))
@@ -545,7 +546,7 @@ def test_masked_step_passes_gradients_as_if_the_step_were_absent(h):
     def loss(state, raw, mask):
         def body(s, inputs):  # the kernel's own mask, as the models pass it
             x, m = inputs
-            return dnc.step(s, dnc.controls_from_interface(x, R, W, h), m)
+            return dnc.step(s, dnc.controls_from_interface(x, W, R, h), m)
 
         final, reads = scan_lib.scan(body, state, (raw, mask))
         return jnp.sum(_flat_outputs(final, reads[-1]) ** 2)
@@ -556,7 +557,7 @@ def test_masked_step_passes_gradients_as_if_the_step_were_absent(h):
     np.testing.assert_allclose(with_gap, without, rtol=1e-6)
     chex.assert_trees_all_close(g_state, g_state_ref, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(g_raw[jnp.array([0, 1, 3])], g_raw_ref, rtol=1e-5, atol=1e-6)
-    np.testing.assert_array_equal(g_raw[2], jnp.zeros(dnc.interface_size(R, W, h)))
+    np.testing.assert_array_equal(g_raw[2], jnp.zeros(dnc.interface_size(W, R, h)))
 
 
 def _grad_of_everything(state, controls):
@@ -569,7 +570,7 @@ def _grad_of_everything(state, controls):
 
 _grad_step = jax.jit(_grad_of_everything)
 _grad_raw = jax.jit(
-    jax.grad(lambda state, raw: jnp.sum(dnc.step(state, dnc.controls_from_interface(raw, R, W))[1] ** 2), argnums=1)
+    jax.grad(lambda state, raw: jnp.sum(dnc.step(state, dnc.controls_from_interface(raw, W, R))[1] ** 2), argnums=1)
 )
 
 
@@ -598,8 +599,8 @@ def test_stop_usage_write_gradient_cuts_exactly_the_usage_path(h):
     with x64():
         rng = np.random.default_rng(16)
         state = _random_state(rng, h=h, dtype=np.float64)
-        c_t = dnc.controls_from_interface(jnp.asarray(_random_raw(rng, h=h), jnp.float64), R, W, h)
-        c_next = dnc.controls_from_interface(jnp.asarray(_random_raw(rng, h=h), jnp.float64), R, W, h)
+        c_t = dnc.controls_from_interface(jnp.asarray(_random_raw(rng, h=h), jnp.float64), W, R, h)
+        c_next = dnc.controls_from_interface(jnp.asarray(_random_raw(rng, h=h), jnp.float64), W, R, h)
         c_next = c_next._replace(allocation_gate=jnp.ones(h), free_gates=jnp.zeros(R))
 
         @functools.partial(jax.jit, static_argnums=1)
@@ -637,7 +638,7 @@ def test_stop_usage_write_gradient_cuts_exactly_the_usage_path(h):
 def test_masked_step_leaves_state_unchanged_and_reads_zero(h):
     rng = np.random.default_rng(7)
     state = _random_state(rng, h=h)
-    controls = dnc.controls_from_interface(_random_raw(rng, h=h), R, W, h)
+    controls = dnc.controls_from_interface(_random_raw(rng, h=h), W, R, h)
     masked, reads = _step(state, controls, jnp.array(0))
     for name, old, new in zip(dnc.DNCState._fields, state, masked):
         np.testing.assert_array_equal(new, old, err_msg=name)
@@ -656,10 +657,10 @@ def test_vmap_equals_a_loop_over_examples():
     raws = _random_raw(rng, batch, h=h)
     masks = jnp.array([1, 0, 1, 1])
     stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *states)
-    batched_controls = dnc.controls_from_interface(raws, R, W, h)
+    batched_controls = dnc.controls_from_interface(raws, W, R, h)
     b_state, b_reads = jax.jit(jax.vmap(_step_fn))(stacked, batched_controls, masks)
     for i in range(batch):
-        s, reads = _step(states[i], dnc.controls_from_interface(raws[i], R, W, h), masks[i])
+        s, reads = _step(states[i], dnc.controls_from_interface(raws[i], W, R, h), masks[i])
         one = jax.tree_util.tree_map(lambda x: x[i], (b_state, b_reads))
         chex.assert_trees_all_close(one, (s, reads), rtol=1e-7, atol=1e-6)  # np.testing's default rtol
 
@@ -670,7 +671,7 @@ def test_second_call_does_not_retrace(trace_counter):
     jitted = jax.jit(counter)
     for _ in range(2):
         state = _random_state(rng)
-        controls = dnc.controls_from_interface(_random_raw(rng), R, W)
+        controls = dnc.controls_from_interface(_random_raw(rng), W, R)
         jax.block_until_ready(jitted(state, controls))
     assert counter.count == 1
 
@@ -717,18 +718,18 @@ def test_wrong_state_or_mask_shape_names_the_field():
 
 def test_bad_interface_and_sizes_raise_named_errors():
     with pytest.raises(ValueError, match=r"raw: expected shape \[\.\.\., P\] = \(\.\.\., 48\).*got \(2, 47\)"):
-        dnc.controls_from_interface(jnp.zeros((2, P - 1)), R, W)
+        dnc.controls_from_interface(jnp.zeros((2, P - 1)), W, R)
     with pytest.raises(ValueError, match=r"raw: expected shape .* got \(\)"):
-        dnc.controls_from_interface(jnp.zeros(()), R, W)
+        dnc.controls_from_interface(jnp.zeros(()), W, R)
     with pytest.raises(ValueError, match=r"num_slots \(N\): expected a positive integer, got 0"):
         dnc.init_state(0, W, R)
     with pytest.raises(ValueError, match=r"word_size \(W\): expected a positive integer, got 2\.5"):
         dnc.init_state(N, 2.5, R)
     with pytest.raises(ValueError, match=r"num_reads \(R\): expected a positive integer, got -1"):
-        dnc.interface_size(-1, W)
+        dnc.interface_size(word_size=W, num_reads=-1)
     with pytest.raises(ValueError, match=r"num_writes \(H\): expected a positive integer, got 0"):
         dnc.init_state(N, W, R, 0)
     with pytest.raises(ValueError, match=r"raw: expected shape \[\.\.\., P\] = \(\.\.\., 72\).* H = 2, got \(48,\)"):
-        dnc.controls_from_interface(jnp.zeros(P), R, W, 2)
+        dnc.controls_from_interface(jnp.zeros(P), W, R, 2)
     with pytest.raises(ValueError, match=r"layout: expected one of \['graves2016', 'table1'\], got 'deepmind'"):
-        dnc.controls_from_interface(jnp.zeros(P), R, W, layout="deepmind")
+        dnc.controls_from_interface(jnp.zeros(P), W, R, layout="deepmind")

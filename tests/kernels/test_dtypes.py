@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from panm_jax.kernels import dnc, ntm, pointer, stack
+from panm_jax.kernels import deque, dnc, ntm, pointer, queue, stack
 
 STEPS = 1000
 DTYPES = (jnp.float32, jnp.bfloat16, jnp.float16)
@@ -84,13 +84,13 @@ def test_ntm(dtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: jnp.dtype(d).name)
 def test_dnc(dtype):
     n, w, r = 8, 4, 2
-    size = dnc.interface_size(r, w)
+    size = dnc.interface_size(word_size=w, num_reads=r)
     # Zero the read keys (first R W) and the write key (after the R read strengths).
     raw = _raw(1, size, list(range(r * w)) + list(range(r * w + r, r * w + r + w)))
 
     def rollout(x):
         def body(state, xt):
-            return dnc.step(state, dnc.controls_from_interface(xt, r, w))
+            return dnc.step(state, dnc.controls_from_interface(xt, word_size=w, num_reads=r))
 
         return jax.lax.scan(body, dnc.init_state(n, w, r, dtype=x.dtype), x)
 
@@ -101,25 +101,14 @@ def test_dnc(dtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: jnp.dtype(d).name)
 def test_stack_queue_deque(kind, dtype):
     w = 4
-    if kind == "deque":
-        size, init, split, step_fn = (
-            stack.deque_interface_size(w),
-            stack.deque_init_state,
-            stack.deque_controls_from_interface,
-            stack.deque_step,
-        )
-    else:
-        size = stack.stack_interface_size(w)
-        init = stack.stack_init_state if kind == "stack" else stack.queue_init_state
-        split = stack.stack_controls_from_interface if kind == "stack" else stack.queue_controls_from_interface
-        step_fn = stack.stack_step if kind == "stack" else stack.queue_step
-    raw = _raw(2, size, [])
+    kernel = {"stack": stack, "queue": queue, "deque": deque}[kind]
+    raw = _raw(2, kernel.interface_size(w), [])
 
     def rollout(x):
         def body(state, xt):
-            return step_fn(state, split(xt, w))
+            return kernel.step(state, kernel.controls_from_interface(xt, w))
 
-        return jax.lax.scan(body, init(STEPS, w, x.dtype), x)
+        return jax.lax.scan(body, kernel.init_state(STEPS, w, x.dtype), x)
 
     _check(kind, dtype, rollout, raw)
 

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from panm_jax.kernels import dnc, ntm, pointer, stack
+from panm_jax.kernels import deque, dnc, ntm, pointer, queue, stack
 from panm_jax.kernels.validation import RANGE_SLACK, check_in_range
 
 N, W, R, H = 5, 3, 2, 1
@@ -30,19 +30,15 @@ def _ntm():
 
 def _dnc():
     state = dnc.init_state(N, W, R, H)
-    raw = jnp.zeros(dnc.interface_size(R, W, H), jnp.float32)
-    return state, dnc.controls_from_interface(raw, R, W, H)
+    raw = jnp.zeros(dnc.interface_size(W, R, H), jnp.float32)
+    return state, dnc.controls_from_interface(raw, W, R, H)
 
 
 def _stack(kind: str):
-    init = {"stack": stack.stack_init_state, "queue": stack.queue_init_state, "deque": stack.deque_init_state}[kind]
-    step = {"stack": stack.stack_step, "queue": stack.queue_step, "deque": stack.deque_step}[kind]
-    state = init(4, W)
-    if kind == "deque":
-        controls = stack.deque_controls_from_interface(jnp.zeros(stack.deque_interface_size(W)), W)
-    else:
-        controls = stack.stack_controls_from_interface(jnp.zeros(stack.stack_interface_size(W)), W)
-    return state, controls, step
+    kernel = {"stack": stack, "queue": queue, "deque": deque}[kind]
+    state = kernel.init_state(4, W)
+    controls = kernel.controls_from_interface(jnp.zeros(kernel.interface_size(W)), W)
+    return state, controls, kernel.step
 
 
 # ---- dtypes ---------------------------------------------------------------------------------------
@@ -50,9 +46,9 @@ def _stack(kind: str):
 INIT_STATES = {
     "ntm": lambda dtype: ntm.init_state(N, W, R, H, dtype=dtype),
     "dnc": lambda dtype: dnc.init_state(N, W, R, H, dtype=dtype),
-    "stack": lambda dtype: stack.stack_init_state(4, W, dtype),
-    "queue": lambda dtype: stack.queue_init_state(4, W, dtype),
-    "deque": lambda dtype: stack.deque_init_state(4, W, dtype),
+    "stack": lambda dtype: stack.init_state(4, W, dtype),
+    "queue": lambda dtype: queue.init_state(4, W, dtype),
+    "deque": lambda dtype: deque.init_state(4, W, dtype),
     "pointer": lambda dtype: pointer.binary_addresses(jnp.int32(0), 4, 3, dtype=dtype),
 }
 
@@ -73,7 +69,7 @@ def test_init_accepts_every_real_floating_dtype(kernel, dtype):
 
 @pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf, "0.1", None])
 def test_ntm_memory_init_must_be_a_finite_number(value):
-    with pytest.raises(ValueError, match=r"^memory_init: expected a finite real number, got "):
+    with pytest.raises(ValueError, match=r"^memory_init: expected a finite number, got "):
         ntm.init_state(N, W, R, H, memory_init=value)
 
 
@@ -82,9 +78,9 @@ def test_ntm_memory_init_must_be_a_finite_number(value):
 def test_controls_from_interface_names_a_raw_vector_that_is_not_real_floating(name, dtype):
     calls = {
         "ntm": (ntm.interface_size(W, R, H), lambda raw: ntm.controls_from_interface(raw, W, R, H)),
-        "dnc": (dnc.interface_size(R, W, H), lambda raw: dnc.controls_from_interface(raw, R, W, H)),
-        "stack": (stack.stack_interface_size(W), lambda raw: stack.stack_controls_from_interface(raw, W)),
-        "deque": (stack.deque_interface_size(W), lambda raw: stack.deque_controls_from_interface(raw, W)),
+        "dnc": (dnc.interface_size(W, R, H), lambda raw: dnc.controls_from_interface(raw, W, R, H)),
+        "stack": (stack.interface_size(W), lambda raw: stack.controls_from_interface(raw, W)),
+        "deque": (deque.interface_size(W), lambda raw: deque.controls_from_interface(raw, W)),
     }
     size, call = calls[name]
     raw = jnp.zeros(size, dtype)
@@ -209,12 +205,12 @@ def test_eager_steps_of_valid_inputs_run_as_before():
     s_state, _, s_step = _stack("deque")
     for _ in range(20):
         key, k1, k2, k3 = jax.random.split(key, 4)
-        raw = 3.0 * jax.random.normal(k1, (dnc.interface_size(R, W, H),))
-        state, _ = dnc.step(state, dnc.controls_from_interface(raw, R, W, H))
+        raw = 3.0 * jax.random.normal(k1, (dnc.interface_size(W, R, H),))
+        state, _ = dnc.step(state, dnc.controls_from_interface(raw, W, R, H))
         raw = 3.0 * jax.random.normal(k2, (ntm.interface_size(W, R, H),))
         ntm_state, _ = ntm.step(ntm_state, ntm.controls_from_interface(raw, W, R, H))
-        raw = 3.0 * jax.random.normal(k3, (stack.deque_interface_size(W),))
-        s_state, _ = s_step(s_state, stack.deque_controls_from_interface(raw, W))
+        raw = 3.0 * jax.random.normal(k3, (deque.interface_size(W),))
+        s_state, _ = s_step(s_state, deque.controls_from_interface(raw, W))
     assert all(
         bool(jnp.all(jnp.isfinite(x)))
         for x in jax.tree_util.tree_leaves((state, ntm_state, s_state))

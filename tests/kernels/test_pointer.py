@@ -390,9 +390,9 @@ def test_address_functions_reject_bad_sizes():
 
 def test_attention_names_the_bad_argument():
     keys, emb, mask = jnp.zeros((H, D)), jnp.zeros((L, D)), jnp.ones((L,))
-    with pytest.raises(ValueError, match=r"score: expected one of 'cosine', 'scaled_dot', got 'dot'"):
+    with pytest.raises(ValueError, match=r"score: expected one of \['cosine', 'scaled_dot'\], got 'dot'"):
         pointer.address_attention(keys, emb, mask, score="dot")
-    with pytest.raises(ValueError, match=r"score: expected one of 'cosine', 'scaled_dot', got 'softmax'"):
+    with pytest.raises(ValueError, match=r"score: expected one of \['cosine', 'scaled_dot'\], got 'softmax'"):
         pointer.attention_scores(keys, emb, score="softmax")
     with pytest.raises(ValueError, match=r"keys: expected shape \[H, D\], got \(6,\)"):
         pointer.address_attention(jnp.zeros((D,)), emb, mask)

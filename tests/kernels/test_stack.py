@@ -1,5 +1,5 @@
-"""Tests of panm_jax/kernels/stack.py: the neural Stack, Queue and DeQue (Grefenstette et al. 2015, Learning to
-Transduce with Unbounded Memory, §3.1-3.3)."""
+"""Tests of panm_jax/kernels/stack.py, queue.py and deque.py: the neural Stack, Queue and DeQue (Grefenstette et
+al. 2015, Learning to Transduce with Unbounded Memory, §3.1-3.3)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 from jax.test_util import check_grads
 
-from panm_jax.kernels import stack as S
+from panm_jax.kernels import deque, queue, stack
 from panm_jax.kernels.scan import scan
 from tests.conftest import x64
 from tests.reference import stack_ref as ref
 
 C, W = 40, 5  # reference rollouts: T = C = 40 steps, word size 5
 TOL = 1e-6
+KERNELS = {"stack": stack, "queue": queue, "deque": deque}
 
 
 # ---- shared jitted helpers -----------------------------------------------------
@@ -33,23 +34,19 @@ def _rollout(step, init, controls):
 def rollout(kind: str, capacity: int, controls):
     """``kind`` in {stack, queue, deque}; returns (final, (reads [T, ...], states [T, ...]))."""
     dtype = jax.tree_util.tree_leaves(controls)[0].dtype
-    step, init = {
-        "stack": (S.stack_step, S.stack_init_state),
-        "queue": (S.queue_step, S.queue_init_state),
-        "deque": (S.deque_step, S.deque_init_state),
-    }[kind]
+    kernel = KERNELS[kind]
     width = controls[2].shape[-1]
-    return _rollout(step, init(capacity, width, dtype), controls)
+    return _rollout(kernel.step, kernel.init_state(capacity, width, dtype), controls)
 
 
-jit_stack_step = jax.jit(S.stack_step)
-jit_queue_step = jax.jit(S.queue_step)
-jit_deque_step = jax.jit(S.deque_step)
+jit_stack_step = jax.jit(stack.step)
+jit_queue_step = jax.jit(queue.step)
+jit_deque_step = jax.jit(deque.step)
 
 
 def random_controls(rng, steps, width, dtype=np.float64):
     """Stack/Queue controls as in training: d, u in (0, 1), v in (-1, 1)."""
-    return S.StackControls(
+    return stack.StackControls(
         push=jnp.asarray(rng.uniform(0.0, 1.0, steps), dtype),
         pop=jnp.asarray(rng.uniform(0.0, 1.0, steps), dtype),
         value=jnp.asarray(np.tanh(rng.normal(size=(steps, width))), dtype),
@@ -59,15 +56,15 @@ def random_controls(rng, steps, width, dtype=np.float64):
 def random_deque_controls(rng, steps, width, dtype=np.float64):
     top = random_controls(rng, steps, width, dtype)
     bottom = random_controls(rng, steps, width, dtype)
-    return S.DequeControls(top.push, top.pop, top.value, bottom.push, bottom.pop, bottom.value)
+    return deque.DequeControls(top.push, top.pop, top.value, bottom.push, bottom.pop, bottom.value)
 
 
 def ctl(d, u, v):
-    return S.StackControls(jnp.float32(d), jnp.float32(u), jnp.asarray(v, jnp.float32))
+    return stack.StackControls(jnp.float32(d), jnp.float32(u), jnp.asarray(v, jnp.float32))
 
 
 def dctl(d_top, u_top, v_top, d_bot, u_bot, v_bot):
-    return S.DequeControls(
+    return deque.DequeControls(
         jnp.float32(d_top),
         jnp.float32(u_top),
         jnp.asarray(v_top, jnp.float32),
@@ -156,15 +153,15 @@ def test_one_step_matches_reference():
     s0 = [0.3, 0.0, 0.6, 0.25, 0.9]
     V0 = [rng.normal(size=W) for _ in s0]
     d, u, v = 0.4, 0.7, rng.normal(size=W)
-    for kind, kstep, rstep in [("stack", S.stack_step, ref.stack_step), ("queue", S.queue_step, ref.queue_step)]:
+    for kind, kstep, rstep in [("stack", stack.step, ref.stack_step), ("queue", queue.step, ref.queue_step)]:
         with x64():
-            state = S.stack_init_state(8, W, jnp.float64)
+            state = stack.init_state(8, W, jnp.float64)
             state = state._replace(
                 values=state.values.at[: len(s0)].set(np.array(V0)),
                 strengths=state.strengths.at[: len(s0)].set(np.array(s0)),
                 size=jnp.int32(len(s0)),
             )
-            new, r = jax.jit(kstep)(state, S.StackControls(jnp.float64(d), jnp.float64(u), jnp.asarray(v)))
+            new, r = jax.jit(kstep)(state, stack.StackControls(jnp.float64(d), jnp.float64(u), jnp.asarray(v)))
             V, s, r_ref, _ = rstep(V0, s0, d, u, v)
             np.testing.assert_allclose(np.asarray(new.strengths[:6]), s, atol=1e-12, err_msg=kind)
             np.testing.assert_allclose(np.asarray(new.values[:6]), np.array(V), atol=1e-12, err_msg=kind)
@@ -186,7 +183,7 @@ def test_stack_figure_1a():
     # Grefenstette et al. 2015, Figure 1a, with v1, v2, v3 one-hot.
     state, reads = run_steps(
         jit_stack_step,
-        S.stack_init_state(4, W),
+        stack.init_state(4, W),
         [
             ctl(0.8, 0.0, E[0]),  # t=1: s = [0.8]; read takes 0.8 of v1 (less than 1 is on the stack)
             ctl(0.5, 0.1, E[1]),  # t=2: pop 0.1 off v1 -> [0.7, 0.5]; read 0.5 v2, then the 0.5 left from v1
@@ -204,7 +201,7 @@ def test_queue_figure_1a_controls():
     # The same controls on a Queue: pops and reads start at the front (v1).
     state, reads = run_steps(
         jit_queue_step,
-        S.queue_init_state(4, W),
+        queue.init_state(4, W),
         [
             ctl(0.8, 0.0, E[0]),  # t=1: [0.8]; read 0.8 v1
             ctl(0.5, 0.1, E[1]),  # t=2: pop 0.1 off the front v1 -> [0.7, 0.5]; read 0.7 v1 + 0.3 v2
@@ -220,8 +217,8 @@ def test_queue_figure_1a_controls():
 def test_push_a_push_b_pop():
     a, b, zero = E[0], E[1], np.zeros(W)
     controls = [ctl(1, 0, a), ctl(1, 0, b), ctl(0, 1, zero)]  # push a, push b, pop (push nothing)
-    _, stack_reads = run_steps(jit_stack_step, S.stack_init_state(3, W), controls)
-    _, queue_reads = run_steps(jit_queue_step, S.queue_init_state(3, W), controls)
+    _, stack_reads = run_steps(jit_stack_step, stack.init_state(3, W), controls)
+    _, queue_reads = run_steps(jit_queue_step, queue.init_state(3, W), controls)
     # Stack: b, the last in, was on top and is popped: a is read.
     np.testing.assert_allclose(stack_reads[1], b, atol=1e-6)
     np.testing.assert_allclose(stack_reads[2], a, atol=1e-6)
@@ -235,14 +232,14 @@ def test_deque_push_a_push_b_pop_each_end():
     # Push a then b at the top, pop the top: a Stack, the top read is a.
     _, reads = run_steps(
         jit_deque_step,
-        S.deque_init_state(3, W),
+        deque.init_state(3, W),
         [dctl(1, 0, a, 0, 0, z), dctl(1, 0, b, 0, 0, z), dctl(0, 1, z, 0, 0, z)],
     )
     np.testing.assert_allclose(reads[2].top, a, atol=1e-6)
     # Push a then b at the top, pop the bottom: a Queue, a (the oldest, lowest) leaves, b is read at both ends.
     _, reads = run_steps(
         jit_deque_step,
-        S.deque_init_state(3, W),
+        deque.init_state(3, W),
         [dctl(1, 0, a, 0, 0, z), dctl(1, 0, b, 0, 0, z), dctl(0, 0, z, 0, 1, z)],
     )
     np.testing.assert_allclose(reads[1].bottom, a, atol=1e-6)
@@ -251,7 +248,7 @@ def test_deque_push_a_push_b_pop_each_end():
     # Push a then b at the bottom, pop the top: the mirror image, a (now highest) leaves, b is read.
     _, reads = run_steps(
         jit_deque_step,
-        S.deque_init_state(3, W),
+        deque.init_state(3, W),
         [dctl(0, 0, z, 1, 0, a), dctl(0, 0, z, 1, 0, b), dctl(0, 1, z, 0, 0, z)],
     )
     np.testing.assert_allclose(reads[1].top, a, atol=1e-6)
@@ -267,8 +264,8 @@ def test_deque_reduces_to_stack_and_queue():
     zeros, zeros_w = jnp.zeros(T), jnp.zeros((T, W))
     _, (stack_reads, _) = rollout("stack", T, c)
     _, (queue_reads, _) = rollout("queue", T, c)
-    _, (as_stack, _) = rollout("deque", T, S.DequeControls(c.push, c.pop, c.value, zeros, zeros, zeros_w))
-    _, (as_queue, _) = rollout("deque", T, S.DequeControls(c.push, zeros, c.value, zeros, c.pop, zeros_w))
+    _, (as_stack, _) = rollout("deque", T, deque.DequeControls(c.push, c.pop, c.value, zeros, zeros, zeros_w))
+    _, (as_queue, _) = rollout("deque", T, deque.DequeControls(c.push, zeros, c.value, zeros, c.pop, zeros_w))
     np.testing.assert_allclose(as_stack.top, stack_reads, atol=1e-6)
     np.testing.assert_allclose(as_queue.bottom, queue_reads, atol=1e-6)
 
@@ -288,9 +285,9 @@ def test_invariants(kind):
     s, V = np.asarray(states.strengths), np.asarray(states.values)
     assert np.all(s >= 0) and np.all(s <= 1)  # strengths stay in [0, 1]
     weight_fns = {
-        "stack": [S.stack_read_weights],
-        "queue": [S.queue_read_weights],
-        "deque": [S.stack_read_weights, S.queue_read_weights],
+        "stack": [stack.read_weights],
+        "queue": [queue.read_weights],
+        "deque": [stack.read_weights, queue.read_weights],
     }[kind]
     read_list = [reads.top, reads.bottom] if kind == "deque" else [reads]
     for fn, r in zip(weight_fns, read_list):
@@ -331,9 +328,9 @@ def test_no_nan_gradients(kind, fill):
     T = 8
     full = jnp.full(T, fill)
     if kind == "deque":
-        controls = S.DequeControls(full, full, jnp.zeros((T, W)), full, full, jnp.zeros((T, W)))
+        controls = deque.DequeControls(full, full, jnp.zeros((T, W)), full, full, jnp.zeros((T, W)))
     else:
-        controls = S.StackControls(full, full, jnp.zeros((T, W)))
+        controls = stack.StackControls(full, full, jnp.zeros((T, W)))
 
     def loss(controls):
         final, (reads, _) = rollout(kind, T, controls)
@@ -358,11 +355,11 @@ def test_jax_default_splits_ties_and_left_helpers_do_not():
     # jnp.maximum / jnp.minimum split the derivative at a tie, which is why the
     # kernels use left_max / left_min.
     assert jax.grad(jnp.maximum, argnums=(0, 1))(x, y) == (0.5, 0.5)
-    assert jax.grad(S.left_max, argnums=(0, 1))(x, y) == (1.0, 0.0)
-    assert jax.grad(S.left_min, argnums=(0, 1))(x, y) == (1.0, 0.0)
+    assert jax.grad(stack.left_max, argnums=(0, 1))(x, y) == (1.0, 0.0)
+    assert jax.grad(stack.left_min, argnums=(0, 1))(x, y) == (1.0, 0.0)
     # away from ties they are max and min
-    assert float(S.left_max(1.0, 2.0)) == 2.0 and float(S.left_min(1.0, 2.0)) == 1.0
-    assert jax.grad(S.left_max, argnums=(0, 1))(1.0, 2.0) == (0.0, 1.0)
+    assert float(stack.left_max(1.0, 2.0)) == 2.0 and float(stack.left_min(1.0, 2.0)) == 1.0
+    assert jax.grad(stack.left_max, argnums=(0, 1))(1.0, 2.0) == (0.0, 1.0)
 
 
 def test_pop_and_read_ties_follow_footnote():
@@ -371,16 +368,16 @@ def test_pop_and_read_ties_follow_footnote():
     # argument is the constant 0 in both, so the popped strengths do not depend on u
     # there: ds'/du = 0 (jnp.maximum would give -0.5 and -0.25).
     s = jnp.array([0.25, 0.5, 0.0], jnp.float32)
-    jac_u = jax.jacobian(S.stack_pop_strengths, argnums=1)(s, jnp.float32(0.5))
+    jac_u = jax.jacobian(stack.pop_strengths, argnums=1)(s, jnp.float32(0.5))
     np.testing.assert_array_equal(jac_u, [0.0, 0.0, 0.0])
-    jac_s = jax.jacobian(S.stack_pop_strengths, argnums=0)(s, jnp.float32(0.5))
+    jac_s = jax.jacobian(stack.pop_strengths, argnums=0)(s, jnp.float32(0.5))
     np.testing.assert_array_equal(jac_s, [[1, 0, 0], [0, 0, 0], [0, 0, 0]])
     # Read s = [0.25, 0.75]: at slot 0, min(s[0], max(0, 1 - 0.75)) = min(0.25, 0.25) is a
     # tie; the derivative goes to the left argument s[0], none to s[1].
-    jac = jax.jacobian(S.stack_read_weights)(jnp.array([0.25, 0.75], jnp.float32))
+    jac = jax.jacobian(stack.read_weights)(jnp.array([0.25, 0.75], jnp.float32))
     np.testing.assert_array_equal(jac, [[1, 0], [0, 1]])
     # The Queue mirrors it: at slot 1, min(0.75, max(0, 1 - 0.25)) is a tie.
-    jac = jax.jacobian(S.queue_read_weights)(jnp.array([0.25, 0.75], jnp.float32))
+    jac = jax.jacobian(queue.read_weights)(jnp.array([0.25, 0.75], jnp.float32))
     np.testing.assert_array_equal(jac, [[1, 0], [0, 1]])
 
 
@@ -388,7 +385,7 @@ def test_pop_and_read_ties_follow_footnote():
 
 
 def _random_deque_state(rng, steps):
-    state = S.deque_init_state(6, W)
+    state = deque.init_state(6, W)
     c = random_deque_controls(rng, steps, W, np.float32)
     for t in range(steps):
         state, _ = jit_deque_step(state, jax.tree_util.tree_map(lambda x: x[t], c))
@@ -396,7 +393,7 @@ def _random_deque_state(rng, steps):
 
 
 def _random_linear_state(rng, steps):
-    state = S.stack_init_state(6, W)
+    state = stack.init_state(6, W)
     c = random_controls(rng, steps, W, np.float32)
     for t in range(steps):
         state, _ = jit_stack_step(state, jax.tree_util.tree_map(lambda x: x[t], c))
@@ -424,8 +421,8 @@ def test_masked_steps_in_scan():
     c = random_controls(rng, 6, W, np.float32)
     mask = jnp.array([1, 0, 1, 1, 0, 0], bool)
     keep = np.flatnonzero(np.asarray(mask))
-    final_masked, reads = jax.jit(lambda c, m: scan(S.stack_step, S.stack_init_state(6, W), c, m))(c, mask)
-    final_real, reads_real = jax.jit(lambda c: scan(S.stack_step, S.stack_init_state(6, W), c))(
+    final_masked, reads = jax.jit(lambda c, m: scan(stack.step, stack.init_state(6, W), c, m))(c, mask)
+    final_real, reads_real = jax.jit(lambda c: scan(stack.step, stack.init_state(6, W), c))(
         jax.tree_util.tree_map(lambda x: x[keep], c)
     )
     chex.assert_trees_all_equal(final_masked, final_real)
@@ -450,7 +447,7 @@ def test_vmap_equals_loop(kind):
 
 @pytest.mark.parametrize("kind", ["stack", "deque"])
 def test_no_retrace_on_new_values(kind, trace_counter):
-    step = S.deque_step if kind == "deque" else S.stack_step
+    step = deque.step if kind == "deque" else stack.step
     counter = trace_counter(chex.assert_max_traces(step, n=1))  # chex fails at the retrace itself
     jitted = jax.jit(counter)
     rng = np.random.default_rng(11)
@@ -462,6 +459,33 @@ def test_no_retrace_on_new_values(kind, trace_counter):
     assert counter.count == 1
 
 
+@pytest.mark.parametrize("kind", ["stack", "queue", "deque"])
+def test_leading_axes_equal_one_structure_at_a_time(kind):
+    # controls_from_interface and step take any leading axes natively: [2, 3] structures, each
+    # with its own state, controls and mask, equal the one-structure calls index by index.
+    kernel = KERNELS[kind]
+    rng = np.random.default_rng(12)
+    lead = (2, 3)
+    raw = jnp.asarray(rng.normal(size=(*lead, kernel.interface_size(W))), jnp.float32)
+    controls = kernel.controls_from_interface(raw, W)
+    state = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (*lead, *x.shape)), kernel.init_state(4, W))
+    state, _ = jax.jit(kernel.step)(state, controls)  # a first step, so the strengths differ per structure
+    controls = kernel.controls_from_interface(raw[:, ::-1], W)
+    mask = jnp.asarray([[True, False, True], [False, True, True]])
+    new, read = jax.jit(kernel.step)(state, controls, mask)
+    for i in np.ndindex(*lead):
+        pick = functools.partial(jax.tree_util.tree_map, lambda x, i=i: x[i])
+        one = kernel.controls_from_interface(raw[:, ::-1][i], W)
+        chex.assert_trees_all_close(pick(controls), one, rtol=1e-7, atol=1e-7)
+        want = jax.jit(kernel.step)(pick(state), one, mask[i])
+        chex.assert_trees_all_close((pick(new), pick(read)), want, rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match=r"controls\.value: expected shape \[\.\.\., W\] = \(2, 3, 5\), got \(3, 5\)"):
+        stack.step(
+            jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (*lead, *x.shape)), stack.init_state(4, W)),
+            stack.StackControls(jnp.zeros(lead), jnp.zeros(lead), jnp.zeros((3, W))),
+        )
+
+
 # ---- capacity and overflow --------------------------------------------------------
 
 
@@ -469,7 +493,7 @@ def test_no_retrace_on_new_values(kind, trace_counter):
 def test_overflow_drops_push_and_sets_flag(kind):
     step = jit_stack_step if kind == "stack" else jit_queue_step
     a, b, c = E[0], E[1], E[2]
-    state = S.stack_init_state(2, W)
+    state = stack.init_state(2, W)
     state, _ = step(state, ctl(1, 0, a))
     state, _ = step(state, ctl(1, 0, b))
     assert int(state.size) == 2 and not bool(state.overflow)  # full, no overflow yet
@@ -491,7 +515,7 @@ def test_overflow_drops_push_and_sets_flag(kind):
 
 def test_deque_overflow_drops_both_pushes():
     a, b = E[0], E[1]
-    state = S.deque_init_state(1, W)
+    state = deque.init_state(1, W)
     state, _ = jit_deque_step(state, dctl(1, 0, a, 1, 0, b))  # rows [0, 1] = [b, a]
     assert int(state.size) == 1 and not bool(state.overflow)
     np.testing.assert_array_equal(state.values, [b, a])
@@ -509,46 +533,46 @@ def test_deque_overflow_drops_both_pushes():
 
 def test_controls_from_interface():
     raw = jnp.arange(2 + W, dtype=jnp.float32) - 3.0
-    c = S.stack_controls_from_interface(raw, W)
+    c = stack.controls_from_interface(raw, W)
     np.testing.assert_allclose(c.push, jax.nn.sigmoid(raw[0]))
     np.testing.assert_allclose(c.pop, jax.nn.sigmoid(raw[1]))
     np.testing.assert_allclose(c.value, jnp.tanh(raw[2:]))
-    assert S.stack_interface_size(W) == 2 + W and S.deque_interface_size(W) == 2 * (2 + W)
+    assert stack.interface_size(W) == 2 + W and deque.interface_size(W) == 2 * (2 + W)
     raw2 = jnp.concatenate([raw, -raw])
-    d = S.deque_controls_from_interface(raw2, W)
+    d = deque.controls_from_interface(raw2, W)
     np.testing.assert_allclose(d.push_top, jax.nn.sigmoid(raw[0]))
     np.testing.assert_allclose(d.pop_bottom, jax.nn.sigmoid(-raw[1]))
     np.testing.assert_allclose(d.value_bottom, jnp.tanh(-raw[2:]))
-    q = S.queue_controls_from_interface(raw, W)
+    q = queue.controls_from_interface(raw, W)
     np.testing.assert_allclose(q.value, c.value)
 
 
 def test_bad_arguments_raise_named_errors():
-    state = S.stack_init_state(4, W)
+    state = stack.init_state(4, W)
     good = ctl(0.5, 0.5, np.zeros(W))
     with pytest.raises(ValueError, match=r"controls\.value: expected shape \[W\] = \(5\), got \(4,\)"):
-        S.stack_step(state, good._replace(value=jnp.zeros(4)))
+        stack.step(state, good._replace(value=jnp.zeros(4)))
     with pytest.raises(ValueError, match=r"controls\.push: expected shape \[\] = \(\), got \(1,\)"):
-        S.queue_step(state, good._replace(push=jnp.zeros(1)))
+        queue.step(state, good._replace(push=jnp.zeros(1)))
     with pytest.raises(ValueError, match=r"state\.strengths: expected shape \[C\] = \(4\), got \(3,\)"):
-        S.stack_step(state._replace(strengths=jnp.zeros(3)), good)
-    with pytest.raises(ValueError, match=r"state\.values: expected shape \[C, W\]"):
-        S.stack_step(state._replace(values=jnp.zeros(4)), good)
+        stack.step(state._replace(strengths=jnp.zeros(3)), good)
+    with pytest.raises(ValueError, match=r"state\.values: expected shape \[\.\.\., C, W\], got \(4,\)"):
+        stack.step(state._replace(values=jnp.zeros(4)), good)
     with pytest.raises(ValueError, match=r"mask: expected shape \[\] = \(\), got \(2,\)"):
-        S.stack_step(state, good, jnp.ones(2))
-    dstate = S.deque_init_state(2, W)
+        stack.step(state, good, jnp.ones(2))
+    dstate = deque.init_state(2, W)
     dgood = dctl(0.5, 0.5, np.zeros(W), 0.5, 0.5, np.zeros(W))
     with pytest.raises(ValueError, match=r"controls\.value_bottom: expected shape \[W\] = \(5\), got \(6,\)"):
-        S.deque_step(dstate, dgood._replace(value_bottom=jnp.zeros(6)))
+        deque.step(dstate, dgood._replace(value_bottom=jnp.zeros(6)))
     with pytest.raises(ValueError, match=r"state\.values: expected an even number of rows"):
-        S.deque_step(dstate._replace(values=jnp.zeros((3, W)), strengths=jnp.zeros(3)), dgood)
-    with pytest.raises(ValueError, match=r"raw: expected shape \[2 \+ W\] = \(7\), got \(6,\)"):
-        S.stack_controls_from_interface(jnp.zeros(6), W)
-    with pytest.raises(ValueError, match=r"raw: expected shape \[2 \(2 \+ W\)\] = \(14\), got \(7,\)"):
-        S.deque_controls_from_interface(jnp.zeros(7), W)
+        deque.step(dstate._replace(values=jnp.zeros((3, W)), strengths=jnp.zeros(3)), dgood)
+    with pytest.raises(ValueError, match=r"raw: expected shape \[\.\.\., 2 \+ W\] = \(\.\.\., 7\), got \(6,\)"):
+        stack.controls_from_interface(jnp.zeros(6), W)
+    with pytest.raises(ValueError, match=r"raw: expected shape \[\.\.\., 2 \(2 \+ W\)\] = \(\.\.\., 14\), got \(7,\)"):
+        deque.controls_from_interface(jnp.zeros(7), W)
     with pytest.raises(ValueError, match=r"capacity: expected a positive integer, got 0"):
-        S.stack_init_state(0, W)
+        stack.init_state(0, W)
     with pytest.raises(ValueError, match=r"width: expected a positive integer, got 2.5"):
-        S.deque_init_state(3, 2.5)
+        deque.init_state(3, 2.5)
     with pytest.raises(ValueError, match=r"dtype: expected a real floating dtype .*, got int32"):
-        S.queue_init_state(3, W, jnp.int32)
+        queue.init_state(3, W, jnp.int32)

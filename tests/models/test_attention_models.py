@@ -181,7 +181,7 @@ def test_bad_call_inputs_are_named():
         model(x[0], mask, 2)
     with pytest.raises(ValueError, match=r"input_mask: expected shape \[B, T_in\]"):
         model(x, mask[:, :3], 2)
-    with pytest.raises(ValueError, match=r"num_outputs: expected a positive Python int \(static\), got 0"):
+    with pytest.raises(ValueError, match=r"num_outputs: expected a positive integer, got 0"):
         model(x, mask, 0)
     with pytest.raises(ValueError, match=r"max_input_length = 12 steps, got T_in = 13"):
         model(jnp.zeros((1, 13, D_IN)), jnp.ones((1, 13), bool), 2)

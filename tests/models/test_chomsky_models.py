@@ -284,7 +284,7 @@ def test_configs_have_the_documented_defaults_and_reject_bad_values():
 
 
 def test_the_model_card_lists_the_rnn_controller_and_the_traces():
-    from panm_jax.models import cli
+    from panm_jax.cli import models as cli
 
     rows = {row["name"]: row for row in cli.model_card() if row["name"] in NAMES}
     assert rows["stack_rnn"]["controllers"] == "rnn (default), feedforward, lstm, gru, transformer"

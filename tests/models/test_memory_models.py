@@ -1,4 +1,4 @@
-"""Tests of panm_jax/models/memory_models.py (ntm, dnc, stack/queue/deque_lstm) and models/cli.py.
+"""Tests of panm_jax/models/memory_models.py (ntm, dnc, stack/queue/deque_lstm) and panm_jax/cli/models.py.
 
 Per model: output shape, traces and their invariants, padding invariance, no
 retrace inside a bucket (all in one test, so that one compiled function serves
@@ -225,7 +225,7 @@ def test_bad_call_inputs_are_named():
         model(x[..., :3], mask, 2)
     with pytest.raises(ValueError, match=r"input_mask: expected shape \[B, T_in\]"):
         model(x, mask[:, :3], 2)
-    with pytest.raises(ValueError, match=r"num_outputs: expected a positive Python int"):
+    with pytest.raises(ValueError, match=r"num_outputs: expected a positive integer"):
         model(x, mask, 0)
     pytest.importorskip("panm_jax.modules.transformer")
     small = _model("ntm", controller="transformer", max_steps=10)
@@ -235,7 +235,7 @@ def test_bad_call_inputs_are_named():
 
 def test_models_command_lists_every_registered_model(capsys, monkeypatch):
     from panm_jax.cli import main
-    from panm_jax.models import cli
+    from panm_jax.cli import models as cli
 
     rows = {row["name"]: row for row in cli.model_card()}
     assert set(rows) == set(list_models())  # the other helpers' models too: the card reads the registry

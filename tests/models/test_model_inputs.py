@@ -115,8 +115,8 @@ BAD_CALLS = [
     (lambda x, m: (x > 0, m, T_OUT), r"inputs: expected a real floating dtype .* got bool"),
     (lambda x, m: (x, m[:, :3], T_OUT), r"input_mask: expected shape \[B, T_in\] = \(2, 5\), got \(2, 3\)"),
     (lambda x, m: (x, m.astype(np.complex64), T_OUT), r"input_mask: expected bool .* got complex64"),
-    (lambda x, m: (x, m, 0), r"num_outputs: expected a positive Python int \(static\), got 0"),
-    (lambda x, m: (x, m, 2.0), r"num_outputs: expected a positive Python int \(static\), got 2.0"),
+    (lambda x, m: (x, m, 0), r"num_outputs: expected a positive integer, got 0"),
+    (lambda x, m: (x, m, 2.0), r"num_outputs: expected a positive integer, got 2.0"),
 ]
 
 

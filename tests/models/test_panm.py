@@ -196,7 +196,7 @@ def test_snap_pointers_feeds_back_whole_addresses_when_asked():
 def test_registry_lists_and_rejects():
     assert {"panm", "lstm"} <= set(list_models())
     assert get_config("panm").hidden == 256 and get_config("panm").address_bits == 10
-    with pytest.raises(ValueError, match=r"name: unknown model 'nope'; known models: \[.*'lstm'.*'panm'"):
+    with pytest.raises(ValueError, match=r"name: expected one of \[.*'lstm'.*'panm'.*\], got 'nope'"):
         build_model("nope", input_size=3, output_size=2)
     with pytest.raises(ValueError, match=r"unknown hyperparameter\(s\) \['widht'\] for model 'panm'; known: "):
         build_model("panm", input_size=3, output_size=2, widht=3)

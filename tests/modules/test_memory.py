@@ -20,8 +20,10 @@ import numpy as np
 import pytest
 from flax import nnx
 
+from panm_jax.kernels import deque as deque_kernel
 from panm_jax.kernels import dnc as dnc_kernel
 from panm_jax.kernels import ntm as ntm_kernel
+from panm_jax.kernels import queue as queue_kernel
 from panm_jax.kernels import stack as stack_kernel
 from panm_jax.modules.controllers import (
     CONTROLLER_KINDS,
@@ -30,7 +32,15 @@ from panm_jax.modules.controllers import (
     LSTMCell,
     make_controller,
 )
-from panm_jax.modules.memory import POP_BIAS_INIT, DNCMemory, NTMMemory, StackMemory
+from panm_jax.modules.memory import (
+    POP_BIAS_INIT,
+    DNCMemory,
+    MemoryModule,
+    NTMMemory,
+    StackMemory,
+    StackRNNMemory,
+    TapeRNNMemory,
+)
 
 B, D, N, W, R, H = 3, 9, 7, 5, 3, 2
 
@@ -92,7 +102,9 @@ def test_ntm_batched_step_equals_the_kernel_per_example_and_masks():
 
 def test_dnc_controls_are_in_the_kernels_ranges():
     memory = DNCMemory(D, N, W, num_reads=R, rngs=nnx.Rngs(2))
-    assert memory.interface_size == dnc_kernel.interface_size(R, W) == R * W + 5 * R + 3 * W + 3  # Graves et al. 2016
+    assert (
+        memory.interface_size == dnc_kernel.interface_size(num_reads=R, word_size=W) == R * W + 5 * R + 3 * W + 3
+    )  # Graves et al. 2016
     c = jax.jit(memory.controls)(_hidden(3))
     chex.assert_shape([c.read_keys, c.read_modes, c.write_key, c.write_gate], [(B, R, W), (B, R, 3), (B, 1, W), (B, 1)])
     # oneplus >= 1 (Graves et al. 2016, Methods; Back et al. 2018, supplement §1)
@@ -127,7 +139,11 @@ def test_dnc_several_write_heads_and_the_usage_gradient_option():
     h = 2
     memory = DNCMemory(D, N, W, num_reads=R, num_writes=h, rngs=nnx.Rngs(10))
     stopped = DNCMemory(D, N, W, num_reads=R, num_writes=h, stop_usage_write_gradient=True, rngs=nnx.Rngs(10))
-    assert memory.interface_size == dnc_kernel.interface_size(R, W, h) == R * W + 3 * h * W + 3 * h + R * (2 * h + 3)
+    assert (
+        memory.interface_size
+        == dnc_kernel.interface_size(num_reads=R, word_size=W, num_writes=h)
+        == R * W + 3 * h * W + 3 * h + R * (2 * h + 3)
+    )
     state = memory.init_state((B,))
     chex.assert_shape([state.link, state.write_weights], [(B, h, N, N), (B, h, N)])
     c = memory.controls(_hidden(11, 1.0))
@@ -143,7 +159,7 @@ def test_dnc_several_write_heads_and_the_usage_gradient_option():
         return jnp.sum(reads**2)
 
     args = (state, _hidden(12, 1.0), _hidden(13, 1.0))
-    # Compiled (the modules are closed over as constants): eager dispatch took 40 s here.
+    # Compiled (the modules are closed over as constants): dispatching this gradient eagerly is slow.
     g_full = jax.jit(jax.grad(lambda h1: loss(memory, args[0], h1, args[2])))(args[1])
     g_stop = jax.jit(jax.grad(lambda h1: loss(stopped, args[0], h1, args[2])))(args[1])
     values = [jax.jit(lambda *a, m=m: loss(m, *a))(*args) for m in (memory, stopped)]
@@ -194,8 +210,9 @@ def test_stack_batched_step_equals_the_kernel_and_masks(kind):
     mask = jnp.asarray([True, True, False])
     new, read = step_fn(state, controls, mask)
     chex.assert_shape(read, (B, memory.read_size))
-    step = {"stack": stack_kernel.stack_step, "queue": stack_kernel.queue_step, "deque": stack_kernel.deque_step}[kind]
-    step = jax.jit(step)
+    kernel = {"stack": stack_kernel, "queue": queue_kernel, "deque": deque_kernel}[kind]
+    assert memory.kernel is kernel
+    step = jax.jit(kernel.step)
     for b in range(B):
         one = jax.tree_util.tree_map(lambda x: x[b], (state, controls))
         want_state, want_read = step(*one, mask[b])
@@ -213,7 +230,7 @@ def test_stack_batched_step_equals_the_kernel_and_masks(kind):
 
 
 def test_memory_modules_take_any_leading_axes():
-    # [2, 3] leading axes (e.g. batch x heads): the kernels are vmapped once per axis. (No
+    # [2, 3] leading axes (e.g. batch x heads): the kernels take them natively or are vmapped once per axis. (No
     # leading axis, one example, is how the models call them: tests/models/test_memory_models.py.)
     for memory, init in (
         (NTMMemory(D, N, W, rngs=nnx.Rngs(6)), {}),
@@ -223,6 +240,31 @@ def test_memory_modules_take_any_leading_axes():
         call = jax.jit(lambda state, h: memory(state, h)[1])
         read = call(memory.init_state((2, 3), **init), _hidden(9, 1.0, (2, 3, D)))
         assert read.shape == (2, 3, memory.read_size)
+
+
+def test_every_memory_module_gives_a_sequence_state():
+    # The one interface a sequence model uses (models/memory_models.py): init_sequence_state sizes what
+    # depends on the sequence, a Stack's capacity (one row per step and end) and a Tape-RNN's jump length.
+    steps, length = 6, jnp.int32(4)
+    modules = {
+        "ntm": NTMMemory(D, N, W, rngs=nnx.Rngs(0)),
+        "dnc": DNCMemory(D, N, W, num_reads=R, rngs=nnx.Rngs(0)),
+        "stack": StackMemory("stack", D, W, rngs=nnx.Rngs(0)),
+        "deque": StackMemory("deque", D, W, rngs=nnx.Rngs(0)),
+        "stack_rnn": StackRNNMemory(D, 5, W, rngs=nnx.Rngs(0)),
+        "tape": TapeRNNMemory(D, 5, W, value_layers=(), rngs=nnx.Rngs(0)),
+        "tape_l1": TapeRNNMemory(D, 5, W, value_layers=(), jump_to_input_length=False, rngs=nnx.Rngs(0)),
+    }
+    states = {name: m.init_sequence_state(steps, length, jnp.float32) for name, m in modules.items()}
+    assert all(isinstance(m, MemoryModule) for m in modules.values())
+    chex.assert_trees_all_equal(states["ntm"], modules["ntm"].init_state(()))
+    chex.assert_trees_all_equal(states["dnc"], modules["dnc"].init_state(()))
+    chex.assert_trees_all_equal(states["stack_rnn"], modules["stack_rnn"].init_state(()))
+    assert states["stack"].values.shape == (steps, W) and states["deque"].values.shape == (2 * steps, W)
+    assert int(states["tape"].jump) == 4 and int(states["tape_l1"].jump) == 1
+    for name, m in modules.items():  # one step from that state: reads of read_size
+        _, read = m(states[name], _hidden(14, 1.0, (D,)))
+        assert read.shape == (m.read_size,), name
 
 
 def test_memory_modules_reject_bad_input():

@@ -51,3 +51,21 @@ def test_the_option_reaches_the_model_and_changes_only_the_start():
     assert not np.allclose(default(x, mask, 3), mean(x, mask, 3))
     with pytest.raises(ValueError, match=r"controller_start: expected one of \['sum', 'mean'\], got 'max'"):
         PANMConfig(controller_start="max")
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (dict(controller_start="max"), r"controller_start: expected one of \['sum', 'mean'\], got 'max'"),
+        (dict(address_bits=31), r"address_bits: expected an integer in \[1, 30\], got 31"),
+        (dict(score="dot"), r"score: expected one of \['cosine', 'scaled_dot'\], got 'dot'"),
+        (dict(mode2_heads=True), r"mode2_heads: expected a non-negative integer, got True"),
+        (dict(inverse_temperature=0.0), r"inverse_temperature: expected a finite positive number, got 0.0"),
+    ],
+)
+def test_the_decoder_and_the_config_reject_an_option_with_one_message(option, message):
+    # One check (check_decoder_options) serves both: the same mistake reads the same.
+    with pytest.raises(ValueError, match=message):
+        PANMConfig(**option)
+    with pytest.raises(ValueError, match=message):
+        PANMDecoder(4, 3, **{"address_bits": 4, "mlp_hidden": 4, **option}, rngs=nnx.Rngs(0))

@@ -330,7 +330,9 @@ def test_options_and_their_errors():
         TaskOptionError, match=r"mathematics: option module: expected one of \['add_or_sub', 'place_value'\], got 'mul'"
     ):
         MathematicsTask(module="mul")
-    with pytest.raises(TaskOptionError, match="mathematics: option train_pool_size: expected an integer >= 1, got 0"):
+    with pytest.raises(
+        TaskOptionError, match="mathematics: option train_pool_size: expected a positive integer, got 0"
+    ):
         MathematicsTask(train_pool_size=0)
     with pytest.raises(TaskOptionError, match=r"option max_answer_length: expected an integer in \[1, 30\], got 31"):
         MathematicsTask(max_answer_length=31)

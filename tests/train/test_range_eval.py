@@ -142,7 +142,7 @@ def test_range_evaluate_rejects_bad_arguments(trained):
         range_evaluate(run, run.state.params, [6, 5000])
     with pytest.raises(ValueError, match=r"lengths: expected at least one length"):
         range_evaluate(run, run.state.params, [])
-    with pytest.raises(ValueError, match=r"examples_per_length: expected an integer >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"examples_per_length: expected a positive integer, got 0"):
         range_evaluate(run, run.state.params, [6], examples_per_length=0)
     with pytest.raises(ValueError, match=r"buckets: expected 'powers-of-two', 'per-length' or a list"):
         range_evaluate(run, run.state.params, [6], buckets="pow2")

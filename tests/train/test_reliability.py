@@ -213,7 +213,7 @@ def test_a_nan_loss_stops_the_run_and_skip_batch_leaves_the_state_unchanged(tmp_
 
 
 def test_on_nan_is_a_config_field_and_a_flag():
-    from panm_jax.train.cli import _config_from_args
+    from panm_jax.cli.train import _config_from_args
 
     assert tiny_config().on_nan == "stop"
     args = build_parser().parse_args(["train", "--on-nan", "skip-batch"])

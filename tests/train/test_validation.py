@@ -58,6 +58,17 @@ REPO = Path(__file__).resolve().parents[2]
         ('eval_modes=["L", "3L"]', r"eval_modes: unknown mode\(s\) \['3L'\]; the task 'copy' has \['L', "),
         ("select_mode=X", r"select_mode: unknown mode\(s\) \['X'\]"),
         ("buckets=[1, true]", r"buckets: expected a list of integers, got \[1, True\]"),
+        # task options: names and types from the task's signature (tasks.task_options), before the task is built
+        (
+            "task_options.max_train_lenght=3",
+            r"task_options \(task 'copy'\): unknown option\(s\) \['max_train_lenght'\]; "
+            r"known: \['max_length', 'max_train_length'\]",
+        ),
+        ('task_options.max_train_length="3"', r"task_options.max_train_length: expected an integer, got '3'"),
+        ("task_options.max_length=2.5", r"task_options.max_length: expected an integer or null, got 2.5"),
+        # model options: names and types from the model's config dataclass (models.model_options)
+        ("model_options.hiddn=3", r"model_options \(model 'panm'\): unknown field\(s\) \['hiddn'\]; known: \["),
+        ("model_options.hidden=abc", r"model_options.hidden: expected an integer, got 'abc'"),
     ],
 )
 def test_a_wrong_setting_is_named_when_the_config_is_built(override, message):
@@ -78,6 +89,43 @@ def test_non_finite_and_bool_numbers_are_refused(field, value, message):
         OptimizerConfig(**{field: value})
     with pytest.raises(ConfigError, match=r"model_options.inverse_temperature: expected a finite number, got inf"):
         tiny_config(model_options={"inverse_temperature": math.inf})
+
+
+@pytest.mark.parametrize(
+    "task, option, value, message",
+    [
+        ("dyck", "p", "x", r"task_options.p: expected a finite number, got 'x'"),
+        ("dyck", "n", True, r"task_options.n: expected an integer, got True"),
+        ("bigram_flip", "vocab_size", 2.0, r"task_options.vocab_size: expected an integer, got 2.0"),
+        ("bigram_flip", "min_train_length", None, r"task_options.min_train_length: expected an integer, got None"),
+        ("mathematics", "module", 3, r"task_options.module: expected a string, got 3"),
+    ],
+)
+def test_a_task_option_of_a_wrong_type_is_named_before_the_task_is_built(task, option, value, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, [f'task="{task}"', 'model="lstm"', f"task_options.{option}={json.dumps(value)}"])
+
+
+def test_valid_task_options_keep_their_meaning():
+    # options a base class takes (transduction), untyped ones (machine) and null for a derived default
+    config = load_config(None, ['task="bigram_flip"', 'model="lstm"', "task_options.max_train_length=32"])
+    assert config.task_options == {"max_train_length": 32}
+    config = load_config(None, ['task="automaton_acceptance"', 'model="lstm"', 'task_options.machine="anbn"'])
+    assert config.task_options == {"machine": "anbn"}
+    config = load_config(
+        None, ['task="dyck"', 'model="lstm"', "task_options.n=3", "task_options.max_train_length=null"]
+    )
+    assert config.task_options == {"n": 3, "max_train_length": None}
+    assert load_config(None, ['task="dyck"', 'model="lstm"', "task_options.q=0"]).task_options == {
+        "q": 0
+    }  # an int for a float
+
+
+def test_a_run_folders_config_json_still_loads(finished_run):
+    from panm_jax.train.config import TrainConfig, read_config_file
+
+    stored = read_config_file(finished_run / "config.json")
+    assert TrainConfig.from_dict(stored).to_dict() == stored
 
 
 def test_eval_modes_given_as_one_string_is_a_comma_separated_list():
@@ -142,7 +190,14 @@ USER_ERRORS = {
     "unknown task shown": (["tasks", "show", "cpy"], r"name: expected one of \['copy', "),
     "bad task option": (["tasks", "show", "copy", "--option", "nope=1"], r"copy: unknown option\(s\) \['nope'\]"),
     "task option syntax": (["tasks", "show", "copy", "--option", "n"], r"--option: expected KEY=VALUE, got 'n'"),
-    "models argument": (["models", "panm"], r"unrecognized arguments: panm"),
+    "models argument": (["models", "panm"], r"argument ACTION: invalid choice: 'panm'"),
+    "models show argument": (["models", "show", "panm", "x"], r"unrecognized arguments: x"),
+    "unknown model shown": (["models", "show", "lstmm"], r"name: expected one of \[.*'lstm'.*\], got 'lstmm'"),
+    "misspelled model option": (["train", "--set", "model_options.hiddn=3"], r"model_options \(model 'panm'\): "),
+    "task option of a wrong type": (
+        ["train", "--set", "task_options.max_train_length=ten"],
+        r"task_options.max_train_length: expected an integer, got 'ten'",
+    ),
 }
 
 

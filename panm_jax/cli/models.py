@@ -1,14 +1,15 @@
-"""``panm-jax models``: the model card, a table generated from the registry.
+"""``panm-jax models``: the model card, a table generated from the registry, and one model's options.
 
-    panm-jax models        every registered model: name, description, controller
-                           options, parameter count at the default config, traces
+    panm-jax models              every registered model: name, description, controller
+                                 options, parameter count at the default config, traces
+    panm-jax models show panm    the model's options (its config's fields): type and default
 
 Parameter counts are for the default config built with ``input_size = 12`` and
 ``output_size = 10`` (the algorithmic tasks' sizes, docs/tasks.md). The traces
 column names what ``return_traces=True`` returns, found by an abstract call
 (``jax.eval_shape``: traced, not run); models are built abstractly
-(``nnx.eval_shape``) where their builder allows it, so the card runs in seconds. Every model in the registry is listed,
-whichever module registered it.
+(``nnx.eval_shape``) where their builder allows it, so the card runs in seconds.
+Every model in the registry is listed, whichever module registered it.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 from flax import nnx
-from rich.console import Console
 from rich.table import Table
 
-from panm_jax.models.registry import build_model, get_config, list_models
+from panm_jax.cli._tables import options_table, wide_console
+from panm_jax.models.registry import build_model, get_config, list_models, model_options
 
-__all__ = ["model_card", "register"]
+__all__ = ["CARD_INPUT_SIZE", "CARD_OUTPUT_SIZE", "model_card", "register"]
 
 CARD_INPUT_SIZE = 12  # docs/tasks.md, algorithmic tasks: 10 symbols + 2 delimiters
 CARD_OUTPUT_SIZE = 10  # 10 classes
@@ -38,6 +39,15 @@ def register(subparsers) -> None:
         f"default config (input_size={CARD_INPUT_SIZE}, output_size={CARD_OUTPUT_SIZE}), and its traces.",
     )
     parser.set_defaults(func=_list)
+    sub = parser.add_subparsers(dest="models_command", metavar="ACTION")
+    show = sub.add_parser(
+        "show",
+        help="list a model's options with their types and defaults",
+        description="List a model's options (the fields of its config) with their types and defaults; "
+        "set them with --set model_options.NAME=VALUE in panm-jax train.",
+    )
+    show.add_argument("name", help="the model (panm-jax models lists them)")
+    show.set_defaults(func=_show)
 
 
 def _controllers(config) -> str:
@@ -107,8 +117,18 @@ def _list(args) -> int:
         table.add_column(col, no_wrap=col in ("name", "parameters"), justify="right" if col == "parameters" else "left")
     for row in model_card():
         table.add_row(row["name"], row["description"], row["controllers"], row["params"], row["traces"])
-    console = Console()
-    if not console.is_terminal:  # piped or captured: do not squeeze the table into 80 columns
-        console = Console(width=max(console.width, 160))
-    console.print(table)
+    wide_console(160).print(table)
+    return 0
+
+
+def _show(args) -> int:
+    options = model_options(args.name)  # an unknown name raises UnknownNameError, printed as one line
+    description = list_models()[args.name]
+    config_cls = type(get_config(args.name)).__name__
+    table = options_table(
+        f"options of model {args.name!r} ({config_cls}): {description}",
+        options,
+        how="--set model_options.NAME=VALUE in panm-jax train",
+    )
+    wide_console(100).print(table)
     return 0

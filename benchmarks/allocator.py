@@ -6,8 +6,8 @@ large (the NTM step at B = 128 keeps a ``[42, 128, 20, 128]`` stack of memories
 for its backward pass: 120 MB in all), and glibc serves any block that large from
 a worker thread's arena with a fresh ``mmap`` and returns it with ``munmap`` when
 it is freed, whatever ``M_MMAP_THRESHOLD`` says. The kernel then maps and zeroes
-every page of it again on the next call: 26,000 page faults per NTM step, about
-a fifth of its time on a 2-core CPU (``benchmarks/results/cpu-2cores``).
+every page of it again on the next call (the page faults per step are counted in
+``benchmarks/results/cpu-2cores``).
 
 ``keep_freed_memory()`` tells glibc, through ``mallopt``, to serve every thread
 from the main arena (``M_ARENA_MAX = 1``), never to ``mmap`` a block
@@ -17,16 +17,12 @@ The cost: the process keeps its peak heap until it exits, and threads share one
 arena.
 
 It is opt-in, because it is not a win for every model, and it can run a machine
-out of memory: in paired runs on the 2-core CPU (one process each way,
-alternating) it cut the NTM step's CPU time by 10-20 % and left its wall time
-equal or lower, but made the DNC step at N = 64 30-80 % slower (108-116 ms
-against 140-194 ms); in a whole speed suite run (``speed_keep_malloc.md``) no
-step was faster than in the run just before it without, and the DNC at
-N = 1,024 was killed for memory on a 24 GiB machine (freed blocks are never
-returned, and one arena fragments). The ``panm-jax`` command line
-and the benchmarks apply it when ``PANM_JAX_MALLOC=keep`` is set
-(``configure_from_environment``); a library user may call it directly. It does
-nothing off glibc (macOS, musl), where it returns ``{}``. Call it before the
+out of memory (freed blocks are never returned, and one arena fragments): the
+paired runs and the whole-suite run that decided this are recorded in
+``benchmarks/results/cpu-2cores/`` (``speed_keep_malloc.md`` and
+``NOTES.md`` there). The benchmarks apply it when ``PANM_JAX_MALLOC=keep`` is set
+(``configure_from_environment``); anyone may call it directly, before the first
+computation, in their own script. It does nothing off glibc (macOS, musl), where it returns ``{}``. Call it before the
 first computation: glibc fixes a thread's arena, and how many arenas it may
 create, when a thread first needs one (after ``import jax`` is fine: XLA's
 threads start with the backend).

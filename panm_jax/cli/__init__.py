@@ -1,31 +1,36 @@
 """The ``panm-jax`` command line: a thin layer over the library.
 
-Each sub-command lives beside what it drives (``panm_jax/<layer>/cli.py``) and
-exposes ``register(subparsers)``; this file only collects them. A sub-command
-module that is not there yet is left out of ``--help``.
+One module per sub-command, in the order ``panm-jax --help`` lists them:
 
-A user's mistake (a wrong argument, setting or file) prints one line, ``error: ...``,
-on stderr and exits with code 2; ``--debug`` prints its traceback too. Any other
-exception is a bug and keeps its traceback.
+* ``train``: ``panm-jax train``, train a model on a task and evaluate it;
+* ``evaluate``: ``panm-jax eval``, evaluate a run's checkpoint over length
+  modes or every length of a range;
+* ``plot``: ``panm-jax plot``, accuracy against length from results files;
+* ``tasks``: ``panm-jax tasks`` (the task table) and ``panm-jax tasks show NAME``
+  (a task's options and one decoded example);
+* ``models``: ``panm-jax models`` (the model card) and ``panm-jax models show
+  NAME`` (a model's options).
+
+Each exposes ``register(subparsers)``. A user's mistake (a wrong argument,
+setting or file) prints one line, ``error: ...``, on stderr and exits with code
+2; ``--debug`` prints its traceback too. Any other exception is a bug and keeps
+its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import traceback
 
 from panm_jax import __version__
+from panm_jax.cli import evaluate, models, plot, tasks, train
 from panm_jax.errors import UserError
-from panm_jax.train.allocator import configure_from_environment
 
-# Modules that contribute sub-commands, in the order --help lists them.
-COMMAND_MODULES = (
-    "panm_jax.train.cli",
-    "panm_jax.tasks.cli",
-    "panm_jax.models.cli",
-)
+__all__ = ["ArgumentParser", "build_parser", "main", "user_errors"]
+
+# The sub-command modules, in the order --help lists them.
+COMMAND_MODULES = (train, evaluate, plot, tasks, models)
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -46,6 +51,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``panm-jax`` parser with every sub-command."""
     parser = ArgumentParser(
         prog="panm-jax",
         description="Memory-augmented neural networks in JAX: NTM, DNC, neural Stack/Queue/DeQue and PANM.",
@@ -53,19 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"panm-jax {__version__}")
     parser.add_argument("--debug", action="store_true", help="print the traceback of an error too")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as err:
-            if err.name != name:
-                raise
-            continue
+    for module in COMMAND_MODULES:
         module.register(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    configure_from_environment()  # PANM_JAX_MALLOC=keep, before any computation (panm_jax/train/allocator.py)
+    """Run ``panm-jax`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
@@ -81,7 +81,3 @@ def main(argv: list[str] | None = None) -> int:
         message = " ".join(str(err).split())  # one line
         print(f"error: {message}", file=sys.stderr, flush=True)
         return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

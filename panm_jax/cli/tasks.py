@@ -1,7 +1,7 @@
-"""``panm-jax tasks``: list the tasks, or show one decoded example.
+"""``panm-jax tasks``: list the tasks, or show one task's options and a decoded example.
 
 panm-jax tasks                                  a table of every task
-panm-jax tasks show copy --length 5 [--seed 0]  one example, decoded
+panm-jax tasks show copy --length 5 [--seed 0]  one example, decoded, and the task's options
 panm-jax tasks show dyck --option n=3 --mode 2L
 """
 
@@ -13,10 +13,11 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from panm_jax.cli._tables import options_table, wide_console
 from panm_jax.errors import UserError
-from panm_jax.tasks.registry import get_task, list_tasks
+from panm_jax.tasks.registry import get_task, list_tasks, task_options
 
-__all__ = ["register"]
+__all__ = ["VARIANTS", "register"]
 
 # Extra table rows for option variants the papers report separately.
 VARIANTS = {"dyck": ({"n": 3},)}
@@ -31,7 +32,12 @@ def register(subparsers) -> None:
     )
     parser.set_defaults(func=_list)
     sub = parser.add_subparsers(dest="tasks_command", metavar="ACTION")
-    show = sub.add_parser("show", help="print one decoded example of a task")
+    show = sub.add_parser(
+        "show",
+        help="print one decoded example of a task",
+        description="Print one decoded example of a task, then the task's options with their types and "
+        "defaults (set them with --option here, with --set task_options.NAME=VALUE in panm-jax train).",
+    )
     show.add_argument("name", help=f"the task: one of {', '.join(list_tasks())}")
     group = show.add_mutually_exclusive_group()
     group.add_argument("--length", type=int, help="the example's length (default: the longest training length)")
@@ -82,10 +88,7 @@ def _list(args) -> int:
                 row["train_lengths"],
                 ", ".join(f"{k}: {v}" if k != v else k for k, v in row["test_modes"].items()),
             )
-    console = Console()
-    if not console.is_terminal:  # piped or captured: do not squeeze the table into 80 columns
-        console = Console(width=max(console.width, 150))
-    console.print(table)
+    wide_console(150).print(table)
     return 0
 
 
@@ -110,4 +113,10 @@ def _show(args) -> int:
     )
     console.print(f"input  ({len(example.inputs)}): " + " ".join(example.inputs), markup=False, highlight=False)
     console.print(f"target ({len(example.targets)}): " + " ".join(example.targets), markup=False, highlight=False)
+    table = options_table(
+        f"options of task {args.name!r}",
+        task_options(args.name),
+        how="--option NAME=VALUE here; --set task_options.NAME=VALUE in panm-jax train",
+    )
+    wide_console(100).print(table)
     return 0

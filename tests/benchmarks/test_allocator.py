@@ -1,4 +1,4 @@
-"""panm_jax/train/allocator.py: glibc keeps a large freed buffer mapped, so a second call does not fault it in again."""
+"""benchmarks/allocator.py: glibc keeps a large freed buffer mapped, so a second call does not fault it in again."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from panm_jax.train import allocator
+from benchmarks import allocator
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 # reuses them.
 _SCRIPT = """
 import json, resource
-from panm_jax.train.allocator import configure_from_environment, malloc_settings
+from benchmarks.allocator import configure_from_environment, malloc_settings
 applied = configure_from_environment()
 import jax, jax.numpy as jnp
 double = jax.jit(lambda x: x * 2.0)

@@ -1,0 +1,215 @@
+"""``panm-jax eval``: evaluate a run's checkpoint over length modes, or at every length of a range.
+
+    panm-jax eval --workdir runs/copy-panm --modes L,2L+1 --with-traces
+    panm-jax eval --workdir runs/reverse_string-lstm-s0 --lengths 41-500 --examples-per-length 64
+
+Evaluating reads a run folder and never moves or deletes a checkpoint. A
+missing run, an unknown mode or a malformed range raises an error that
+``panm_jax.cli.main`` prints as one line, ``error: ...``, exiting with code 2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import jax
+from rich.console import Console
+
+from panm_jax.checks import positive_int
+from panm_jax.errors import UserError
+
+__all__ = ["DEFAULT_EXAMPLES_PER_LENGTH", "parse_lengths", "register"]
+
+DEFAULT_EXAMPLES_PER_LENGTH = 64
+
+
+def register(subparsers) -> None:
+    """Add the ``eval`` sub-command to the ``panm-jax`` parser."""
+    e = subparsers.add_parser(
+        "eval",
+        help="evaluate a run's checkpoint over chosen length modes",
+        description="Evaluate the best (or latest) checkpoint of a run at chosen length modes.",
+    )
+    e.add_argument("--workdir", required=True, help="a run folder written by panm-jax train")
+    e.add_argument("--modes", help="comma-separated length modes (default: all of the task's)")
+    e.add_argument(
+        "--checkpoint",
+        choices=["best", "latest"],
+        default="best",
+        help="which checkpoint (default best; the latest when the best is missing or corrupt)",
+    )
+    e.add_argument("--examples", type=int, help="examples per mode (default: the run's eval_examples)")
+    e.add_argument(
+        "--with-traces",
+        action="store_true",
+        help="also plot per-step attention (pointer positions, read weights) for one example",
+    )
+    e.add_argument("--out", help="results stem (default WORKDIR/eval)")
+    e.add_argument(
+        "--lengths",
+        metavar="LO-HI",
+        help="range evaluation instead of the modes: every length LO..HI on its own (the score is the "
+        "headline metric averaged over them), one compilation per power-of-two length bucket; writes "
+        "range.json, range.csv and range.png in WORKDIR",
+    )
+    e.add_argument(
+        "--examples-per-length",
+        type=int,
+        dest="examples_per_length",
+        help=f"examples at each length with --lengths (default {DEFAULT_EXAMPLES_PER_LENGTH})",
+    )
+    e.set_defaults(func=_eval)
+
+
+def _eval(args) -> int:
+    from panm_jax.train.checkpoint import Checkpointer
+    from panm_jax.train.config import TrainConfig, read_config_file
+    from panm_jax.train.loop import Run, note
+
+    console = Console()
+    lengths = _check_range_args(args)  # before anything is read: a mistyped range fails at once
+    workdir = Path(args.workdir)
+    config_path = workdir / "config.json"
+    if not config_path.is_file():
+        raise UserError(f"--workdir: expected a run folder with config.json, got {str(workdir)!r}")
+    if args.examples is not None:
+        positive_int("--examples", args.examples)
+    config = TrainConfig.from_dict(read_config_file(config_path, what="--workdir"))
+    if args.examples is not None:
+        config = dataclasses.replace(config, eval_examples=args.examples)
+    run = Run(config)
+    # Read-only: evaluating never moves or deletes a checkpoint (a run may be training in this workdir).
+    ckpt = Checkpointer(workdir, keep=config.keep_checkpoints, read_only=True, notify=note)
+    try:
+        if lengths is not None:
+            return _evaluate_range(args, lengths, run, ckpt, workdir, console)
+        return _evaluate_checkpoint(args, run, ckpt, workdir, console)
+    finally:
+        ckpt.close()
+
+
+def parse_lengths(text: str) -> tuple[int, int]:
+    """``"41-500"`` (or ``"41..500"``, or ``"41"`` alone) -> ``(41, 500)``; a malformed range raises ``UserError``
+    naming ``--lengths``."""
+    m = re.fullmatch(r"\s*(\d+)\s*(?:(?:-|\.\.)\s*(\d+)\s*)?", text)
+    if m is None:
+        raise UserError(f"--lengths: expected LO-HI, two positive integers (e.g. 41-500), got {text!r}")
+    lo = int(m.group(1))
+    hi = int(m.group(2)) if m.group(2) is not None else lo
+    if lo < 1:
+        raise UserError(f"--lengths: expected lengths of at least 1, got {text!r}")
+    if lo > hi:
+        raise UserError(f"--lengths: expected LO <= HI, got {text!r}")
+    return lo, hi
+
+
+def _check_range_args(args) -> tuple[int, int] | None:
+    """``(lo, hi)`` of ``--lengths`` (None without it), the flags it does not combine with refused."""
+    if args.lengths is None:
+        if args.examples_per_length is not None:
+            raise UserError(
+                "--examples-per-length: only used with --lengths (the range evaluation); use --examples for the modes"
+            )
+        return None
+    lengths = parse_lengths(args.lengths)
+    clash = [
+        flag
+        for flag, given in (
+            ("--modes", args.modes),
+            ("--examples", args.examples is not None),
+            ("--with-traces", args.with_traces),
+            ("--out", args.out),
+        )
+        if given
+    ]
+    if clash:
+        raise UserError(
+            f"--lengths: a range evaluation writes range.* in WORKDIR and takes no {', '.join(clash)}; "
+            "give them without --lengths"
+        )
+    if args.examples_per_length is not None:
+        positive_int("--examples-per-length", args.examples_per_length)
+    return lengths
+
+
+def _restore_params(args, run, ckpt, workdir: Path):
+    """The parameters of the checkpoint ``--checkpoint`` names (the latest when the best is missing or
+    unreadable), replicated on the run's mesh, and its metadata."""
+    from panm_jax.train.loop import note
+    from panm_jax.train.sharding import replicate
+
+    template = jax.device_get(run.state)
+    restored = None
+    if args.checkpoint == "best" and ckpt.best.latest_step() is None:
+        note(f"no best checkpoint in {workdir / 'best'}; evaluating the latest checkpoint instead")
+    elif args.checkpoint == "best":
+        restored = ckpt.restore_best(template, then="evaluating the latest checkpoint instead")
+    if restored is None:
+        restored = ckpt.restore_latest(template)  # a CheckpointError is the user's: panm_jax.cli.main prints it
+    if restored is None:
+        raise UserError(f"--workdir: no readable checkpoint in {str(workdir)!r}")
+    state, meta = restored
+    return replicate(state.params, run.mesh), meta
+
+
+def _evaluate_range(args, lengths: tuple[int, int], run, ckpt, workdir: Path, console: Console) -> int:
+    from panm_jax.train import report
+    from panm_jax.train.loop import results_record
+    from panm_jax.train.range_eval import range_evaluate
+    from panm_jax.train.sharding import is_primary
+
+    lo, hi = lengths
+    task = run.task
+    if not (task.lengths.contains(lo) and task.lengths.contains(hi)):
+        raise UserError(
+            f"--lengths: expected lengths of task {task.name!r} ({task.lengths.expected()}), got {args.lengths!r}"
+        )
+    examples = args.examples_per_length or DEFAULT_EXAMPLES_PER_LENGTH
+    batch_size = min(run.config.eval_batch_size, examples)
+    devices = int(run.mesh.devices.size)
+    if batch_size % devices:
+        raise UserError(
+            f"--examples-per-length: expected a multiple of the {devices} devices (or at least "
+            f"eval_batch_size, {run.config.eval_batch_size}), got {examples}"
+        )
+    params, meta = _restore_params(args, run, ckpt, workdir)
+    console.print(
+        f"[bold]range evaluation[/] {run.config.model} on {task.name} (step {meta['step']}): lengths "
+        f"{lo}..{hi}, {examples} examples each"
+    )
+    result = range_evaluate(run, params, range(lo, hi + 1), examples_per_length=examples, batch_size=batch_size)
+    record = result.with_step(meta["step"]).to_record()
+    base = results_record(run, {}, meta["step"])
+    record.update(config=base["config"], environment=base["environment"])
+    report.print_range(record, console)
+    if is_primary():
+        paths = report.write_range(record, workdir / "range")
+        paths.append(report.plot_range([record], workdir / "range.png"))
+        console.print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def _evaluate_checkpoint(args, run, ckpt, workdir: Path, console: Console) -> int:
+    from panm_jax.train import evaluate as evaluation
+    from panm_jax.train import report
+    from panm_jax.train.loop import results_record
+
+    modes = tuple(args.modes.split(",")) if args.modes else run.modes
+    unknown = [m for m in modes if m not in run.task.test_modes]
+    if unknown:
+        raise UserError(f"--modes: unknown mode(s) {unknown}; the task has {list(run.task.test_modes)}")
+    params, meta = _restore_params(args, run, ckpt, workdir)
+    per_mode = run.evaluate(params, modes, evaluation.TEST_SEED)
+    results = results_record(run, per_mode, meta["step"])
+    stem = Path(args.out) if args.out else workdir / "eval"
+    paths = report.write_results(results, stem)
+    report.print_results(results, console)
+    console.print("wrote " + ", ".join(str(p) for p in paths))
+    if args.with_traces:
+        out = report.plot_run_traces(run, params, modes[-1], stem.with_name(stem.name + "_traces.png"))
+        if out is None:
+            raise UserError(f"--with-traces: model {run.config.model!r} returned no per-step attention to plot")
+        console.print(f"wrote {out}")
+    return 0

@@ -1,0 +1,171 @@
+"""``panm-jax train``: train a model on a task, then evaluate it over the length modes.
+
+    panm-jax train --task copy --model panm --workdir runs/copy-panm
+    panm-jax train --config configs/demo.toml --set model_options.hidden=128 --set num_steps=500
+    panm-jax train --task copy --model panm --seeds 0,1,2
+
+The whole config is checked before anything is created: a user's mistake (a
+bad config field, a workdir in use by another run or holding a run of other
+settings) raises an error that ``panm_jax.cli.main`` prints as one line,
+``error: ...``, exiting with code 2; a run stopped by a non-finite loss exits
+with code 1.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import jax
+from rich.console import Console
+
+from panm_jax.errors import UserError
+
+__all__ = ["register"]
+
+EPILOG = (
+    "model and task options (--set model_options.NAME=VALUE, --set task_options.NAME=VALUE): "
+    "'panm-jax models show MODEL' and 'panm-jax tasks show TASK' list each with its type and default"
+)
+
+
+def register(subparsers) -> None:
+    """Add the ``train`` sub-command to the ``panm-jax`` parser."""
+    p = subparsers.add_parser(
+        "train",
+        help="train a model on a task, evaluate it over the length modes",
+        description="Train a model on a task (resuming if WORKDIR holds checkpoints), then evaluate the best "
+        "checkpoint at every test length and write results.{json,csv,md} and accuracy.png in WORKDIR. "
+        "Settings come from --config (TOML or JSON), then --set overrides, then the flags below.",
+        epilog=EPILOG,
+    )
+    p.add_argument("--config", help="a TOML or JSON file of TrainConfig fields")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a config field, e.g. optimizer.learning_rate=1e-3 or model_options.hidden=128",
+    )
+    p.add_argument("--task", help="task name (panm-jax tasks lists them)")
+    p.add_argument("--model", help="model name (panm-jax models lists them)")
+    p.add_argument("--steps", type=int, dest="num_steps", help="number of training steps")
+    p.add_argument("--batch-size", type=int, dest="batch_size")
+    p.add_argument("--lr", type=float, help="learning rate")
+    p.add_argument("--seed", type=int)
+    p.add_argument(
+        "--seeds",
+        metavar="S1,S2,...",
+        help="train several seeds of the same settings together, in one compiled program (each seed's "
+        "folder is what its single run writes); with --workdir W, seed S goes to W/s<S>",
+    )
+    p.add_argument(
+        "--on-nan",
+        choices=["stop", "skip-batch"],
+        dest="on_nan",
+        help="on a NaN or infinite loss: stop with an error naming the step (default), or skip the batch "
+        "(parameters and optimiser state unchanged)",
+    )
+    p.add_argument("--workdir", default=None, help="run folder (default runs/<task>-<model>-s<seed>)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (logs still go to metrics.jsonl)")
+    p.set_defaults(func=_train)
+
+
+# The flags that set a config field: field -> (flag, argparse dest). A message about such a field names the flag.
+FLAGS = {
+    "task": ("--task", "task"),
+    "model": ("--model", "model"),
+    "num_steps": ("--steps", "num_steps"),
+    "batch_size": ("--batch-size", "batch_size"),
+    "seed": ("--seed", "seed"),
+    "on_nan": ("--on-nan", "on_nan"),
+    "optimizer.learning_rate": ("--lr", "lr"),
+}
+
+
+def _config_from_args(args):
+    from panm_jax.train.config import ConfigError, load_config
+
+    overrides = list(args.set)
+    for field, (_, dest) in FLAGS.items():
+        value = getattr(args, dest)
+        if value is not None:
+            overrides.append(f"{field}={json.dumps(value)}")
+    try:
+        return load_config(args.config, overrides)
+    except ConfigError as err:
+        if err.field in FLAGS and getattr(args, FLAGS[err.field][1]) is not None:
+            raise ConfigError(FLAGS[err.field][0], err.message) from err
+        raise
+
+
+def _error(message: str, code: int = 2) -> int:
+    """One line on stderr, no traceback; returns the exit code."""
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    return code
+
+
+def _train(args) -> int:
+    from panm_jax.train import report
+    from panm_jax.train.loop import NonFiniteLossError, train_and_evaluate
+    from panm_jax.train.sharding import is_primary, maybe_initialize_distributed
+
+    seeds = _parse_seeds(args)
+    config = _config_from_args(args)  # the whole config is checked before anything is created
+    maybe_initialize_distributed()  # before the first JAX call below (a multi-process run: docs/distributed.md)
+    console = Console(quiet=not is_primary())  # with several processes, process 0 alone prints
+    if seeds is not None:
+        return _train_seeds(args, config, seeds, console)
+    workdir = Path(args.workdir or f"runs/{config.task}-{config.model}-s{config.seed}")
+    console.print(
+        f"[bold]panm-jax train[/] {config.model} on {config.task} -> {workdir} "
+        f"({jax.device_count()} x {jax.devices()[0].device_kind})"
+    )
+    try:
+        results = train_and_evaluate(config, workdir, progress=not args.no_progress, console=console)
+    except NonFiniteLossError as err:
+        return _error(str(err), code=1)
+    report.print_results(results, console)
+    console.print(f"wrote {workdir / 'results.json'} (.csv, .md) and {workdir / 'accuracy.png'}")
+    return 0
+
+
+def _parse_seeds(args) -> list[int] | None:
+    """``--seeds 0,1,2`` -> ``[0, 1, 2]`` (None without it); malformed lists and ``--seed`` beside it refused."""
+    if args.seeds is None:
+        return None
+    if args.seed is not None:
+        raise UserError("--seeds: give either --seed or --seeds, not both")
+    parts = [p.strip() for p in args.seeds.split(",")]
+    if not all(re.fullmatch(r"-?\d+", p) for p in parts):
+        raise UserError(f"--seeds: expected comma-separated integers (e.g. 0,1,2,3,4), got {args.seeds!r}")
+    seeds = [int(p) for p in parts]
+    if len(set(seeds)) != len(seeds):
+        raise UserError(f"--seeds: expected distinct seeds, got {args.seeds!r}")
+    return seeds
+
+
+def _train_seeds(args, config, seeds: list[int], console: Console) -> int:
+    from panm_jax.train import report
+    from panm_jax.train.loop import NonFiniteLossError
+    from panm_jax.train.seeds import train_seeds
+
+    configs = [config.replace(seed=s) for s in seeds]
+    if args.workdir:
+        workdirs = [Path(args.workdir) / f"s{s}" for s in seeds]
+    else:
+        workdirs = [Path(f"runs/{config.task}-{config.model}-s{s}") for s in seeds]
+    console.print(
+        f"[bold]panm-jax train[/] {config.model} on {config.task}, seeds {','.join(map(str, seeds))} "
+        f"together -> {', '.join(map(str, workdirs))} ({jax.device_count()} x "
+        f"{jax.devices()[0].device_kind})"
+    )
+    try:
+        records = train_seeds(configs, workdirs, progress=not args.no_progress, console=console)
+    except NonFiniteLossError as err:
+        return _error(str(err), code=1)
+    report.print_seed_summary(records, console)
+    console.print(f"wrote results.json (.csv, .md) and accuracy.png in each of {', '.join(map(str, workdirs))}")
+    return 0
