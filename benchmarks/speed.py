@@ -1,4 +1,4 @@
-"""Speed suite: training steps at the configurations the peers run, against their figures and our floor.
+"""Speed suite: training steps at the configurations the peers run, against the peers and our floor.
 
 Run: ``python -m benchmarks.speed [--quick] [--only panm,ntm,dnc,stack]``. Writes
 ``benchmarks/results/<device>/speed.{json,md}``.
@@ -19,7 +19,7 @@ of a model built by name, on Copy batches of the stated shape:
 
 Per row: parameters, compile time, steady-state time per step (median, min, max
 over ``repeats`` steps after warm-up, ``block_until_ready``), steps/s, the peer's
-figure and our speed-up over it, and the floor: FLOPs and recurrent-state bytes
+step time and our speed-up over it (from ``peers.json``, below), and the floor: FLOPs and recurrent-state bytes
 counted from the step's jaxpr (``benchmarks/cost.py``, loops multiplied out),
 against the dense-matmul rate at the step's controller shape and the memory
 bandwidth (a 256 MiB array scaled in place; 2 GiB on an accelerator), both measured in the same run; floor = max(FLOPs /
@@ -34,17 +34,19 @@ setting under ``malloc``): XLA's per-call temporary buffer is then not mapped
 and zeroed afresh by the kernel on every step. It helps the NTM step and slows
 the DNC's, so it is not the default.
 
-Peer figures (the peers' own model classes under PyTorch 2.13 on this
-2-core CPU class, median step): the PANM authors' code 0.68 s (width 256) and
-0.30 s (128) per training step at L = 10, 2.7 s for an evaluation batch at
-length 81; pytorch-ntm 2.0 s (B = 128) and 0.126 s (B = 1) at L = 20;
-pytorch-dnc 0.43 s (N = 64), 1.48 s (N = 256), 73 s (N = 1024).
+``peer_s`` and ``speedup_vs_peer`` come only from ``peers.json`` in the same
+results folder, written by ``benchmarks/peers.py``, which times the peers' own
+PyTorch models and ours alternately on one machine in one run; the table's
+notes name that run (date, commit, command). Without that file both columns are
+empty and the notes say how to fill them.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -67,8 +69,7 @@ class Case:
     task_length: int = 10  # Copy n: T_in = n + 2, T_out = n
     batch: int = 128
     optimizer: str = "paper"  # "paper" (RMSprop 1e-4, clip 10) or "adam"
-    peer_s: float | None = None
-    peer: str = ""
+    peer: str = ""  # the peer implementation timed at this configuration by benchmarks/peers.py
     goal_s: float | None = None
     eval_only: bool = False
     repeats: int = 20
@@ -86,7 +87,6 @@ CASES = (
         {"hidden": 256},
         10,
         128,
-        peer_s=0.68,
         peer="PANM authors' code",
         goal_s=0.200,
         gpu_goal_s=0.010,
@@ -99,7 +99,6 @@ CASES = (
         {"hidden": 128},
         10,
         128,
-        peer_s=0.30,
         peer="PANM authors' code",
         goal_s=0.070,
     ),
@@ -110,7 +109,6 @@ CASES = (
         {"hidden": 128},
         81,
         128,
-        peer_s=2.7,
         peer="PANM authors' code",
         goal_s=0.27,
         eval_only=True,
@@ -123,7 +121,6 @@ CASES = (
         {"hidden": 100, "num_slots": 128, "word_size": 20},
         20,
         128,
-        peer_s=2.0,
         peer="pytorch-ntm",
         goal_s=0.1,
     ),
@@ -134,7 +131,6 @@ CASES = (
         {"hidden": 100, "num_slots": 128, "word_size": 20},
         20,
         1,
-        peer_s=0.126,
         peer="pytorch-ntm",
     ),
     Case(
@@ -145,7 +141,6 @@ CASES = (
         24,
         32,
         "adam",
-        peer_s=0.43,
         peer="pytorch-dnc",
         goal_s=0.150,
     ),
@@ -157,7 +152,6 @@ CASES = (
         24,
         32,
         "adam",
-        peer_s=1.48,
         peer="pytorch-dnc",
     ),
     # No remat: the link's hand-written VJP (dnc.link_and_directions) keeps one [B, N, N] array per
@@ -170,7 +164,6 @@ CASES = (
         24,
         32,
         "adam",
-        peer_s=73.0,
         peer="pytorch-dnc",
         goal_s=10.0,
         repeats=20,
@@ -234,10 +227,55 @@ def goal_of(case: Case, accelerator: bool) -> float | None:
     return (case.gpu_goal_s if case.gpu_goal_s is not None else case.goal_s) if accelerator else case.goal_s
 
 
+def warmup_of(case: Case) -> int:
+    """Untimed steps before the timed ones: 1 for a case of fewer than 20 repeats, else 2."""
+    return 1 if case.repeats < 20 else 2
+
+
+PEERS_FILE = "peers.json"
+
+
+def load_peers(folder: Path | None = None) -> dict | None:
+    """The ``peers.json`` that ``benchmarks/peers.py`` wrote in ``folder`` (default: this device's), else None."""
+    path = (folder if folder is not None else common.RESULTS_DIR / common.device_slug()) / PEERS_FILE
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text())
+
+
+def peer_columns(label: str, peers: dict | None) -> dict:
+    """``peer_s`` and ``speedup_vs_peer`` for the case ``label`` from a ``peers.json`` payload ("" where none).
+
+    Both come from the peers run, where the peer and ours were timed alternately on
+    one machine: ``speedup_vs_peer`` is that run's ratio, not ``peer_s`` over this
+    table's ``median_s``.
+    """
+    for row in (peers or {}).get("rows", []):
+        if row.get("case") == label:
+            return {"peer_s": row["peer_s"], "speedup_vs_peer": row["ratio"]}
+    return {"peer_s": "", "speedup_vs_peer": ""}
+
+
+def peers_note(peers: dict | None) -> str:
+    """The table's sentence saying where the peer columns come from, or how to fill them."""
+    if peers is None:
+        return (
+            f" peer_s and speedup_vs_peer are empty: no {PEERS_FILE} for this device. Fill them by running "
+            "python -m benchmarks.peers --peer-python PYTHON_WITH_TORCH --panm PANM --ntm PYTORCH_NTM "
+            "--dnc PYTORCH_DNC (benchmarks/peers.py), then this suite again."
+        )
+    env = peers.get("environment", {})
+    return (
+        f" peer_s and speedup_vs_peer come from {PEERS_FILE} (benchmarks/peers.py, run of {env.get('date', '?')}, "
+        f"commit {env.get('commit', '?')}, torch {env.get('torch', '?')}, command: {peers.get('command', '?')}): "
+        "the peer's median step and the ratio peer / ours measured alternately in that run, not this table's median_s."
+    )
+
+
 def run_case(case: Case, quick: bool, bw: float) -> dict:
     fn, state, batch, params = build_case(case)
     repeats = 3 if quick else case.repeats
-    t = common.time_compiled(fn, state, batch, warmup=1 if case.repeats < 20 else 2, repeats=repeats)
+    t = common.time_compiled(fn, state, batch, warmup=warmup_of(case), repeats=repeats)
     counted = cost.count(fn, state, batch)
     hidden = case.model_options.get("hidden", 256)
     rate = common.matmul_rate(case.batch, hidden, 4 * hidden, repeats)  # the controller's recurrent shape
@@ -260,8 +298,8 @@ def run_case(case: Case, quick: bool, bw: float) -> dict:
         "floor_s": floor,
         "x_floor": t["median_s"] / floor,
         "peer": case.peer,
-        "peer_s": case.peer_s if case.peer_s else "",
-        "speedup_vs_peer": (case.peer_s / t["median_s"]) if case.peer_s else "",
+        "peer_s": "",  # filled by main from peers.json (peer_columns)
+        "speedup_vs_peer": "",
         "sequences_per_s": case.batch / t["median_s"],
         "goal_s": "",
         "meets_goal": "",
@@ -310,7 +348,6 @@ def throughput_sweep(case: Case, bw: float) -> list[dict]:
             label=case.label.replace(f"B={case.batch}", f"B={b}"),
             batch=b,
             repeats=10,
-            peer_s=None,
             peer="",
             goal_s=None,
             gpu_goal_s=None,
@@ -365,9 +402,11 @@ def main(argv=None) -> int:
         "(benchmarks/cost.py); matmul_GFLOPs measured at the step's controller shape; "
         "floor = max(GFLOP / matmul rate, bytes / bandwidth)."
     )
+    peers = load_peers()
+    notes += peers_note(peers)
     if accelerator:
         notes += (
-            " The peers' figures were measured on a 2-core CPU, so speedup_vs_peer compares this "
+            " The peers run on this machine's CPU (benchmarks/peers.py), so speedup_vs_peer compares this "
             "accelerator with that CPU. The rows at B > 128 are the throughput sweep: each batch x4 until one "
             "does not fit in device memory; sequences_per_s = B / median_s."
         )
@@ -380,15 +419,16 @@ def main(argv=None) -> int:
     rows = []
     for i, case in enumerate(cases):
         row, fitted = run_or_out_of_memory(case, args.quick, bw)
+        if fitted:
+            row.update(peer_columns(case.label, peers))
         rows.append(row)
         if not fitted and not case.model_options.get("remat", False):  # retry, recomputing each step
-            rows.append(
-                run_case(
-                    replace(case, label=case.label + " (remat)", model_options={**case.model_options, "remat": True}),
-                    args.quick,
-                    bw,
-                )
+            row = run_case(
+                replace(case, label=case.label + " (remat)", model_options={**case.model_options, "remat": True}),
+                args.quick,
+                bw,
             )
+            rows.append({**row, **peer_columns(case.label, peers)})
         if case.throughput_sweep and accelerator and not args.quick:
             rows.extend(throughput_sweep(case, bw))
         if not args.quick:  # after every case: a crash later keeps what was measured
