@@ -42,12 +42,16 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 def user_errors() -> tuple[type[BaseException], ...]:
-    """The exception types that are a user's mistake, not a bug."""
-    from panm_jax.tasks.base import TaskOptionError, UnknownTaskError
+    """The exception types that are a user's mistake, not a bug.
+
+    ``UserError`` covers its subclasses: ``UnknownNameError`` (any registry) and
+    ``TaskOptionError``. A checkpoint that fails its checks and a run folder
+    held by another process are not bugs either.
+    """
     from panm_jax.train.checkpoint import CheckpointError
     from panm_jax.train.lock import WorkdirBusy
 
-    return (UserError, CheckpointError, WorkdirBusy, TaskOptionError, UnknownTaskError)
+    return (UserError, CheckpointError, WorkdirBusy)
 
 
 def build_parser() -> argparse.ArgumentParser:

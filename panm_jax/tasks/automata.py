@@ -156,7 +156,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, cast
 import numpy as np
 
 from panm_jax import checks
-from panm_jax.errors import UserError
+from panm_jax.errors import UnknownNameError, UserError
 from panm_jax.tasks import metrics as _metrics
 from panm_jax.tasks.base import (
     Batch,
@@ -215,8 +215,11 @@ class MachineLimitError(MachineError):
     """A run or search went past its bound (steps, configurations) or its output window."""
 
 
-class UnknownMachineError(MachineError):
-    """``load_machine`` was given a name that is not shipped, or a path that is not a file."""
+class UnknownMachineError(MachineError, UnknownNameError):
+    """``load_machine`` was given a name that is not shipped, or a path that is not a file.
+
+    Also an ``UnknownNameError``, the type of every unknown name in the library.
+    """
 
 
 # ----------------------------------------------------------------- validation
