@@ -36,7 +36,7 @@ the design.
 
 from __future__ import annotations
 
-import importlib
+from panm_jax._lazy import lazy_exports
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 
@@ -74,16 +74,4 @@ if TYPE_CHECKING:  # what static tools see; at run time __getattr__ imports on f
     from panm_jax.train.seeds import train_seeds
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        where = _EXPORTS[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    module = importlib.import_module(where)
-    value = module if where == f"{__name__}.{name}" else getattr(module, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

@@ -31,7 +31,7 @@ package imports none of them; each loads on first use.
 
 from __future__ import annotations
 
-import importlib
+from panm_jax._lazy import lazy_exports
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 
@@ -50,8 +50,6 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from types import ModuleType
-
     from panm_jax.kernels import (
         addressing,
         deque,
@@ -67,11 +65,4 @@ if TYPE_CHECKING:
     )
 
 
-def __getattr__(name: str) -> ModuleType:
-    if name not in __all__:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return importlib.import_module(f"{__name__}.{name}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, {name: f"{__name__}.{name}" for name in __all__}, __all__)

@@ -31,7 +31,7 @@ names in ``__all__`` load their module on first use.
 
 from __future__ import annotations
 
-import importlib
+from panm_jax._lazy import lazy_exports
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 
@@ -66,15 +66,4 @@ if TYPE_CHECKING:
     from panm_jax.train.steps import TrainState, init_train_state, make_eval_step, make_train_step
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        where = _EXPORTS[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(where), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)
