@@ -23,7 +23,10 @@ step time and our speed-up over it (from ``peers.json``, below), and the floor: 
 counted from the step's jaxpr (``benchmarks/cost.py``, loops multiplied out),
 against the dense-matmul rate at the step's controller shape and the memory
 bandwidth (a 256 MiB array scaled in place; 2 GiB on an accelerator), both measured in the same run; floor = max(FLOPs /
-rate, bytes / bandwidth), and ``x_floor`` = measured / floor. The bandwidth is
+rate, bytes / bandwidth), and ``x_floor`` = measured / floor. Both floors are
+columns (``flop_floor_s``, ``byte_floor_s``) and ``bound`` names the larger: an
+elementwise step such as the NTM's is not bound by its FLOPs at matmul speed
+unless its bytes say so too. The bandwidth is
 DRAM's; a working set that stays in the caches (this CPU has 2 MiB of L2 and 32
 MiB of L3) can beat the bytes term, so ``x_floor`` below 1 means the floor was
 set by a bytes estimate that the caches beat, not an error in the timing.
@@ -75,6 +78,7 @@ class Case:
     repeats: int = 20
     gpu_goal_s: float | None = None  # the goal on an accelerator, where it differs from the CPU goal
     goal_x_floor: float | None = None  # a goal stated as a multiple of the floor (measured / floor)
+    goal_vs_peer: float | None = None  # a goal on speedup_vs_peer (the peers run's ratio, peers.json)
     accelerator_only: bool = False  # too large for the CPU suite; run where jax's platform is not "cpu"
     throughput_sweep: bool = False  # also time larger batches (x4 each) until one does not fit (accelerators only)
 
@@ -123,6 +127,7 @@ CASES = (
         128,
         peer="pytorch-ntm",
         goal_s=0.1,
+        goal_x_floor=3.0,
     ),
     Case(
         "ntm",
@@ -143,6 +148,7 @@ CASES = (
         "adam",
         peer="pytorch-dnc",
         goal_s=0.150,
+        goal_x_floor=3.0,
     ),
     Case(
         "dnc",
@@ -153,6 +159,8 @@ CASES = (
         32,
         "adam",
         peer="pytorch-dnc",
+        goal_x_floor=3.0,
+        goal_vs_peer=5.0,
     ),
     # No remat: the link's hand-written VJP (dnc.link_and_directions) keeps one [B, N, N] array per
     # step for the backward pass, 6.7 GB here (peak 9 GB); autodiff kept several and needed remat.
@@ -166,6 +174,7 @@ CASES = (
         "adam",
         peer="pytorch-dnc",
         goal_s=10.0,
+        goal_x_floor=3.0,
         repeats=20,
     ),
     Case("stack", "Stack-LSTM ctrl 256, T=64, B=32", "stack_lstm", {"hidden": 256}, 31, 32),
@@ -227,6 +236,30 @@ def goal_of(case: Case, accelerator: bool) -> float | None:
     return (case.gpu_goal_s if case.gpu_goal_s is not None else case.goal_s) if accelerator else case.goal_s
 
 
+def goal_columns(case: Case, row: dict, accelerator: bool) -> dict:
+    """``goal`` (every goal of the case, ``;``-separated) and ``meets_goal`` (all of them met).
+
+    ``row`` needs ``median_s``, ``floor_s`` and ``x_floor``; a goal on the peer ratio
+    reads ``speedup_vs_peer`` and is unmet while that is empty (no peers run). Both
+    are "" for a case without goals.
+    """
+    texts, met = [], []
+    seconds = goal_of(case, accelerator)
+    if seconds is not None:
+        texts.append(f"<= {seconds:g} s")
+        met.append(row["median_s"] <= seconds)
+    if case.goal_x_floor is not None:
+        texts.append(f"<= {case.goal_x_floor:g} x floor ({case.goal_x_floor * row['floor_s']:.4g} s)")
+        met.append(row["x_floor"] <= case.goal_x_floor)
+    if case.goal_vs_peer is not None and not accelerator:
+        texts.append(f">= {case.goal_vs_peer:g} x {case.peer or 'peer'}")
+        ratio = row.get("speedup_vs_peer", "")
+        met.append(ratio != "" and float(ratio) >= case.goal_vs_peer)
+    if not texts:
+        return {"goal": "", "meets_goal": ""}
+    return {"goal": "; ".join(texts), "meets_goal": all(met)}
+
+
 def warmup_of(case: Case) -> int:
     """Untimed steps before the timed ones: 1 for a case of fewer than 20 repeats, else 2."""
     return 1 if case.repeats < 20 else 2
@@ -272,6 +305,24 @@ def peers_note(peers: dict | None) -> str:
     )
 
 
+def floor_of(counted: dict[str, float], rate_gflops: float, bandwidth_gbs: float) -> dict:
+    """The step's two floors and the one that binds, from ``cost.count``'s FLOPs and bytes.
+
+    ``flop_floor_s`` = FLOPs / the matmul rate (every FLOP at the best rate this
+    device reached, elementwise ones included, so a lower bound); ``byte_floor_s`` =
+    bytes / the memory bandwidth (the traffic the step cannot avoid, also a lower
+    bound); ``floor_s`` is the larger and ``bound`` names it ("FLOPs" or "bytes").
+    """
+    flop_floor = counted["flops"] / (rate_gflops * 1e9)
+    byte_floor = counted["bytes"] / (bandwidth_gbs * 1e9)
+    return {
+        "flop_floor_s": flop_floor,
+        "byte_floor_s": byte_floor,
+        "floor_s": max(flop_floor, byte_floor),
+        "bound": "FLOPs" if flop_floor >= byte_floor else "bytes",
+    }
+
+
 def run_case(case: Case, quick: bool, bw: float) -> dict:
     fn, state, batch, params = build_case(case)
     repeats = 3 if quick else case.repeats
@@ -279,7 +330,8 @@ def run_case(case: Case, quick: bool, bw: float) -> dict:
     counted = cost.count(fn, state, batch)
     hidden = case.model_options.get("hidden", 256)
     rate = common.matmul_rate(case.batch, hidden, 4 * hidden, repeats)  # the controller's recurrent shape
-    floor = max(counted["flops"] / (rate * 1e9), counted["bytes"] / (bw * 1e9))
+    floors = floor_of(counted, rate, bw)
+    floor = floors["floor_s"]
     row = {
         "case": case.label,
         "model": case.model,
@@ -295,21 +347,16 @@ def run_case(case: Case, quick: bool, bw: float) -> dict:
         "GFLOP": counted["flops"] / 1e9,
         "MB_state": counted["bytes"] / 1e6,
         "matmul_GFLOPs": rate,
-        "floor_s": floor,
+        **floors,
         "x_floor": t["median_s"] / floor,
         "peer": case.peer,
         "peer_s": "",  # filled by main from peers.json (peer_columns)
         "speedup_vs_peer": "",
         "sequences_per_s": case.batch / t["median_s"],
-        "goal_s": "",
+        "goal": "",
         "meets_goal": "",
     }
-    goal = goal_of(case, common.on_accelerator())
-    if goal is not None:
-        row["goal_s"], row["meets_goal"] = goal, t["median_s"] <= goal
-    elif case.goal_x_floor is not None:
-        row["goal_s"] = f"<= {case.goal_x_floor:g} x floor ({case.goal_x_floor * floor:.4g})"
-        row["meets_goal"] = row["x_floor"] <= case.goal_x_floor
+    row.update(goal_columns(case, row, common.on_accelerator()))
     print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
     return row
 
@@ -387,20 +434,24 @@ def main(argv=None) -> int:
         "GFLOP",
         "MB_state",
         "matmul_GFLOPs",
+        "flop_floor_s",
+        "byte_floor_s",
         "floor_s",
+        "bound",
         "x_floor",
         "sequences_per_s",
         "peer",
         "peer_s",
         "speedup_vs_peer",
-        "goal_s",
+        "goal",
         "meets_goal",
     ]
     notes = (
         f"Memory bandwidth measured in this run: {bw:.1f} GB/s ({common.bandwidth_mib()} MiB scaled in "
         "place). GFLOP and MB_state counted from each step's jaxpr with loops multiplied out "
         "(benchmarks/cost.py); matmul_GFLOPs measured at the step's controller shape; "
-        "floor = max(GFLOP / matmul rate, bytes / bandwidth)."
+        "flop_floor_s = GFLOP / matmul rate, byte_floor_s = bytes / bandwidth (each a lower bound); "
+        "floor_s is the larger, bound names it, x_floor = median_s / floor_s."
     )
     peers = load_peers()
     notes += peers_note(peers)
@@ -421,6 +472,7 @@ def main(argv=None) -> int:
         row, fitted = run_or_out_of_memory(case, args.quick, bw)
         if fitted:
             row.update(peer_columns(case.label, peers))
+            row.update(goal_columns(case, row, accelerator))  # again: a goal on the peer ratio needs its column
         rows.append(row)
         if not fitted and not case.model_options.get("remat", False):  # retry, recomputing each step
             row = run_case(
@@ -428,7 +480,8 @@ def main(argv=None) -> int:
                 args.quick,
                 bw,
             )
-            rows.append({**row, **peer_columns(case.label, peers)})
+            row.update(peer_columns(case.label, peers))
+            rows.append({**row, **goal_columns(case, row, accelerator)})
         if case.throughput_sweep and accelerator and not args.quick:
             rows.extend(throughput_sweep(case, bw))
         if not args.quick:  # after every case: a crash later keeps what was measured

@@ -22,7 +22,7 @@ from flax import nnx
 from rich.table import Table
 
 from panm_jax.cli._tables import options_table, wide_console
-from panm_jax.models.registry import build_model, get_config, list_models, model_options
+from panm_jax.models.registry import build_model, get_config, list_models, model_options, supports_aligned
 
 __all__ = ["CARD_INPUT_SIZE", "CARD_OUTPUT_SIZE", "model_card", "register"]
 
@@ -103,6 +103,7 @@ def model_card() -> list[dict[str, str]]:
                 "controllers": _controllers(config),
                 "params": f"{params:,}",
                 "traces": _traces(model),
+                "aligned": "yes" if supports_aligned(name) else "no",
             }
         )
     return rows
@@ -113,10 +114,11 @@ def _list(args) -> int:
     table = Table(
         title=f"panm_jax models (parameters at the default config, input {CARD_INPUT_SIZE}, output {CARD_OUTPUT_SIZE})"
     )
-    for col in ("name", "description", "controller options", "parameters", "traces (return_traces=True)"):
+    columns = ("name", "description", "controller options", "parameters", "traces (return_traces=True)", "aligned")
+    for col in columns:
         table.add_column(col, no_wrap=col in ("name", "parameters"), justify="right" if col == "parameters" else "left")
     for row in model_card():
-        table.add_row(row["name"], row["description"], row["controllers"], row["params"], row["traces"])
+        table.add_row(row["name"], row["description"], row["controllers"], row["params"], row["traces"], row["aligned"])
     wide_console(160).print(table)
     return 0
 

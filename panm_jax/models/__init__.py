@@ -2,8 +2,9 @@
 
 ``build_model(name, input_size=..., output_size=..., **hparams)`` builds a model;
 every model answers ``model(inputs [B, T_in, D], input_mask [B, T_in],
-num_outputs, *, train, key, return_traces) -> logits [B, T_out, K]`` (see
-``registry``). ``list_models()`` gives each registered name with a one-line
+num_outputs, *, aligned, train, key, return_traces) -> logits [B, T_out, K]``
+(see ``registry``; ``aligned=True``, one output per input step, only for the
+causal recurrent models: ``supports_aligned(name)``). ``list_models()`` gives each registered name with a one-line
 description, ``model_options(name)`` each option of its config with its type and
 default; ``panm-jax models`` prints the card, ``panm-jax models show NAME`` the
 options. Registered:
@@ -29,12 +30,25 @@ models). A model's module is imported when ``build_model`` first builds it.
 """
 
 from panm_jax.models.registry import (
+    AlignedModeError,
     SequenceModel,
+    aligned_models,
     build_model,
     get_config,
     list_models,
     model_options,
     register_model,
+    supports_aligned,
 )
 
-__all__ = ["SequenceModel", "build_model", "get_config", "list_models", "model_options", "register_model"]
+__all__ = [
+    "AlignedModeError",
+    "SequenceModel",
+    "aligned_models",
+    "build_model",
+    "get_config",
+    "list_models",
+    "model_options",
+    "register_model",
+    "supports_aligned",
+]

@@ -48,7 +48,7 @@ from flax import nnx
 
 from panm_jax import checks
 from panm_jax.kernels.scan import scan
-from panm_jax.models.registry import prepare_inputs, register_model
+from panm_jax.models.registry import prepare_inputs, refuse_aligned, register_model
 from panm_jax.modules.controllers import LSTMCell
 from panm_jax.modules.encoders import LSTMEncoder
 from panm_jax.modules.transformer import (
@@ -164,7 +164,10 @@ class LSTMAttention(nnx.Module):
         self.combine = nnx.Linear(num_contexts * d + d, d, rngs=rngs)  # W_c
         self.output = nnx.Linear(d, output_size, rngs=rngs)  # W_o
 
-    def __call__(self, inputs, input_mask, num_outputs: int, *, train=False, key=None, return_traces=False):
+    def __call__(
+        self, inputs, input_mask, num_outputs: int, *, aligned=False, train=False, key=None, return_traces=False
+    ):
+        refuse_aligned("lstm_attention", aligned)
         inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
         t_in = inputs.shape[1]
         if self.location is not None and t_in > self.config.max_input_length:
@@ -259,7 +262,10 @@ class PointerNetwork(nnx.Module):
         self.decoder = LSTMCell(1, d, rngs=rngs)  # its input is always 0: only the bias acts
         self.pointer = AdditiveAttention(d, d, d, rngs=rngs)
 
-    def __call__(self, inputs, input_mask, num_outputs: int, *, train=False, key=None, return_traces=False):
+    def __call__(
+        self, inputs, input_mask, num_outputs: int, *, aligned=False, train=False, key=None, return_traces=False
+    ):
+        refuse_aligned("pointer_network", aligned)
         inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
         mask = jnp.asarray(input_mask, bool)
         encoded, state = self.encoder(inputs, mask)
@@ -365,7 +371,10 @@ class TransformerSeq2Seq(nnx.Module):
         if relative:
             self.start = nnx.Param(jax.random.normal(rngs.params(), (d,)))  # s [D]
 
-    def __call__(self, inputs, input_mask, num_outputs: int, *, train=False, key=None, return_traces=False):
+    def __call__(
+        self, inputs, input_mask, num_outputs: int, *, aligned=False, train=False, key=None, return_traces=False
+    ):
+        refuse_aligned("transformer", aligned)
         inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
         batch, t_in, _ = inputs.shape
         d = self.config.d_model
@@ -519,7 +528,10 @@ class UniversalTransformerSeq2Seq(nnx.Module):
             return jnp.broadcast_to(timestep, (num_positions, d)).astype(dtype)
         return (sinusoidal_encoding(jnp.arange(num_positions), d) + timestep).astype(dtype)
 
-    def __call__(self, inputs, input_mask, num_outputs: int, *, train=False, key=None, return_traces=False):
+    def __call__(
+        self, inputs, input_mask, num_outputs: int, *, aligned=False, train=False, key=None, return_traces=False
+    ):
+        refuse_aligned("universal_transformer", aligned)
         inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
         batch, t_in, _ = inputs.shape
         d, steps = self.config.d_model, self.config.steps

@@ -3,8 +3,12 @@
 The encoder LSTM reads the input (padding steps carry the state); the decoder
 LSTM starts from the encoder's final state and runs ``num_outputs`` steps on a
 zero input (no teacher forcing, docs/tasks.md), each hidden state projected to the
-output classes. Le et al. 2024: Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory,
-TMLR.
+output classes. In the aligned mode (``aligned=True``: one output per input
+step, as Dyck needs) the encoder's hidden state after each input step is
+projected instead, and the decoder is not used.
+
+Le et al. 2024: Plug, Play, and Generalize: Length Extrapolation with
+Pointer-Augmented Neural Memory, TMLR.
 """
 
 from __future__ import annotations
@@ -39,8 +43,14 @@ class LSTMSeq2Seq(nnx.Module):
         self.decoder = LSTMCell(1, config.hidden, rngs=rngs)  # its input is always 0: only the bias acts
         self.output = nnx.Linear(config.hidden, output_size, rngs=rngs)
 
-    def __call__(self, inputs, input_mask, num_outputs: int, *, train=False, key=None, return_traces=False):
-        inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
+    def __call__(
+        self, inputs, input_mask, num_outputs: int, *, aligned=False, train=False, key=None, return_traces=False
+    ):
+        inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size, aligned=aligned)
+        if aligned:  # one output per input step: the encoder's state after step t, projected
+            hs, _ = self.encoder(inputs, input_mask)  # [B, T_in, D], zeros at padded steps
+            logits = self.output(hs)
+            return (logits, {"encoder_hidden": hs}) if return_traces else logits
         _, state = self.encoder(inputs, input_mask)
         gx = self.decoder.project_inputs(jnp.zeros((1,), inputs.dtype))  # [4D], the same every step
         _, hs = scan(lambda c, _: self.decoder.step_projected(c, gx), state, None, length=num_outputs)
@@ -50,6 +60,6 @@ class LSTMSeq2Seq(nnx.Module):
         return logits
 
 
-@register_model("lstm", LSTMSeq2SeqConfig, "LSTM encoder-decoder baseline (Le et al. 2024 §3.1)")
+@register_model("lstm", LSTMSeq2SeqConfig, "LSTM encoder-decoder baseline (Le et al. 2024 §3.1)", aligned=True)
 def _build(config: LSTMSeq2SeqConfig, input_size: int, output_size: int, rngs: nnx.Rngs) -> LSTMSeq2Seq:
     return LSTMSeq2Seq(config, input_size, output_size, rngs=rngs)

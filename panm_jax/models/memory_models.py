@@ -28,6 +28,10 @@ For the Stack/Queue/DeQue models the output therefore defaults to ``y_t = W_y h_
 (the read reaches the output through the next step's controller input);
 ``read_to_output=True`` adds Reina Campo 2022's ``W_r r_t`` term.
 
+Aligned mode (``aligned=True``, a task with ``output_mode = "aligned"`` such as
+Dyck): the scan runs over the ``T_in`` input steps alone and ``y_t`` of every
+input step is the output, so output ``t`` depends on inputs ``0..t`` only.
+
 Masks: on an input padding step (``input_mask == 0``) the controller carry, the
 memory state and the previous read are carried unchanged (the memory kernel's own
 ``step(state, controls, mask)`` keeps its state; the body keeps the rest). The
@@ -369,13 +373,14 @@ class MemoryModel(nnx.Module):
             nnx.Linear(memory.read_size, output_size, use_bias=False, rngs=rngs) if read_to_output else None
         )  # W_r
 
-    def _prepare(self, inputs, input_mask, num_outputs):
-        inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
-        total = inputs.shape[1] + num_outputs
+    def _prepare(self, inputs, input_mask, num_outputs, aligned):
+        inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size, aligned=aligned)
+        total = inputs.shape[1] + (0 if aligned else num_outputs)
         if self.config.controller == "transformer" and total > self.config.max_steps:
+            steps = f"T_in = {total}" if aligned else f"T_in + T_out = {inputs.shape[1]} + {num_outputs} = {total}"
             raise ValueError(
-                f"num_outputs: T_in + T_out = {inputs.shape[1]} + {num_outputs} = {total} steps exceed the "
-                f"Transformer controller's max_steps = {self.config.max_steps}; build the model with a larger max_steps"
+                f"num_outputs: {steps} steps exceed the Transformer controller's max_steps = "
+                f"{self.config.max_steps}; build the model with a larger max_steps"
             )
         return inputs, input_mask
 
@@ -385,25 +390,32 @@ class MemoryModel(nnx.Module):
         input_mask: jax.Array,
         num_outputs: int,
         *,
+        aligned: bool = False,
         train: bool = False,
         key: jax.Array | None = None,
         return_traces: bool = False,
     ):
         """``(inputs [B, T_in, D_in], input_mask [B, T_in], T_out) -> logits [B, T_out, K]``.
 
-        ``train`` and ``key`` are accepted for the common interface; these models
-        have no training-only randomness. With ``return_traces`` also returns the
-        memory trace (module docstring), ``[B, T_in + T_out, ...]``.
+        ``aligned=True``: one output per input step (``T_out == T_in``), ``y_t`` of
+        input step ``t``, with no blank steps; padded steps output zeros. ``train``
+        and ``key`` are accepted for the common interface; these models have no
+        training-only randomness. With ``return_traces`` also returns the memory
+        trace (module docstring), ``[B, T_in + T_out, ...]`` (``[B, T_in, ...]``
+        when aligned).
         """
         del train, key
-        inputs, input_mask = self._prepare(inputs, input_mask, num_outputs)
+        inputs, input_mask = self._prepare(inputs, input_mask, num_outputs, aligned)
         batch, t_in, _ = inputs.shape
         dtype = inputs.dtype
-        xs = jnp.concatenate([inputs, jnp.zeros((batch, num_outputs, self.input_size), dtype)], 1)
-        steps = jnp.concatenate(
-            [input_mask, jnp.ones((batch, num_outputs), bool)], axis=1
-        )  # [B, T]: padding masked, the T_out output steps always real
-        num_steps = t_in + num_outputs
+        if aligned:  # the output steps are the input steps
+            xs, steps, num_steps, first_output = inputs, input_mask, t_in, 0
+        else:
+            xs = jnp.concatenate([inputs, jnp.zeros((batch, num_outputs, self.input_size), dtype)], 1)
+            steps = jnp.concatenate(
+                [input_mask, jnp.ones((batch, num_outputs), bool)], axis=1
+            )  # [B, T]: padding masked, the T_out output steps always real
+            num_steps, first_output = t_in + num_outputs, t_in
 
         def body(carry, inputs):  # one example, one step: x_t [D_in], keep [] (False on padding)
             x_t, keep = inputs
@@ -434,8 +446,8 @@ class MemoryModel(nnx.Module):
         outs = jax.vmap(run)(xs, steps, lengths)
         if return_traces:
             ys, traces = outs
-            return ys[:, t_in:], traces
-        return outs[:, t_in:]
+            return ys[:, first_output:], traces
+        return outs[:, first_output:]
 
 
 def build_memory_model(name: str, config, input_size: int, output_size: int, rngs: nnx.Rngs) -> MemoryModel:
@@ -496,7 +508,7 @@ def build_memory_model(name: str, config, input_size: int, output_size: int, rng
 
 
 def _register(name: str, config_cls: type, description: str) -> None:
-    @register_model(name, config_cls, description)
+    @register_model(name, config_cls, description, aligned=True)
     def _build(config, input_size: int, output_size: int, rngs: nnx.Rngs) -> MemoryModel:
         return build_memory_model(name, config, input_size, output_size, rngs)
 

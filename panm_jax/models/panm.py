@@ -39,7 +39,7 @@ from flax import nnx
 
 from panm_jax import checks
 from panm_jax.errors import UserError
-from panm_jax.models.registry import prepare_inputs, register_model
+from panm_jax.models.registry import prepare_inputs, refuse_aligned, register_model
 from panm_jax.modules.encoders import BiGRUEncoder, LSTMEncoder, TransformerEncoder
 from panm_jax.modules.panm import PANMDecoder, check_decoder_options
 
@@ -166,10 +166,12 @@ class PANM(nnx.Module):
         input_mask: jax.Array,
         num_outputs: int,
         *,
+        aligned: bool = False,
         train: bool = False,
         key: jax.Array | None = None,
         return_traces: bool = False,
     ):
+        refuse_aligned("panm", aligned)
         inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
         base, options = decoding_options(self.config, inputs.shape[0], train, key)
         memory, _ = self.encoder(inputs, input_mask)

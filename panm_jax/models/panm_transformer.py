@@ -52,7 +52,7 @@ from flax import nnx
 from panm_jax import checks
 from panm_jax.errors import UserError
 from panm_jax.models.panm import TRANSFORMER_ENCODERS, PANMConfig, build_decoder, build_encoder, decoding_options
-from panm_jax.models.registry import prepare_inputs, register_model
+from panm_jax.models.registry import prepare_inputs, refuse_aligned, register_model
 from panm_jax.modules.transformer import DecoderLayer, LayerNorm, causal_mask, sinusoidal_encoding
 
 __all__ = ["PANMTransformer", "PANMTransformerConfig"]
@@ -149,10 +149,12 @@ class PANMTransformer(nnx.Module):
         input_mask: jax.Array,
         num_outputs: int,
         *,
+        aligned: bool = False,
         train: bool = False,
         key: jax.Array | None = None,
         return_traces: bool = False,
     ):
+        refuse_aligned("panm_transformer", aligned)
         inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
         batch = inputs.shape[0]
         base, options = decoding_options(self.config, batch, train, key)

@@ -3,11 +3,19 @@
 Every model in panm_jax is a Flax NNX module answering
 
     model(inputs [B, T_in, D_in], input_mask [B, T_in], num_outputs, *,
-          train=False, key=None, return_traces=False)
+          aligned=False, train=False, key=None, return_traces=False)
         -> logits [B, T_out, K]                    (T_out = num_outputs)
         -> (logits, traces)                        with return_traces=True
 
 ``num_outputs`` is a static Python int (one compilation per output length);
+``aligned`` picks how outputs line up with inputs, the task's ``output_mode``
+(``panm_jax.tasks.base``): ``False`` (``"after_input"``) reads the whole input,
+then emits ``num_outputs`` outputs on blank steps; ``True`` (``"aligned"``, Dyck)
+emits one output per input step (``num_outputs == T_in``), output ``t`` computed
+from inputs ``0..t`` only. Only causal recurrent models have the aligned mode
+(``supports_aligned``: the LSTM and the memory-augmented RNNs); the
+encoder-decoders read the whole input before their first output and raise
+``AlignedModeError`` (a ``UserError``) when asked for it.
 ``train`` switches training-only behaviour (PANM's random base address);
 ``key`` is a JAX PRNG key for that randomness. Models are built by name from a
 typed config: ``build_model("panm", input_size=12, output_size=10, hidden=128)``;
@@ -30,16 +38,21 @@ import jax.numpy as jnp
 from flax import nnx
 
 from panm_jax.checks import positive_int, unknown_name
+from panm_jax.errors import UserError
 
 __all__ = [
     "INPUT_BOUND",
+    "AlignedModeError",
     "SequenceModel",
+    "aligned_models",
     "build_model",
     "get_config",
     "list_models",
     "model_options",
     "prepare_inputs",
+    "refuse_aligned",
     "register_model",
+    "supports_aligned",
 ]
 
 
@@ -52,10 +65,22 @@ class SequenceModel(Protocol):
         input_mask: jax.Array,
         num_outputs: int,
         *,
+        aligned: bool = False,
         train: bool = False,
         key: jax.Array | None = None,
         return_traces: bool = False,
     ) -> Any: ...
+
+
+class AlignedModeError(UserError):
+    """A model without the aligned mode (one output per input step) was asked for it."""
+
+    def __init__(self, model: str):
+        super().__init__(
+            f"aligned: model {model!r} reads the whole input before its first output, so it has no aligned "
+            "mode (one output per input step, from the inputs so far), which this task needs; models with "
+            f"it: {', '.join(aligned_models())}"
+        )
 
 
 # Inputs beyond this magnitude are clipped to it (a documented bound, far above any
@@ -66,14 +91,21 @@ class SequenceModel(Protocol):
 INPUT_BOUND = 1e30
 
 
-def prepare_inputs(inputs, input_mask, num_outputs, input_size: int | None = None):
+def refuse_aligned(model: str, aligned) -> None:
+    """Raise ``AlignedModeError`` for ``model`` (a model without the aligned mode) when ``aligned`` is true."""
+    if aligned:
+        raise AlignedModeError(model)
+
+
+def prepare_inputs(inputs, input_mask, num_outputs, input_size: int | None = None, *, aligned: bool = False):
     """Validate the one call's arguments (trace time) and make padding inert.
 
     Checks, each a ``ValueError`` naming the argument, what was expected and what was
     given: ``inputs`` is a real floating ``[B, T_in, D_in]`` array with ``B >= 1``,
     ``T_in >= 1`` (and ``D_in == input_size`` when given); ``input_mask`` is
     ``[B, T_in]`` (bool, or numbers read as ``!= 0``); ``num_outputs`` is a positive
-    Python int (it is static: one compilation per output length).
+    Python int (it is static: one compilation per output length), equal to ``T_in``
+    when ``aligned`` (a Python bool).
 
     Returns ``(inputs, mask)``: ``inputs`` with every padded step (``mask`` false)
     replaced by zeros and every entry clipped to ``[-INPUT_BOUND, INPUT_BOUND]``;
@@ -97,6 +129,12 @@ def prepare_inputs(inputs, input_mask, num_outputs, input_size: int | None = Non
     if jnp.issubdtype(mask_dtype, jnp.complexfloating):
         raise ValueError(f"input_mask: expected bool (or 0/1 numbers), got {mask_dtype}")
     num_outputs = positive_int("num_outputs", num_outputs)  # static: it sets the output's shape
+    if not isinstance(aligned, bool):
+        raise ValueError(f"aligned: expected a Python bool (it is static), got {aligned!r}")
+    if aligned and num_outputs != shape[1]:
+        raise ValueError(
+            f"num_outputs: expected T_in = {shape[1]} with aligned=True (one output per input step), got {num_outputs}"
+        )
     mask = jnp.asarray(input_mask) != 0 if mask_dtype != jnp.bool_ else jnp.asarray(input_mask)
     bound = min(INPUT_BOUND, float(jnp.finfo(dtype).max))
     inputs = jnp.where(mask[..., None], jnp.clip(jnp.asarray(inputs), -bound, bound), 0).astype(dtype)
@@ -108,21 +146,36 @@ class _Entry:
     config_cls: type
     builder: Callable[..., nnx.Module]
     description: str
+    aligned: bool
 
 
 _REGISTRY: dict[str, _Entry] = {}
 
 
-def register_model(name: str, config_cls: type, description: str):
-    """Decorator: register ``builder(config, input_size, output_size, rngs)`` under ``name``."""
+def register_model(name: str, config_cls: type, description: str, *, aligned: bool = False):
+    """Decorator: register ``builder(config, input_size, output_size, rngs)`` under ``name``.
+
+    ``aligned``: the model has the aligned mode (``model(..., aligned=True)``, module docstring).
+    """
 
     def wrap(builder):
         if name in _REGISTRY:
             raise ValueError(f"name: model {name!r} is already registered")
-        _REGISTRY[name] = _Entry(config_cls, builder, description)
+        _REGISTRY[name] = _Entry(config_cls, builder, description, aligned)
         return builder
 
     return wrap
+
+
+def supports_aligned(name: str) -> bool:
+    """Whether model ``name`` has the aligned mode (one output per input step; the module docstring)."""
+    return _entry(name).aligned
+
+
+def aligned_models() -> list[str]:
+    """The registered models with the aligned mode, sorted."""
+    _load_builtin_models()
+    return sorted(name for name, entry in _REGISTRY.items() if entry.aligned)
 
 
 def list_models() -> dict[str, str]:

@@ -173,8 +173,9 @@ class TrainConfig:
         object.__setattr__(self, "eval_modes", tuple(self.eval_modes))
         object.__setattr__(self, "task_options", dict(self.task_options))
         object.__setattr__(self, "model_options", dict(self.model_options))
-        _check_task(self)
+        task = _check_task(self)
         _check_model(self)
+        _check_output_mode(self, task)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -312,8 +313,10 @@ def _check_options(field: str, what: str, given: Mapping[str, Any], known: Mappi
 _NOUNS = {"task_options": "option", "model_options": "field"}
 
 
-def _check_task(config: TrainConfig) -> None:
-    """The task exists, takes these options (each of its type), and has the evaluation modes asked for."""
+def _check_task(config: TrainConfig):
+    """The task exists, takes these options (each of its type), and has the evaluation modes asked for.
+
+    Returns the task, built with those options."""
     from panm_jax.tasks import get_task, task_options
 
     try:
@@ -335,6 +338,20 @@ def _check_task(config: TrainConfig) -> None:
         unknown = [m for m in modes if m not in known_modes]
         if unknown:
             raise ConfigError(name, f"unknown mode(s) {unknown}; the task {config.task!r} has {known_modes}")
+    return task
+
+
+def _check_output_mode(config: TrainConfig, task) -> None:
+    """A task with one output per input step (``output_mode = "aligned"``) needs a model with that mode."""
+    from panm_jax.models.registry import aligned_models, supports_aligned
+
+    if task.output_mode == "aligned" and not supports_aligned(config.model):
+        raise ConfigError(
+            "model",
+            f"the task {config.task!r} needs one output per input step (output_mode 'aligned'), which model "
+            f"{config.model!r} does not have (it reads the whole input first); models with it: "
+            f"{', '.join(aligned_models())}",
+        )
 
 
 def _check_model(config: TrainConfig) -> None:

@@ -289,7 +289,8 @@ def plot_run_traces(run, params, mode: str, out: str | Path) -> Path | None:
 
     batch = next(iter(run.task.eval_batches(mode, 1, 1, seed=0)))
     model = nnx.merge(run.graphdef, jax.device_get(params))
-    _, traces = model(batch.inputs, batch.input_mask, batch.targets.shape[1], return_traces=True)
+    aligned = run.task.output_mode == "aligned"
+    _, traces = model(batch.inputs, batch.input_mask, batch.targets.shape[1], aligned=aligned, return_traces=True)
     panels = trace_panels(traces, 0)
     panels = {k: v for k, v in panels.items() if "weights" in k} or panels
     if not panels:

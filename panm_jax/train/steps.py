@@ -46,10 +46,15 @@ def init_train_state(model: nnx.Module, optimizer: optax.GradientTransformation,
     )
 
 
-def _forward(graphdef, params, batch, *, train: bool, key):
+def is_aligned(task) -> bool:
+    """Whether ``task`` wants one output per input step (``output_mode == "aligned"``: the models' ``aligned``)."""
+    return getattr(task, "output_mode", "after_input") == "aligned"
+
+
+def _forward(graphdef, params, batch, *, aligned: bool, train: bool, key):
     model = nnx.merge(graphdef, params)
     num_outputs = batch.targets.shape[1]
-    return model(batch.inputs, batch.input_mask, num_outputs, train=train, key=key)
+    return model(batch.inputs, batch.input_mask, num_outputs, aligned=aligned, train=train, key=key)
 
 
 def make_train_step(graphdef, optimizer: optax.GradientTransformation, task, *, skip_nonfinite: bool = False):
@@ -63,11 +68,13 @@ def make_train_step(graphdef, optimizer: optax.GradientTransformation, task, *, 
     on to the next batch.
     """
 
+    aligned = is_aligned(task)
+
     def train_step(state: TrainState, batch):
         key, step_key = jax.random.split(state.key)
 
         def loss_fn(params):
-            logits = _forward(graphdef, params, batch, train=True, key=step_key)
+            logits = _forward(graphdef, params, batch, aligned=aligned, train=True, key=step_key)
             return task.loss(logits, batch), logits
 
         (loss, logits), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
@@ -88,8 +95,10 @@ def make_eval_step(graphdef, task):
     """``eval_step(params, batch, key) -> metrics`` (``train=False``: a_B = 0 for PANM, or drawn from ``key``
     with ``random_base_at_eval``)."""
 
+    aligned = is_aligned(task)
+
     def eval_step(params, batch, key=None):
-        logits = _forward(graphdef, params, batch, train=False, key=key)
+        logits = _forward(graphdef, params, batch, aligned=aligned, train=False, key=key)
         return {"loss": task.loss(logits, batch), **task.metrics(logits, batch)}
 
     return eval_step

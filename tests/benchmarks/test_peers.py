@@ -211,7 +211,15 @@ def test_speed_table_takes_its_peer_columns_from_peers_json_or_leaves_them_empty
     monkeypatch.setattr(common, "memory_bandwidth", lambda repeats=20: 50.0)
 
     def fake_run_case(case, quick, bw):
-        return {"case": case.label, "median_s": 0.002, "peer": case.peer, "peer_s": "", "speedup_vs_peer": ""}
+        return {
+            "case": case.label,
+            "median_s": 0.002,
+            "floor_s": 0.001,
+            "x_floor": 2.0,
+            "peer": case.peer,
+            "peer_s": "",
+            "speedup_vs_peer": "",
+        }
 
     monkeypatch.setattr(speed, "run_case", fake_run_case)
     assert speed.main(["--only", "ntm"]) == 0

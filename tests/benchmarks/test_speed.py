@@ -40,3 +40,29 @@ def test_throughput_sweep_raises_errors_other_than_out_of_memory(monkeypatch):
     monkeypatch.setattr(speed, "run_case", broken)
     with pytest.raises(RuntimeError, match="something else"):
         speed.throughput_sweep(speed.find_case("PANM D=256, Copy n=10, B=128"), bw=1.0)
+
+
+def test_floor_reports_both_floors_and_names_the_larger():
+    flops_bound = speed.floor_of({"flops": 2e9, "bytes": 1e9}, rate_gflops=100.0, bandwidth_gbs=100.0)
+    assert flops_bound == {"flop_floor_s": 0.02, "byte_floor_s": 0.01, "floor_s": 0.02, "bound": "FLOPs"}
+    bytes_bound = speed.floor_of({"flops": 1e9, "bytes": 4e9}, rate_gflops=100.0, bandwidth_gbs=50.0)
+    assert bytes_bound["floor_s"] == bytes_bound["byte_floor_s"] == 0.08 and bytes_bound["bound"] == "bytes"
+
+
+def test_goal_columns_check_every_goal_of_a_case():
+    ntm = speed.find_case("NTM ctrl 100, 128x20, Copy n=20, B=128")  # <= 0.1 s and <= 3 x floor
+    fast_near_floor = {"median_s": 0.09, "floor_s": 0.04, "x_floor": 2.25}
+    assert speed.goal_columns(ntm, fast_near_floor, accelerator=False) == {
+        "goal": "<= 0.1 s; <= 3 x floor (0.12 s)",
+        "meets_goal": True,
+    }
+    fast_far_from_floor = {"median_s": 0.09, "floor_s": 0.02, "x_floor": 4.5}
+    assert speed.goal_columns(ntm, fast_far_from_floor, accelerator=False)["meets_goal"] is False
+    dnc256 = speed.find_case("DNC N=256, W=32, R=4, T=50, B=32")  # <= 3 x floor and >= 5 x pytorch-dnc
+    row = {"median_s": 0.2, "floor_s": 0.1, "x_floor": 2.0, "speedup_vs_peer": ""}
+    cols = speed.goal_columns(dnc256, row, accelerator=False)
+    assert cols["goal"] == "<= 3 x floor (0.3 s); >= 5 x pytorch-dnc" and cols["meets_goal"] is False  # no peers run
+    assert speed.goal_columns(dnc256, {**row, "speedup_vs_peer": 5.5}, accelerator=False)["meets_goal"] is True
+    assert speed.goal_columns(dnc256, {**row, "speedup_vs_peer": 4.9}, accelerator=False)["meets_goal"] is False
+    stack = speed.find_case("Stack-LSTM ctrl 256, T=64, B=32")
+    assert speed.goal_columns(stack, row, accelerator=False) == {"goal": "", "meets_goal": ""}

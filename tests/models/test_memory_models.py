@@ -249,6 +249,7 @@ def test_models_command_lists_every_registered_model(capsys, monkeypatch):
     interface = 1 * (20 + 3 + 3) + 1 * (3 * 20 + 3 + 3)  # R (W + S + 3) + H (3W + S + 3) = 92
     want = lstm + 256 * interface + interface + 256 * 10 + 10 + 20 * 10  # + W_xi, W_y (+ b), W_r
     assert rows["ntm"]["params"] == f"{want:,}"
+    assert rows["ntm"]["aligned"] == "yes" and rows["panm"]["aligned"] == "no"
 
     monkeypatch.setattr(cli, "model_card", lambda: list(rows.values()))  # the table of the rows above
     assert main(["models"]) == 0
