@@ -2,7 +2,8 @@
 
     .venv/bin/python -m benchmarks.seq2seq [--cutoffs 22,24,25] [--math add_or_sub,place_value]
         [--models panm_transformer,transformer,transformer_rpe,universal_transformer,universal_transformer_rpe]
-        [--seeds 0,1,2] [--minutes 10] [--steps 50000] [--parallel 1] [--name NAME] [--workdir runs/seq2seq]
+        [--seeds 0,1,2] [--minutes 10] [--steps 50000] [--decoder teacher_forcing|blank] [--parallel 1]
+        [--name NAME] [--workdir runs/seq2seq]
 
 The comparison of Le et al. 2024 (Plug, Play, and Generalize: Length
 Extrapolation with Pointer-Augmented Neural Memory), Sec. 3.3 and Table 4:
@@ -23,6 +24,12 @@ runs and reads finished ones back), selects the checkpoint on fresh examples of
 the training split (the tasks' ``validation_mode``: the test sets are never
 looked at before the end) and reports it on the whole test split (SCAN: every
 test command once, up to ``--test-examples``).
+
+Decoder (``--decoder``): by default the models are built with
+``teacher_forcing=True``, the paper's protocol (App. D.3, after Csordás et al.
+2021): trained on the previous target token, evaluated by greedy decoding
+(``panm_jax.models.teacher_forcing``); ``--decoder blank`` gives them blank
+decoder inputs (``z_t = 0``) instead.
 
 Our budget, not the paper's (which does not state one for these runs): Adam
 ``--lr`` (default 1e-4) with global-norm clipping at 1, batch 128, at most
@@ -74,6 +81,7 @@ def make_config(item: str, model: str, seed: int, args) -> TrainConfig:
         task=task,
         task_options=options,
         model=model,
+        model_options={"teacher_forcing": args.decoder == "teacher_forcing"},
         seed=seed,
         num_steps=args.steps,
         max_minutes=args.minutes,
@@ -141,6 +149,13 @@ def main(argv=None) -> int:
         default=4_000,
         help="examples of the validation and test sets (SCAN's test split at cut-off 22 has 3,920)",
     )
+    p.add_argument(
+        "--decoder",
+        choices=("teacher_forcing", "blank"),
+        default="teacher_forcing",
+        help="teacher_forcing (the paper's, App. D.3: previous target token in training, greedy decoding in "
+        "evaluation) or blank (z_t = 0, the library's default for other tasks)",
+    )
     p.add_argument("--parallel", type=int, default=1, help="(task, model) groups trained at once, as processes")
     p.add_argument("--workdir", default="runs/seq2seq")
     p.add_argument("--name", default=None, help="record the table as benchmarks/results/<device>/seq2seq_NAME.*")
@@ -199,7 +214,13 @@ def main(argv=None) -> int:
             f"the extrapolation set), up to {args.test_examples:,} examples, of the checkpoint selected on fresh "
             f"training-split examples; seeds {seeds}, mean ± std. Budget: Adam {args.lr:g} with global-norm "
             f"clipping at 1, batch 128, at most {args.steps:,} steps and {args.minutes:g} minutes of training per "
-            "(task, model), the seeds trained together. 'published' is Le et al. 2024, Table 4."
+            "(task, model), the seeds trained together. Decoder: "
+            + (
+                "teacher forcing in training, greedy decoding in evaluation (the paper's, App. D.3)"
+                if args.decoder == "teacher_forcing"
+                else "blank inputs (z_t = 0), not the paper's teacher forcing"
+            )
+            + ". 'published' is Le et al. 2024, Table 4."
         )
         name = f"seq2seq_{args.name}"
         common.write_results(

@@ -22,8 +22,9 @@ here:
   decoder layer applied ``steps`` times, without / with those relative positions:
   the U. TRM and U. TRM + RPE baselines of Le et al. 2024 (§3.3, Table 4).
 
-All decode without teacher forcing (App. D.1: ``z_t = 0``; the one model interface
-passes no targets) and
+All decode without teacher forcing by default (App. D.1: ``z_t = 0``); the
+Transformers also take ``teacher_forcing=True`` (App. D.3, the SCAN and
+Mathematics protocol: ``models.teacher_forcing``), and then ``targets``. All
 answer ``model(inputs [B, T_in, D_in], input_mask [B, T_in], num_outputs, *,
 train=False, key=None, return_traces=False) -> logits [B, T_out, K]`` (or
 ``(logits, traces)``). Nothing here is random at call time (no dropout: the
@@ -49,6 +50,7 @@ from flax import nnx
 from panm_jax import checks
 from panm_jax.kernels.scan import scan
 from panm_jax.models.registry import prepare_inputs, refuse_aligned, register_model
+from panm_jax.models.teacher_forcing import decoder_tokens
 from panm_jax.modules.controllers import LSTMCell
 from panm_jax.modules.encoders import LSTMEncoder
 from panm_jax.modules.transformer import (
@@ -310,12 +312,15 @@ class TransformerConfig:
     num_heads: int = 8  # H (Vaswani et al. 2017's base model; App. D.1 does not say)
     num_layers: int = 1  # N_l encoder layers and N_l decoder layers (App. D.1: 1 layer was best)
     ffn_hidden: int = 512  # FFN width; D rather than Vaswani's 4D keeps the size near App. D.1's 1-3M
+    teacher_forcing: bool = False  # decoder reads y_{t-1} (models.teacher_forcing); False: z_t = 0 (App. D.1)
 
     def __post_init__(self):
         for name in ("d_model", "num_heads", "num_layers", "ffn_hidden"):
             checks.positive_int(name, getattr(self, name))
         if self.d_model % self.num_heads:
             raise ValueError(f"num_heads: expected a divisor of d_model = {self.d_model}, got {self.num_heads}")
+        if not isinstance(self.teacher_forcing, bool):
+            raise ValueError(f"teacher_forcing: expected a bool, got {self.teacher_forcing!r}")
 
 
 class TransformerTraces(NamedTuple):
@@ -351,6 +356,13 @@ class TransformerSeq2Seq(nnx.Module):
     relative Transformer), final LN, ``logits = W_o y``. All output steps are
     computed at once (no time loop); the causal mask makes step ``t``'s logits
     independent of ``num_outputs``.
+
+    With ``teacher_forcing=True`` (Le et al. 2024 App. D.3, as Csordás et al.
+    2021 train these models) the decoder reads the previous token instead:
+    ``y_t = E[tok_{t-1}] (+ PE(t))``, ``E`` a ``[K + 1, D]`` table (row ``K`` the
+    start token, which replaces ``s``), ``tok`` the targets shifted right when
+    ``targets`` are given (training), else the model's own greedy choices
+    (``models.teacher_forcing``).
     """
 
     def __init__(self, config: TransformerConfig, input_size: int, output_size: int, *, relative: bool, rngs: nnx.Rngs):
@@ -368,12 +380,26 @@ class TransformerSeq2Seq(nnx.Module):
         )
         self.decoder_norm = LayerNorm(d, rngs=rngs)
         self.output = nnx.Linear(d, output_size, rngs=rngs)  # W_o [D, K]
-        if relative:
+        self.output_size = output_size
+        if relative and not config.teacher_forcing:
             self.start = nnx.Param(jax.random.normal(rngs.params(), (d,)))  # s [D]
+        if config.teacher_forcing:
+            self.tokens = nnx.Embed(output_size + 1, d, rngs=rngs)  # E [K + 1, D], row K: BOS
 
     def __call__(
-        self, inputs, input_mask, num_outputs: int, *, aligned=False, train=False, key=None, return_traces=False
+        self,
+        inputs,
+        input_mask,
+        num_outputs: int,
+        *,
+        aligned=False,
+        targets=None,
+        train=False,
+        key=None,
+        return_traces=False,
     ):
+        """``targets`` ``[B, T_out]`` (class ids): the teacher-forced decoder's inputs; ignored without
+        ``teacher_forcing``."""
         refuse_aligned("transformer", aligned)
         inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
         batch, t_in, _ = inputs.shape
@@ -391,18 +417,26 @@ class TransformerSeq2Seq(nnx.Module):
         memory = self.encoder_norm(x)  # [B, T_in, D]
 
         if self.relative:
-            first = (jnp.arange(num_outputs) == 0)[:, None]  # [T_out, 1]
-            y = jnp.where(first, self.start[...].astype(x.dtype), 0.0)  # [T_out, D]: s, 0, 0, ...
+            y = jnp.zeros((num_outputs, d), x.dtype)
+            if not self.config.teacher_forcing:
+                first = (jnp.arange(num_outputs) == 0)[:, None]  # [T_out, 1]
+                y = jnp.where(first, self.start[...].astype(x.dtype), 0.0)  # [T_out, D]: s, 0, 0, ...
         else:
             y = sinusoidal_encoding(jnp.arange(num_outputs), d).astype(x.dtype)  # [T_out, D]: PE(t)
         y = jnp.broadcast_to(y, (batch, num_outputs, d))
         causal = causal_mask(num_outputs)  # [T_out, T_out]
-        self_weights, cross_weights = [], []
-        for layer in self.decoder_layers:
-            y, ws, wc = layer(y, memory, causal, key_mask)
-            self_weights.append(ws)
-            cross_weights.append(wc)
-        logits = self.output(self.decoder_norm(y))  # [B, T_out, K]
+
+        def decode(tokens):  # tokens [B, T_out] or None -> (logits [B, T_out, K], self weights, cross weights)
+            h = y if tokens is None else y + self.tokens(tokens).astype(y.dtype)
+            self_weights, cross_weights = [], []
+            for layer in self.decoder_layers:
+                h, ws, wc = layer(h, memory, causal, key_mask)
+                self_weights.append(ws)
+                cross_weights.append(wc)
+            return self.output(self.decoder_norm(h)), self_weights, cross_weights
+
+        tokens = decoder_tokens(self.config, self.output_size, targets, batch, num_outputs, lambda t: decode(t)[0])
+        logits, self_weights, cross_weights = decode(tokens)  # [B, T_out, K]
         if return_traces:
             encoder = _stack_layers(encoder_weights) * mask[:, :, None, None, None]
             return logits, TransformerTraces(
@@ -451,14 +485,16 @@ class UniversalTransformerConfig:
     steps: int = 3  # recurrent applications of the one shared layer, encoder and decoder (SCAN: 3)
     ffn_hidden: int = 256  # FFN width (Csordás et al. 2021: 2 D)
     coordinate_embedding: bool = True  # add PE(position) + TE(step) before every step (Dehghani et al. 2019)
+    teacher_forcing: bool = False  # decoder reads y_{t-1} (models.teacher_forcing); False: z_t = 0 (App. D.1)
 
     def __post_init__(self):
         for name in ("d_model", "num_heads", "steps", "ffn_hidden"):
             checks.positive_int(name, getattr(self, name))
         if self.d_model % self.num_heads:
             raise ValueError(f"num_heads: expected a divisor of d_model = {self.d_model}, got {self.num_heads}")
-        if not isinstance(self.coordinate_embedding, bool):
-            raise ValueError(f"coordinate_embedding: expected a bool, got {self.coordinate_embedding!r}")
+        for name in ("coordinate_embedding", "teacher_forcing"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}: expected a bool, got {getattr(self, name)!r}")
 
 
 class UniversalTransformerSeq2Seq(nnx.Module):
@@ -495,6 +531,9 @@ class UniversalTransformerSeq2Seq(nnx.Module):
     of steps is fixed, as in Csordás et al. 2021's Universal Transformers whose
     numbers Le et al. 2024 report. Traces are ``TransformerTraces`` with one
     entry per step on the ``N_l`` axis.
+
+    ``teacher_forcing=True``: ``y^0_t = E[tok_{t-1}]`` (+ ``PE(t)`` without per-step
+    coordinates and without RPE), as ``TransformerSeq2Seq``'s.
     """
 
     def __init__(
@@ -517,8 +556,11 @@ class UniversalTransformerSeq2Seq(nnx.Module):
         self.decoder_layer = DecoderLayer(d, h, f, relative=relative, rngs=rngs)  # shared over the steps
         self.decoder_norm = LayerNorm(d, rngs=rngs)
         self.output = nnx.Linear(d, output_size, rngs=rngs)  # W_o [D, K]
-        if relative:
+        self.output_size = output_size
+        if relative and not config.teacher_forcing:
             self.start = nnx.Param(jax.random.normal(rngs.params(), (d,)))  # s [D]
+        if config.teacher_forcing:
+            self.tokens = nnx.Embed(output_size + 1, d, rngs=rngs)  # E [K + 1, D], row K: BOS
 
     def coordinates(self, num_positions: int, step: int, dtype=jnp.float32) -> jax.Array:
         """``P^t [T, D]``: ``PE(i) + TE(t)`` (``TE(t)`` alone under relative positions), ``t >= 1``."""
@@ -529,8 +571,19 @@ class UniversalTransformerSeq2Seq(nnx.Module):
         return (sinusoidal_encoding(jnp.arange(num_positions), d) + timestep).astype(dtype)
 
     def __call__(
-        self, inputs, input_mask, num_outputs: int, *, aligned=False, train=False, key=None, return_traces=False
+        self,
+        inputs,
+        input_mask,
+        num_outputs: int,
+        *,
+        aligned=False,
+        targets=None,
+        train=False,
+        key=None,
+        return_traces=False,
     ):
+        """``targets`` ``[B, T_out]`` (class ids): the teacher-forced decoder's inputs; ignored without
+        ``teacher_forcing``."""
         refuse_aligned("universal_transformer", aligned)
         inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
         batch, t_in, _ = inputs.shape
@@ -550,23 +603,29 @@ class UniversalTransformerSeq2Seq(nnx.Module):
             encoder_weights.append(w)
         memory = self.encoder_norm(x)  # [B, T_in, D]
 
-        if self.relative:
+        if self.relative and not self.config.teacher_forcing:
             first = (jnp.arange(num_outputs) == 0)[:, None]  # [T_out, 1]
             y = jnp.where(first, self.start[...].astype(x.dtype), 0.0)  # [T_out, D]: s, 0, 0, ...
-        elif per_step:
-            y = jnp.zeros((num_outputs, d), x.dtype)  # z_t = 0; positions come with P^t
+        elif per_step or self.relative:
+            y = jnp.zeros((num_outputs, d), x.dtype)  # z_t = 0; positions come with P^t (or RPE)
         else:
             y = sinusoidal_encoding(jnp.arange(num_outputs), d).astype(x.dtype)  # [T_out, D]: PE(t)
         y = jnp.broadcast_to(y, (batch, num_outputs, d))
         causal = causal_mask(num_outputs)  # [T_out, T_out]
-        self_weights, cross_weights = [], []
-        for t in range(1, steps + 1):
-            if per_step:
-                y = y + self.coordinates(num_outputs, t, y.dtype)
-            y, ws, wc = self.decoder_layer(y, memory, causal, key_mask)
-            self_weights.append(ws)
-            cross_weights.append(wc)
-        logits = self.output(self.decoder_norm(y))  # [B, T_out, K]
+
+        def decode(tokens):  # tokens [B, T_out] or None -> (logits [B, T_out, K], self weights, cross weights)
+            h = y if tokens is None else y + self.tokens(tokens).astype(y.dtype)
+            self_weights, cross_weights = [], []
+            for t in range(1, steps + 1):
+                if per_step:
+                    h = h + self.coordinates(num_outputs, t, h.dtype)
+                h, ws, wc = self.decoder_layer(h, memory, causal, key_mask)
+                self_weights.append(ws)
+                cross_weights.append(wc)
+            return self.output(self.decoder_norm(h)), self_weights, cross_weights
+
+        tokens = decoder_tokens(self.config, self.output_size, targets, batch, num_outputs, lambda t: decode(t)[0])
+        logits, self_weights, cross_weights = decode(tokens)  # [B, T_out, K]
         if return_traces:
             encoder = _stack_layers(encoder_weights) * mask[:, :, None, None, None]
             return logits, TransformerTraces(

@@ -21,18 +21,19 @@ FFN (pre-LN). The Controller reads ``z_t`` beside the pointer values
 (``h^c_t = GRU([*p^a_t, *p^c_t, z_t], h^c_{t-1})``); pointers, address bank and
 base address are PANM's (``models.panm``).
 
-No teacher forcing. The paper trains these models with teacher forcing
+Teacher forcing. The paper trains these models with teacher forcing
 (App. D.3: "All models are trained with teacher forcing as in Csordás et al.
-(2021)"): the decoder reads the previous target tokens ``y_{t-}``. The one model
-interface here, ``model(inputs, input_mask, num_outputs, *, train, key)``, passes
-no targets, so the decoder's inputs are blank, as for every model of this
-library (``z_t = 0``, App. D.1): ``y^0_t = PE(t)`` (sinusoidal positions, the
-zero token embedding plus its position) or, with relative positions, a learned
-start vector at ``t = 0`` and zeros after it (``TransformerSeq2Seq``'s decoder
-inputs, and for the same reason: under RPE alone every blank row would be equal).
-The decoder then carries positions and what it reads from ``M``, not the
-previous outputs. Results are therefore not directly comparable with Table 4 /
-Table 19 of Le et al. 2024.
+(2021)"): the decoder reads the previous target tokens ``y_{t-}``. With
+``teacher_forcing=True`` it does: ``y^0_t = E[tok_{t-1}] (+ PE(t))``, the
+targets shifted behind a start token in training and the model's own greedy
+choices in evaluation (``models.teacher_forcing``; greedy decoding reruns the
+decoder, PANM's included, once per output step). By default
+(``teacher_forcing=False``) the decoder's inputs are blank, as for every other
+model of this library (``z_t = 0``, App. D.1): ``y^0_t = PE(t)`` (sinusoidal
+positions) or, with relative positions, a learned start vector at ``t = 0`` and
+zeros after it (``TransformerSeq2Seq``'s decoder inputs, and for the same
+reason: under RPE alone every blank row would be equal); results in that mode
+are not directly comparable with Table 4 / Table 19 of Le et al. 2024.
 
 Widths: the encoder, the memory, the Pointer Units and the Controller share
 ``hidden`` (``h^c_0 = sum_i M[i]``); the default 128 is the width of Csordás et
@@ -53,6 +54,7 @@ from panm_jax import checks
 from panm_jax.errors import UserError
 from panm_jax.models.panm import TRANSFORMER_ENCODERS, PANMConfig, build_decoder, build_encoder, decoding_options
 from panm_jax.models.registry import prepare_inputs, refuse_aligned, register_model
+from panm_jax.models.teacher_forcing import decoder_tokens
 from panm_jax.modules.transformer import DecoderLayer, LayerNorm, causal_mask, sinusoidal_encoding
 
 __all__ = ["PANMTransformer", "PANMTransformerConfig"]
@@ -75,9 +77,12 @@ class PANMTransformerConfig(PANMConfig):
     decoder_heads: int = 8  # decoder heads, a divisor of the decoder width (Csordás et al. 2021: 8)
     decoder_width: int | None = None  # D_z, the decoder's width and z_t's; None: hidden
     decoder_ffn_hidden: int | None = None  # decoder FFN width; None: 2 D_z (Csordás et al. 2021)
+    teacher_forcing: bool = False  # the decoder reads y_{t-1} (models.teacher_forcing; App. D.3); False: z_t = 0
 
     def __post_init__(self):
         super().__post_init__()
+        if not isinstance(self.teacher_forcing, bool):
+            raise UserError(f"teacher_forcing: expected a bool, got {self.teacher_forcing!r}")
         checks.one_of("encoder", self.encoder, sorted(TRANSFORMER_ENCODERS))
         checks.positive_int("decoder_layers", self.decoder_layers)
         checks.positive_int("decoder_heads", self.decoder_heads)
@@ -116,16 +121,22 @@ class PANMTransformer(nnx.Module):
             ]
         )
         self.backbone_norm = LayerNorm(dz, rngs=rngs)
-        if self.relative:
+        if self.relative and not config.teacher_forcing:
             self.start = nnx.Param(jax.random.normal(rngs.params(), (dz,)))  # s [D_z]
         self.decoder = build_decoder(config, output_size, rngs, input_features=dz)  # D = config.hidden = d
+        self.output_size = output_size
+        if config.teacher_forcing:
+            self.tokens = nnx.Embed(output_size + 1, dz, rngs=rngs)  # E [K + 1, D_z], row K: BOS
 
     def blank_inputs(self, batch: int, num_outputs: int, dtype=jnp.float32) -> jax.Array:
         """The decoder's inputs without teacher forcing, ``[B, T_out, D_z]``.
 
-        ``PE(t)`` (absolute positions), or ``(s, 0, 0, ...)`` (relative positions).
+        ``PE(t)`` (absolute positions), or ``(s, 0, 0, ...)`` (relative positions;
+        zeros with teacher forcing, whose BOS token takes the start row's place).
         """
-        if self.relative:
+        if self.relative and self.config.teacher_forcing:
+            y = jnp.zeros((num_outputs, self.decoder_width))
+        elif self.relative:
             first = (jnp.arange(num_outputs) == 0)[:, None]  # [T_out, 1]
             y = jnp.where(first, self.start[...].astype(dtype), 0.0)
         else:
@@ -150,19 +161,30 @@ class PANMTransformer(nnx.Module):
         num_outputs: int,
         *,
         aligned: bool = False,
+        targets: jax.Array | None = None,
         train: bool = False,
         key: jax.Array | None = None,
         return_traces: bool = False,
     ):
+        """``targets`` ``[B, T_out]`` (class ids): the teacher-forced decoder's inputs; ignored without
+        ``teacher_forcing``. Greedy decoding (teacher forcing, no ``targets``) reruns the decoder once per
+        output step."""
         refuse_aligned("panm_transformer", aligned)
         inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
         batch = inputs.shape[0]
         base, options = decoding_options(self.config, batch, train, key)
         memory, _ = self.encoder(inputs, input_mask)  # [B, L, D]
-        z = self.decoder_states(self.blank_inputs(batch, num_outputs, memory.dtype), memory, input_mask)
-        return self.decoder(
-            memory, input_mask, base, num_outputs, decoder_inputs=z, return_traces=return_traces, **options
-        )
+        blank = self.blank_inputs(batch, num_outputs, memory.dtype)
+
+        def decode(tokens, return_traces=False):
+            y = blank if tokens is None else blank + self.tokens(tokens).astype(blank.dtype)
+            z = self.decoder_states(y, memory, input_mask)
+            return self.decoder(
+                memory, input_mask, base, num_outputs, decoder_inputs=z, return_traces=return_traces, **options
+            )
+
+        tokens = decoder_tokens(self.config, self.output_size, targets, batch, num_outputs, decode)
+        return decode(tokens, return_traces)
 
 
 @register_model(

@@ -342,9 +342,16 @@ def _check_task(config: TrainConfig):
 
 
 def _check_output_mode(config: TrainConfig, task) -> None:
-    """A task with one output per input step (``output_mode = "aligned"``) needs a model with that mode."""
+    """A task with one output per input step (``output_mode = "aligned"``) needs a model with that mode; a
+    teacher-forced model needs class targets."""
     from panm_jax.models.registry import aligned_models, supports_aligned
 
+    if config.model_options.get("teacher_forcing") and task.target_kind != "classes":
+        raise ConfigError(
+            "model_options.teacher_forcing",
+            f"the decoder reads the previous target token, so the task needs class targets; {config.task!r} has "
+            f"{task.target_kind!r} targets",
+        )
     if task.output_mode == "aligned" and not supports_aligned(config.model):
         raise ConfigError(
             "model",

@@ -51,10 +51,18 @@ def is_aligned(task) -> bool:
     return getattr(task, "output_mode", "after_input") == "aligned"
 
 
+def is_teacher_forced(model) -> bool:
+    """Whether ``model``'s decoder reads the previous target token (``teacher_forcing``, ``models.teacher_forcing``)."""
+    return bool(getattr(getattr(model, "config", None), "teacher_forcing", False))
+
+
 def _forward(graphdef, params, batch, *, aligned: bool, train: bool, key):
+    """The model's logits on ``batch``. A teacher-forced model gets the targets in training and decodes
+    greedily (its own previous outputs) in evaluation."""
     model = nnx.merge(graphdef, params)
     num_outputs = batch.targets.shape[1]
-    return model(batch.inputs, batch.input_mask, num_outputs, aligned=aligned, train=train, key=key)
+    extra = {"targets": batch.targets} if train and is_teacher_forced(model) else {}
+    return model(batch.inputs, batch.input_mask, num_outputs, aligned=aligned, train=train, key=key, **extra)
 
 
 def make_train_step(graphdef, optimizer: optax.GradientTransformation, task, *, skip_nonfinite: bool = False):
