@@ -7,8 +7,9 @@ The link (``dnc.link_and_directions``: ``L_t``, then ``b_t = L_t^T w^r`` and
 ``f_t = L_t w^r`` for ``R = 4`` read heads) is the only ``O(N^2)`` part of a DNC
 step, and at ``N = 256`` most of the speed suite's DNC row. This times it on its
 own, scanned over ``T`` steps of write and read weights (softmax rows computed in
-each step from random logits; batch ``B``, one write head), in the four forms below, next to two passes that any step over
-``L`` must make at least once, compiled by XLA the same way:
+each step from random logits; batch ``B``, one write head), in the forms below,
+next to two passes that any step over ``L`` must make at least once, compiled by
+XLA the same way:
 
 * ``read pass``: each step reads its ``[B, N, N]`` slab of a ``[T, B, N, N]``
   stack once (a sum): what reading the backward pass's stored ``L_{t-1}`` costs
