@@ -11,7 +11,8 @@ steps, the authors' RMSprop, checkpoint selected on L+1, tested at L, L+1, 2L+1,
 * ``default``: no change (the library's defaults, Le et al. 2024's model);
 * ``KEY=VALUE[,KEY=VALUE...]``: ``optimizer.FIELD`` changes the optimiser
   (``OptimizerConfig``), ``panm.OPTION`` a model option, ``select=MODE`` the
-  validation length that picks the checkpoint; values parse as JSON when they
+  validation length that picks the checkpoint, ``compute_dtype=bfloat16`` mixed
+  precision (``TrainConfig.compute_dtype``); values parse as JSON when they
   can (``true``, ``8``), else stay strings.
 
 Each (task, variant, seed) trains in its own folder,
@@ -61,11 +62,14 @@ def parse_variant(text: str) -> dict[str, dict[str, Any]]:
                 raise SystemExit(f"--variant {text!r}: select expects one of {list(MODES)}, got {value!r}")
             out["run"]["select_mode"] = value
             continue
+        if key == "compute_dtype":
+            out["run"]["compute_dtype"] = value
+            continue
         group, sep, field = key.partition(".")
         if not sep or group not in ("optimizer", MODEL) or not field:
             raise SystemExit(
-                f"--variant {text!r}: expected 'default' or optimizer.FIELD=VALUE, {MODEL}.OPTION=VALUE "
-                f"or select=MODE items, got {key!r}"
+                f"--variant {text!r}: expected 'default' or optimizer.FIELD=VALUE, {MODEL}.OPTION=VALUE, "
+                f"select=MODE or compute_dtype=DTYPE items, got {key!r}"
             )
         out[group][field] = value
     return out
@@ -79,6 +83,8 @@ def variant_config(task: str, variant: str, seed: int, minutes: float | None, st
             config = config.replace(optimizer=dataclasses.replace(config.optimizer, **parts["optimizer"]))
         if parts[MODEL]:
             config = config.replace(model_options={**config.model_options, **parts[MODEL]})
+        if "compute_dtype" in parts["run"]:
+            config = config.replace(compute_dtype=parts["run"]["compute_dtype"])
     except (TypeError, ValueError) as err:
         raise SystemExit(f"--variant {variant!r}: {err}") from None
     return config if steps is None else config.replace(num_steps=steps)
@@ -198,7 +204,7 @@ def main(argv=None) -> int:
         "--variant",
         action="append",
         default=[],
-        help="'default' or KEY=VALUE[,KEY=VALUE...] (optimizer.FIELD, panm.OPTION, select=MODE); "
+        help="'default' or KEY=VALUE[,KEY=VALUE...] (optimizer.FIELD, panm.OPTION, select=MODE, compute_dtype=DTYPE); "
         "repeatable, one table row each",
     )
     p.add_argument(

@@ -60,7 +60,7 @@ from benchmarks import allocator, common, cost
 from panm_jax.models import build_model
 from panm_jax.tasks import get_task
 from panm_jax.train.optim import paper_optimizer
-from panm_jax.train.steps import init_train_state, make_train_step
+from panm_jax.train.steps import cast_floating, init_train_state, make_train_step
 
 
 @dataclass(frozen=True)
@@ -210,8 +210,11 @@ def find_case(pattern: str) -> Case:
     return found[0]
 
 
-def build_case(case: Case):
-    """``(fn, state, batch, params)``: the case's step function, its train state and batch, its parameter count."""
+def build_case(case: Case, compute_dtype: str = "float32"):
+    """``(fn, state, batch, params)``: the case's step function, its train state and batch, its parameter count.
+
+    ``compute_dtype``: the forward pass's dtype (``TrainConfig.compute_dtype``; the parameters stay float32).
+    """
     task = get_task("copy")  # sample() takes any length up to 1022; only its training range is 1..10
     batch = task.sample(np.random.default_rng(0), case.batch, case.task_length)
     model = build_model(case.model, input_size=task.input_size, output_size=task.output_size, **case.model_options)
@@ -224,10 +227,13 @@ def build_case(case: Case):
     if case.eval_only:
 
         def fn(state, batch):
-            m = nnx.merge(graphdef, state.params)
-            return m(batch.inputs, batch.input_mask, batch.targets.shape[1])
+            params, inputs = state.params, batch.inputs
+            if compute_dtype != "float32":
+                params, inputs = cast_floating(params, compute_dtype), inputs.astype(compute_dtype)
+            m = nnx.merge(graphdef, params)
+            return m(inputs, batch.input_mask, batch.targets.shape[1])
     else:
-        fn = make_train_step(graphdef, optimizer, task)
+        fn = make_train_step(graphdef, optimizer, task, compute_dtype=compute_dtype)
     return fn, state, batch, params
 
 

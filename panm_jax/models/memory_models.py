@@ -435,7 +435,7 @@ class MemoryModel(nnx.Module):
 
         def run(x, mask, length):  # one example: x [T, D_in], mask [T], length [] real input steps
             carry = (
-                self.controller.init_carry(()),
+                self.controller.init_carry((), dtype),
                 self.memory.init_sequence_state(num_steps, length, dtype),  # a Stack's C = T_in + T_out
                 jnp.zeros((self.memory.read_size,), dtype),
             )

@@ -288,13 +288,14 @@ class PANMDecoder(nnx.Module):
         count = jnp.maximum(jnp.sum(mask, axis=1), 1).astype(memory.dtype)  # [B] l(X)
         return total / count[:, None]
 
-    def address_bank(self, base: jax.Array, length: int) -> jax.Array:
+    def address_bank(self, base: jax.Array, length: int, dtype=jnp.float32) -> jax.Array:
         """The address bank ``A`` ``[B, L, A]`` of each example from its base ``a_B`` ``[B]`` (Algorithm 1, l. 3-5).
 
-        ``A[j] = bin((a_B + j) mod 2^b)`` for ``j = 0 .. L - 1``, one row per memory slot.
+        ``A[j] = bin((a_B + j) mod 2^b)`` for ``j = 0 .. L - 1``, one row per memory slot, in ``dtype``
+        (the codes are 0 and 1: exact in every floating dtype).
         """
         bits = self.address_bits
-        return jax.vmap(lambda a: pointer.binary_addresses(a, length, bits))(base)
+        return jax.vmap(lambda a: pointer.binary_addresses(a, length, bits, dtype=dtype))(base)
 
     def start(self, memory: jax.Array, mask: jax.Array, base: jax.Array) -> _Carry:
         """The state before the first step: ``(h^a_0, p^a_0, h^c_0)``.
@@ -493,7 +494,7 @@ class PANMDecoder(nnx.Module):
         """
         zs = self._decoding_inputs(memory, num_outputs, decoder_inputs)
         mask = jnp.asarray(mask).astype(bool)
-        addresses = self.address_bank(base, memory.shape[1])  # [B, L, A]
+        addresses = self.address_bank(base, memory.shape[1], memory.dtype)  # [B, L, A]
         keys, codes, candidates = self.candidates(addresses, mask, base, distractor_key, memory.dtype)
         context = _Context(
             memory=memory,

@@ -51,6 +51,7 @@ __all__ = [
 OPTIMIZERS = ("rmsprop", "adam", "adamw", "sgd")
 SCHEDULES = ("constant", "cosine", "warmup_cosine")
 ON_NAN = ("stop", "skip-batch")
+COMPUTE_DTYPES = ("float32", "bfloat16")  # TrainConfig.compute_dtype: the forward pass's dtype (train.steps)
 # Fields a resumed run may change: they do not alter what a run computes while its losses are finite.
 # num_steps only extends or shortens the run (the loop refuses one below the checkpoint's step), unless a
 # learning-rate schedule decays over it: a cosine run cannot change it (see ``resume_differences``).
@@ -136,6 +137,10 @@ class TrainConfig:
     # naming the step and saves nothing after the last good checkpoint; "skip-batch" leaves
     # the parameters and optimiser state unchanged for that batch and goes on.
     on_nan: str = "stop"
+    # The forward pass's dtype: "float32", or "bfloat16" for mixed precision on GPUs and TPUs
+    # (parameters and optimiser state stay float32; activations and memories are bfloat16;
+    # panm_jax.train.steps).
+    compute_dtype: str = "float32"
 
     def __post_init__(self):
         if self.max_minutes is False:  # TOML has no null
@@ -161,6 +166,7 @@ class TrainConfig:
         if self.max_minutes is not None:
             _check(checks.positive_number, "max_minutes", self.max_minutes)
         _check(checks.one_of, "on_nan", self.on_nan, ON_NAN)
+        _check(checks.one_of, "compute_dtype", self.compute_dtype, COMPUTE_DTYPES)
         if self.optimizer.warmup_steps > self.num_steps:
             raise ConfigError(
                 "optimizer.warmup_steps",

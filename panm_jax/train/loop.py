@@ -150,10 +150,16 @@ class Run:
         self.buckets = tuple(config.buckets) or default_buckets(self.task)
         self.modes = tuple(config.eval_modes) or tuple(self.task.test_modes)  # checked by TrainConfig
         self.train_step = jax.jit(
-            make_train_step(self.graphdef, self.optimizer, self.task, skip_nonfinite=config.on_nan == "skip-batch"),
+            make_train_step(
+                self.graphdef,
+                self.optimizer,
+                self.task,
+                skip_nonfinite=config.on_nan == "skip-batch",
+                compute_dtype=config.compute_dtype,
+            ),
             donate_argnums=0,
         )
-        self.eval_step = jax.jit(make_eval_step(self.graphdef, self.task))
+        self.eval_step = jax.jit(make_eval_step(self.graphdef, self.task, compute_dtype=config.compute_dtype))
 
     def shard(self, batch):
         return shard_batch(batch, self.mesh)

@@ -146,7 +146,13 @@ class SeedGroup:
         self.state = replicate(stack(states), self.mesh)
         self.buckets = tuple(c.buckets) or default_buckets(self.task)
         self.modes = tuple(c.eval_modes) or tuple(self.task.test_modes)
-        train_step = make_train_step(self.graphdef, self.optimizer, self.task, skip_nonfinite=c.on_nan == "skip-batch")
+        train_step = make_train_step(
+            self.graphdef,
+            self.optimizer,
+            self.task,
+            skip_nonfinite=c.on_nan == "skip-batch",
+            compute_dtype=c.compute_dtype,
+        )
 
         def masked_step(state, batch, active):
             # An inactive seed (ahead of the others after a resume) keeps its state: step, key and all.
@@ -157,7 +163,8 @@ class SeedGroup:
         # one, compiled only when a resume finds the seeds at different steps.
         self._step_all = jax.jit(jax.vmap(train_step), donate_argnums=0)
         self._step_masked = jax.jit(jax.vmap(masked_step), donate_argnums=0)
-        self.eval_step = jax.jit(jax.vmap(make_eval_step(self.graphdef, self.task), in_axes=(0, None, None)))
+        eval_step = make_eval_step(self.graphdef, self.task, compute_dtype=c.compute_dtype)
+        self.eval_step = jax.jit(jax.vmap(eval_step, in_axes=(0, None, None)))
 
     def train_step(self, state, batch, active: Sequence[bool]):
         """Advance the seeds whose ``active`` entry is true (all of them: ``jit(vmap(train_step))``)."""

@@ -12,6 +12,15 @@ Python on every call, which shows at CPU step sizes.
 
 The number of decoder steps is read from ``batch.targets.shape[1]`` (static
 under ``jit``), so a bucket's shape fixes it.
+
+Mixed precision (``compute_dtype="bfloat16"``): the parameters and the optimiser
+state stay float32; each forward pass casts the floating parameters and the
+inputs to bfloat16, so activations, controller states and memories are bfloat16
+(kernels that need more, e.g. a softmax's normaliser or a cumulative product,
+widen internally and return the state's dtype), and the logits are cast back to
+float32 before the loss. Gradients reach the float32 parameters through the
+casts. bfloat16 keeps float32's exponent range, so no loss scaling is needed;
+float16, which would need it, is not offered.
 """
 
 from __future__ import annotations
@@ -23,7 +32,9 @@ import jax.numpy as jnp
 import optax
 from flax import nnx
 
-__all__ = ["TrainState", "init_train_state", "make_eval_step", "make_train_step"]
+from panm_jax.train.config import COMPUTE_DTYPES  # the dtypes a forward pass may compute in
+
+__all__ = ["COMPUTE_DTYPES", "TrainState", "cast_floating", "init_train_state", "make_eval_step", "make_train_step"]
 
 
 class TrainState(NamedTuple):
@@ -56,16 +67,40 @@ def is_teacher_forced(model) -> bool:
     return bool(getattr(getattr(model, "config", None), "teacher_forcing", False))
 
 
-def _forward(graphdef, params, batch, *, aligned: bool, train: bool, key):
-    """The model's logits on ``batch``. A teacher-forced model gets the targets in training and decodes
-    greedily (its own previous outputs) in evaluation."""
+def _compute_dtype(name: str):
+    if name not in COMPUTE_DTYPES:
+        raise ValueError(f"compute_dtype: expected one of {', '.join(COMPUTE_DTYPES)}, got {name!r}")
+    return jnp.dtype(name)
+
+
+def cast_floating(tree, dtype):
+    """``tree`` with every floating leaf cast to ``dtype`` (integer and boolean leaves unchanged)."""
+    return jax.tree_util.tree_map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, tree)
+
+
+def _forward(graphdef, params, batch, *, aligned: bool, train: bool, key, compute_dtype="float32"):
+    """The model's float32 logits on ``batch``, computed in ``compute_dtype`` (module docstring). A
+    teacher-forced model gets the targets in training and decodes greedily (its own previous outputs)
+    in evaluation."""
+    dtype = _compute_dtype(compute_dtype)
+    inputs = batch.inputs
+    if dtype != jnp.float32:
+        params, inputs = cast_floating(params, dtype), jnp.asarray(inputs).astype(dtype)
     model = nnx.merge(graphdef, params)
     num_outputs = batch.targets.shape[1]
     extra = {"targets": batch.targets} if train and is_teacher_forced(model) else {}
-    return model(batch.inputs, batch.input_mask, num_outputs, aligned=aligned, train=train, key=key, **extra)
+    logits = model(inputs, batch.input_mask, num_outputs, aligned=aligned, train=train, key=key, **extra)
+    return logits.astype(jnp.float32)
 
 
-def make_train_step(graphdef, optimizer: optax.GradientTransformation, task, *, skip_nonfinite: bool = False):
+def make_train_step(
+    graphdef,
+    optimizer: optax.GradientTransformation,
+    task,
+    *,
+    skip_nonfinite: bool = False,
+    compute_dtype: str = "float32",
+):
     """``train_step(state, batch) -> (state, metrics)``: forward, loss, backward, update.
 
     ``metrics`` holds ``loss``, the task's metrics on this (training) batch and
@@ -73,16 +108,20 @@ def make_train_step(graphdef, optimizer: optax.GradientTransformation, task, *, 
     whose loss or gradient norm is NaN or infinite leaves the parameters and the
     optimiser state as they were (selected on device, no host sync); the step
     counter and the PRNG key advance as for any batch, so the data stream goes
-    on to the next batch.
+    on to the next batch. ``compute_dtype``: the forward pass's dtype (``COMPUTE_DTYPES``; module
+    docstring); the loss, the gradients and the update are float32.
     """
 
     aligned = is_aligned(task)
+    _compute_dtype(compute_dtype)
 
     def train_step(state: TrainState, batch):
         key, step_key = jax.random.split(state.key)
 
         def loss_fn(params):
-            logits = _forward(graphdef, params, batch, aligned=aligned, train=True, key=step_key)
+            logits = _forward(
+                graphdef, params, batch, aligned=aligned, train=True, key=step_key, compute_dtype=compute_dtype
+            )
             return task.loss(logits, batch), logits
 
         (loss, logits), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
@@ -99,14 +138,15 @@ def make_train_step(graphdef, optimizer: optax.GradientTransformation, task, *, 
     return train_step
 
 
-def make_eval_step(graphdef, task):
+def make_eval_step(graphdef, task, *, compute_dtype: str = "float32"):
     """``eval_step(params, batch, key) -> metrics`` (``train=False``: a_B = 0 for PANM, or drawn from ``key``
-    with ``random_base_at_eval``)."""
+    with ``random_base_at_eval``), the forward pass in ``compute_dtype``."""
 
     aligned = is_aligned(task)
+    _compute_dtype(compute_dtype)
 
     def eval_step(params, batch, key=None):
-        logits = _forward(graphdef, params, batch, aligned=aligned, train=False, key=key)
+        logits = _forward(graphdef, params, batch, aligned=aligned, train=False, key=key, compute_dtype=compute_dtype)
         return {"loss": task.loss(logits, batch), **task.metrics(logits, batch)}
 
     return eval_step
