@@ -68,6 +68,13 @@ def register(subparsers) -> None:
         help="on a NaN or infinite loss: stop with an error naming the step (default), or skip the batch "
         "(parameters and optimiser state unchanged)",
     )
+    p.add_argument(
+        "--compute-dtype",
+        choices=["float32", "bfloat16"],
+        dest="compute_dtype",
+        help="the forward pass's dtype: float32 (default), or bfloat16 for mixed precision on a GPU or TPU "
+        "(parameters and optimiser state stay float32)",
+    )
     p.add_argument("--workdir", default=None, help="run folder (default runs/<task>-<model>-s<seed>)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (logs still go to metrics.jsonl)")
     p.set_defaults(func=_train)
@@ -81,6 +88,7 @@ FLAGS = {
     "batch_size": ("--batch-size", "batch_size"),
     "seed": ("--seed", "seed"),
     "on_nan": ("--on-nan", "on_nan"),
+    "compute_dtype": ("--compute-dtype", "compute_dtype"),
     "optimizer.learning_rate": ("--lr", "lr"),
 }
 

@@ -15,12 +15,14 @@ under ``jit``), so a bucket's shape fixes it.
 
 Mixed precision (``compute_dtype="bfloat16"``): the parameters and the optimiser
 state stay float32; each forward pass casts the floating parameters and the
-inputs to bfloat16, so activations, controller states and memories are bfloat16
-(kernels that need more, e.g. a softmax's normaliser or a cumulative product,
-widen internally and return the state's dtype), and the logits are cast back to
-float32 before the loss. Gradients reach the float32 parameters through the
-casts. bfloat16 keeps float32's exponent range, so no loss scaling is needed;
-float16, which would need it, is not offered.
+inputs to bfloat16, so activations, controller states and memories are bfloat16,
+and the logits are cast back to float32 before the loss. Gradients reach the
+float32 parameters through the casts. Several kernels step their 16-bit states in
+float32 and round the new state back (the NTM, the Stack, Queue and DeQue, PANM's
+pointer scores; each kernel's docstring says so); the DNC steps in bfloat16, and
+its allocation then drifts from float64's over long rollouts
+(``tests/kernels/test_bf16_rollouts.py``). bfloat16 keeps float32's exponent
+range, so no loss scaling is needed; float16, which would need it, is not offered.
 """
 
 from __future__ import annotations
