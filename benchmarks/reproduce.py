@@ -4,6 +4,13 @@ Le et al. 2024: Plug, Play, and Generalize: Length Extrapolation with Pointer-Au
 (docs/references.md).
 
     python -m benchmarks.reproduce --task copy --models panm,lstm,ntm,dnc,stack_lstm [--quick] [--seeds 0,1,2]
+    python -m benchmarks.reproduce --table algorithmic --models panm,lstm [--quick] [--seeds 0,1,2,3,4]
+
+``--table algorithmic`` runs the six tasks of Tables 13-18 in the paper's order
+(Copy, Reverse, Mix, Dynamic Recall, Priority Sort, ID Sort), each exactly as
+``--task`` would (same folders, same per-task files), then writes one summary,
+``reproduce_algorithmic[_quick].{md,json}``, whose notes name the published
+models without a row of ours.
 
 For each model and seed this trains a run with ``panm_jax.train.train_and_evaluate``
 (resumable: rerunning the command continues unfinished runs), selects the
@@ -79,6 +86,9 @@ PUBLISHED: dict[str, dict[str, tuple[float, ...]]] = {
 # = 21 and keeps the best checkpoint there, which its test mode loads: its
 # checkpoint is picked on 2L+1, ours on L+1 unless --select says otherwise.
 AUTHORS_CODE_COPY_23MIN = (100, 99.99, 87.2, 50.2, 32.9)
+
+# The paper's tables that ``--table`` runs task by task (Le et al. 2024, Tables 13-18, in order).
+TABLES = {"algorithmic": ("copy", "reverse", "mix", "dynamic_recall", "priority_sort", "id_sort")}
 
 
 def make_config(
@@ -249,6 +259,12 @@ def main(argv=None) -> int:
     allocator.configure_from_environment()  # PANM_JAX_MALLOC=keep: benchmarks/allocator.py
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--task", default="copy", choices=sorted(PUBLISHED))
+    p.add_argument(
+        "--table",
+        choices=sorted(TABLES),
+        default=None,
+        help="every task of a table of the paper in turn (algorithmic: Tables 13-18), then one summary table",
+    )
     p.add_argument("--models", default="panm,lstm,ntm,dnc,stack_lstm")
     p.add_argument("--seeds", default="0", help="comma-separated seeds")
     p.add_argument("--quick", action="store_true", help="the CPU budget protocol (see the module docstring)")
@@ -283,10 +299,20 @@ def main(argv=None) -> int:
         minutes = {m: 20.0 if args.quick else None for m in models}
     model_sets = parse_model_sets(args.set, models)
     env = common.environment()
+    if args.table is None:
+        reproduce_task(args, args.task, models, seeds, minutes, model_sets, env)
+        return 0
+    tables = {task: reproduce_task(args, task, models, seeds, minutes, model_sets, env) for task in TABLES[args.table]}
+    write_summary(args, tables, env, argv)
+    return 0
+
+
+def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> list[dict[str, Any]]:
+    """Train (or read back) every model and seed of ``task``; write its table, CSV and plot; return its rows."""
     runs: dict[str, list[dict[str, Any]]] = {}
     for model in models:
         for seed in seeds:
-            config = make_config(args.task, model, seed, args.quick, minutes[model], args.select)
+            config = make_config(task, model, seed, args.quick, minutes[model], args.select)
             options = model_sets.get(model, {})
             if options:
                 config = config.replace(model_options={**config.model_options, **options})
@@ -300,13 +326,13 @@ def main(argv=None) -> int:
                 + ("" if args.select == "L+1" else f"-select{args.select}")
                 + options_tag(options)
             )
-            workdir = Path(args.workdir) / args.task / f"{model}-s{seed}-{tag}"
+            workdir = Path(args.workdir) / task / f"{model}-s{seed}-{tag}"
             results = finished_results(workdir, config)
             if results is None:
-                print(f"== {model} on {args.task}, seed {seed} ({tag}) -> {workdir}", flush=True)
+                print(f"== {model} on {task}, seed {seed} ({tag}) -> {workdir}", flush=True)
                 results = train_and_evaluate(config, workdir)
             else:
-                print(f"== {model} on {args.task}, seed {seed} ({tag}): finished earlier, read {workdir}", flush=True)
+                print(f"== {model} on {task}, seed {seed} ({tag}): finished earlier, read {workdir}", flush=True)
             logged = [
                 json.loads(line)
                 for line in (workdir / "metrics.jsonl").read_text().splitlines()
@@ -314,16 +340,16 @@ def main(argv=None) -> int:
             ]
             results["steps_trained"] = max((r.get("step", 0) for r in logged if "loss" in r), default=0)
             runs.setdefault(model, []).append(results)
-    rows = summarize(args.task, runs, args.select)
+    rows = summarize(task, runs, args.select)
     cols = ["model", "row", "selected_on", "seeds", "steps", "best_step", *MODES]
     name = (
-        f"reproduce_{args.task}"
+        f"reproduce_{task}"
         + ("_quick" if args.quick else "")
         + ("" if args.select == "L+1" else f"_select{args.select.replace('+', 'p')}")
         + ("" if args.quick or all(v is None for v in minutes.values()) else "_capped")
         + "".join(f"_{m}{options_tag(o, sep='-')}" for m, o in sorted(model_sets.items()))
     )
-    command = "python -m benchmarks.reproduce " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = task_command(args, task)
     notes = (
         "Token accuracy (%) of the checkpoint selected on the validation set of length mode 'selected_on' "
         "(L+1 in the protocol of Le et al. 2024, Plug, Play, and Generalize: Length Extrapolation with "
@@ -332,7 +358,7 @@ def main(argv=None) -> int:
         "'steps' is the number of training steps run, 'best_step' the selected "
         "checkpoint."
     )
-    if args.task == "copy":
+    if task == "copy":
         notes += (
             " The authors' code row is its default pipeline, which picks its checkpoint on length 21 (2L+1) "
             "(measured with the authors' code on this CPU class)."
@@ -353,16 +379,54 @@ def main(argv=None) -> int:
             "'steps' says how far each run got of its 50,000."
         )
     public_rows = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
-    common.write_results(
-        name, f"{args.task}: reproduction of Le et al. 2024 (PANM)", public_rows, cols, env, notes, command
-    )
+    common.write_results(name, f"{task}: reproduction of Le et al. 2024 (PANM)", public_rows, cols, env, notes, command)
     out_dir = common.RESULTS_DIR / common.device_slug()
     lines = [",".join(cols)] + [",".join(str(r.get(c, "")).replace(",", ";") for c in cols) for r in public_rows]
     atomic_write_text(out_dir / f"{name}.csv", "\n".join(lines) + "\n")
-    plot(args.task, rows, out_dir / f"{name}.png")
+    plot(task, rows, out_dir / f"{name}.png")
     print(common.markdown_table(public_rows, cols))
     print("wrote", out_dir / f"{name}.md", ".json", ".csv", ".png")
-    return 0
+    return public_rows
+
+
+def task_command(args, task: str) -> str:
+    """The command that makes ``task``'s table alone with these settings (what a ``--table`` run did for it)."""
+    parts = ["python -m benchmarks.reproduce", f"--task {task}", f"--models {args.models}"]
+    if args.seeds != "0":
+        parts.append(f"--seeds {args.seeds}")
+    if args.quick:
+        parts.append("--quick")
+    if args.minutes is not None:
+        parts.append(f"--minutes {args.minutes}")
+    if args.select != "L+1":
+        parts.append(f"--select {args.select}")
+    parts += [f"--set {item}" for item in args.set]
+    if args.workdir != "runs/reproduce":
+        parts.append(f"--workdir {args.workdir}")
+    return " ".join(parts)
+
+
+def write_summary(args, tables: dict[str, list[dict[str, Any]]], env, argv) -> None:
+    """One table of every task's rows (``reproduce_<table>[_quick].{md,json}``): ours, published, the difference."""
+    cols = ["task", "model", "row", "selected_on", "seeds", "steps", "best_step", *MODES]
+    rows = [{"task": task, **row} for task, task_rows in tables.items() for row in task_rows]
+    name = f"reproduce_{args.table}" + ("_quick" if args.quick else "")
+    command = "python -m benchmarks.reproduce " + " ".join(argv if argv is not None else sys.argv[1:])
+    missing = [
+        f"{task}/{model}"
+        for task, task_rows in tables.items()
+        for model in PUBLISHED.get(task, {})
+        if model != "best other" and not any(r["model"] == model and r["row"] == "ours" for r in task_rows)
+    ]
+    notes = (
+        f"The {args.table} tables of Le et al. 2024 (Tables 13-18), one block per task, from the same runs as "
+        "each task's own reproduce_<task> file (its notes give the protocol). Token accuracy (%) at L, L+1, "
+        "2L+1, 4L+1 and 8L+1; mean ± sample std over the seeds."
+        + (f" Published models without a row of ours here: {', '.join(missing)}." if missing else "")
+    )
+    title = f"{args.table} tasks: reproduction of Le et al. 2024 (PANM)"
+    common.write_results(name, title, rows, cols, env, notes, command)
+    print("wrote", common.RESULTS_DIR / common.device_slug() / f"{name}.md", ".json")
 
 
 if __name__ == "__main__":

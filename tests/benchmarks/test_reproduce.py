@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from types import SimpleNamespace
 
 import pytest
 
@@ -99,3 +100,41 @@ def test_model_options_are_parsed_per_model_and_name_the_run():
     for bad, says in [(["score=x"], "MODEL.OPTION=VALUE"), (["ntm.hidden=3"], "'ntm' is not one of --models")]:
         with pytest.raises(SystemExit, match=re.escape(says)):
             parse_model_sets(bad, ["panm", "lstm"])
+
+
+def test_a_table_runs_its_tasks_in_the_papers_order_and_names_each_tasks_command():
+    from benchmarks.reproduce import TABLES, main, task_command
+
+    assert TABLES["algorithmic"] == ("copy", "reverse", "mix", "dynamic_recall", "priority_sort", "id_sort")
+    assert set(TABLES["algorithmic"]) == set(PUBLISHED)
+    args = SimpleNamespace(
+        models="panm,lstm", seeds="0,1", quick=True, minutes="8,lstm=4", select="L+1", set=[], workdir="runs/reproduce"
+    )
+    assert task_command(args, "mix") == (
+        "python -m benchmarks.reproduce --task mix --models panm,lstm --seeds 0,1 --quick --minutes 8,lstm=4"
+    )
+    with pytest.raises(SystemExit):  # argparse refuses an unknown table by name
+        main(["--table", "chomsky"])
+
+
+def test_the_summary_table_holds_every_tasks_rows_and_names_missing_models(tmp_path, monkeypatch):
+    from benchmarks import common
+    from benchmarks.reproduce import write_summary
+
+    monkeypatch.setattr(common, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(common, "device_slug", lambda: "here")
+    tables = {
+        "copy": summarize("copy", {"panm": [_result([1.0, 1.0, 0.8, 0.5, 0.3])]}),
+        "mix": summarize("mix", {"lstm": [_result([1.0, 0.9, 0.5, 0.3, 0.2])]}),
+    }
+    args = SimpleNamespace(table="algorithmic", quick=True)
+    write_summary(args, tables, {"device": "test"}, ["--table", "algorithmic", "--quick"])
+    record = json.loads((tmp_path / "here" / "reproduce_algorithmic_quick.json").read_text())
+    assert [r["task"] for r in record["rows"]].count("copy") == len(tables["copy"])
+    assert {(r["task"], r["model"], r["row"]) for r in record["rows"]} >= {
+        ("copy", "panm", "ours"),
+        ("mix", "lstm", "ours"),
+        ("mix", "lstm", "published (best other)"),
+    }
+    # Copy publishes LSTM, NTM, DNC and Stack-LSTM rows, and Mix PANM's: none has a row of ours here.
+    assert "copy/lstm" in record["notes"] and "mix/panm" in record["notes"] and "copy/panm" not in record["notes"]
