@@ -143,3 +143,15 @@ def test_bfloat16_run_trains_and_records_its_setting(tmp_path):
     stored = TrainConfig.from_dict(json.loads((tmp_path / "config.json").read_text()))
     assert stored.compute_dtype == "bfloat16"
     assert (tmp_path / "results.json").exists()
+
+
+def test_compute_dtype_is_a_flag_of_panm_jax_train(capsys):
+    from panm_jax.cli import build_parser
+    from panm_jax.cli.train import _config_from_args
+
+    args = build_parser().parse_args(["train", "--compute-dtype", "bfloat16"])
+    assert _config_from_args(args).compute_dtype == "bfloat16"
+    assert _config_from_args(build_parser().parse_args(["train"])).compute_dtype == "float32"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["train", "--compute-dtype", "float16"])
+    assert "invalid choice: 'float16'" in capsys.readouterr().err
