@@ -10,7 +10,9 @@ Le et al. 2024: Plug, Play, and Generalize: Length Extrapolation with Pointer-Au
 (Copy, Reverse, Mix, Dynamic Recall, Priority Sort, ID Sort), each exactly as
 ``--task`` would (same folders, same per-task files), then writes one summary,
 ``reproduce_algorithmic[_quick].{md,json}``, whose notes name the published
-models without a row of ours.
+models without a row of ours. ``--name NAME`` suffixes every file name
+(``reproduce_copy_quick_NAME``), so that a run at another budget or with other
+models does not overwrite a recorded table.
 
 For each model and seed this trains a run with ``panm_jax.train.train_and_evaluate``
 (resumable: rerunning the command continues unfinished runs), selects the
@@ -290,6 +292,12 @@ def main(argv=None) -> int:
         help="change one model option of one model, e.g. panm.score=scaled_dot (repeatable)",
     )
     p.add_argument("--workdir", default="runs/reproduce")
+    p.add_argument(
+        "--name",
+        default="",
+        help="a suffix for the results' file names (reproduce_<task>[_quick]..._<name>), so that runs at "
+        "another budget or with other models do not overwrite a recorded table",
+    )
     args = p.parse_args(argv)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -348,6 +356,7 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
         + ("" if args.select == "L+1" else f"_select{args.select.replace('+', 'p')}")
         + ("" if args.quick or all(v is None for v in minutes.values()) else "_capped")
         + "".join(f"_{m}{options_tag(o, sep='-')}" for m, o in sorted(model_sets.items()))
+        + (f"_{args.name}" if args.name else "")
     )
     command = task_command(args, task)
     notes = (
@@ -403,6 +412,8 @@ def task_command(args, task: str) -> str:
     parts += [f"--set {item}" for item in args.set]
     if args.workdir != "runs/reproduce":
         parts.append(f"--workdir {args.workdir}")
+    if args.name:
+        parts.append(f"--name {args.name}")
     return " ".join(parts)
 
 
@@ -410,7 +421,7 @@ def write_summary(args, tables: dict[str, list[dict[str, Any]]], env, argv) -> N
     """One table of every task's rows (``reproduce_<table>[_quick].{md,json}``): ours, published, the difference."""
     cols = ["task", "model", "row", "selected_on", "seeds", "steps", "best_step", *MODES]
     rows = [{"task": task, **row} for task, task_rows in tables.items() for row in task_rows]
-    name = f"reproduce_{args.table}" + ("_quick" if args.quick else "")
+    name = f"reproduce_{args.table}" + ("_quick" if args.quick else "") + (f"_{args.name}" if args.name else "")
     command = "python -m benchmarks.reproduce " + " ".join(argv if argv is not None else sys.argv[1:])
     missing = [
         f"{task}/{model}"

@@ -108,10 +108,17 @@ def test_a_table_runs_its_tasks_in_the_papers_order_and_names_each_tasks_command
     assert TABLES["algorithmic"] == ("copy", "reverse", "mix", "dynamic_recall", "priority_sort", "id_sort")
     assert set(TABLES["algorithmic"]) == set(PUBLISHED)
     args = SimpleNamespace(
-        models="panm,lstm", seeds="0,1", quick=True, minutes="8,lstm=4", select="L+1", set=[], workdir="runs/reproduce"
+        models="panm,lstm",
+        seeds="0,1",
+        quick=True,
+        minutes="8,lstm=4",
+        select="L+1",
+        set=[],
+        workdir="runs/reproduce",
+        name="8m",
     )
     assert task_command(args, "mix") == (
-        "python -m benchmarks.reproduce --task mix --models panm,lstm --seeds 0,1 --quick --minutes 8,lstm=4"
+        "python -m benchmarks.reproduce --task mix --models panm,lstm --seeds 0,1 --quick --minutes 8,lstm=4 --name 8m"
     )
     with pytest.raises(SystemExit):  # argparse refuses an unknown table by name
         main(["--table", "chomsky"])
@@ -127,9 +134,9 @@ def test_the_summary_table_holds_every_tasks_rows_and_names_missing_models(tmp_p
         "copy": summarize("copy", {"panm": [_result([1.0, 1.0, 0.8, 0.5, 0.3])]}),
         "mix": summarize("mix", {"lstm": [_result([1.0, 0.9, 0.5, 0.3, 0.2])]}),
     }
-    args = SimpleNamespace(table="algorithmic", quick=True)
-    write_summary(args, tables, {"device": "test"}, ["--table", "algorithmic", "--quick"])
-    record = json.loads((tmp_path / "here" / "reproduce_algorithmic_quick.json").read_text())
+    args = SimpleNamespace(table="algorithmic", quick=True, name="8m")
+    write_summary(args, tables, {"device": "test"}, ["--table", "algorithmic", "--quick", "--name", "8m"])
+    record = json.loads((tmp_path / "here" / "reproduce_algorithmic_quick_8m.json").read_text())
     assert [r["task"] for r in record["rows"]].count("copy") == len(tables["copy"])
     assert {(r["task"], r["model"], r["row"]) for r in record["rows"]} >= {
         ("copy", "panm", "ours"),
