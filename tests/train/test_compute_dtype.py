@@ -86,6 +86,15 @@ def test_bfloat16_forward_computes_in_bfloat16(name):
     assert carries <= {"bfloat16"}, (name, carries)
     products = [str(a.dtype) for a in _avals(jaxpr, "dot_general")]
     assert products.count("bfloat16") > products.count("float32"), (name, products)
+
+
+@pytest.mark.parametrize("name", ["panm", "panm_transformer", "dnc", "ntm", "stack_lstm", "transformer_rpe"])
+def test_bfloat16_logits_are_float32_and_close_to_float32s(name):
+    graphdef, state, batch, _ = _setup(name)
+
+    def forward(params, dtype):
+        return _forward(graphdef, params, batch, aligned=False, train=False, key=None, compute_dtype=dtype)
+
     low = jax.jit(forward, static_argnums=1)(state.params, "bfloat16")
     high = jax.jit(forward, static_argnums=1)(state.params, "float32")
     assert low.dtype == jnp.float32 and low.shape == high.shape
