@@ -22,6 +22,7 @@ import jax
 from rich.console import Console
 
 from panm_jax.errors import UserError
+from panm_jax.train.config import COMPUTE_DTYPES
 
 __all__ = ["register"]
 
@@ -70,7 +71,7 @@ def register(subparsers) -> None:
     )
     p.add_argument(
         "--compute-dtype",
-        choices=["float32", "bfloat16"],
+        choices=COMPUTE_DTYPES,
         dest="compute_dtype",
         help="the forward pass's dtype: float32 (default), or bfloat16 for mixed precision on a GPU or TPU "
         "(parameters and optimiser state stay float32)",
