@@ -14,10 +14,9 @@ models without a row of ours. ``--name NAME`` suffixes every file name
 (``reproduce_copy_quick_NAME``), so that a run at another budget or with other
 models does not overwrite a recorded table.
 
-For each model and seed this trains a run with ``panm_jax.train.train_and_evaluate``
-(resumable: rerunning the command continues unfinished runs), selects the
-checkpoint on the L+1 validation set, evaluates it on the test sets at L, L+1,
-2L+1, 4L+1 and 8L+1, and writes a table with the published numbers of
+For each model this trains one run per seed (resumable: rerunning the command
+continues unfinished runs), selects each run's checkpoint on the L+1 validation
+set, evaluates it on the test sets at L, L+1, 2L+1, 4L+1 and 8L+1, and writes a table with the published numbers of
 Le et al. 2024 (Tables 13-18, listed in docs/tasks.md) beside ours, ``ours - published``
 per cell, as Markdown, CSV, JSON and a plot, under ``benchmarks/results/<device>/``.
 
@@ -45,7 +44,16 @@ e.g. ``--set panm.score=scaled_dot``; the options join the run folder's name
 never overwrites the default runs or their record.
 
 The paper reports the mean of 5 runs (the best checkpoint of each); ``--seeds``
-runs several and reports mean and standard deviation.
+runs several and reports mean and standard deviation. Under the paper protocol
+a model's seeds train together, in one compiled program
+(``panm_jax.train.seeds.train_seeds``: each seed's folder, checkpoints and
+numbers are those of the seed trained alone, up to floating-point rounding),
+and a ``--minutes`` cap is then one budget for the group; ``--one-by-one``
+trains them one after another with ``panm_jax.train.train_and_evaluate``, as
+``--quick`` always does (its budget is per seed). ``--parallel P`` trains P
+(task, model) groups at once as separate processes, each writing
+``<workdir>/<task>/<model>.log``; on a GPU, let them share it with NVIDIA MPS
+(``nvidia-cuda-mps-control -d``).
 """
 
 from __future__ import annotations
@@ -298,7 +306,23 @@ def main(argv=None) -> int:
         help="a suffix for the results' file names (reproduce_<task>[_quick]..._<name>), so that runs at "
         "another budget or with other models do not overwrite a recorded table",
     )
+    p.add_argument(
+        "--one-by-one",
+        action="store_true",
+        help="train each seed alone, one after another (the paper protocol trains a model's seeds together in "
+        "one compiled program; --quick always trains them one by one, its budget being per seed)",
+    )
+    p.add_argument(
+        "--parallel",
+        type=int,
+        default=1,
+        help="(task, model) groups trained at once, as separate processes (on a GPU, share it with NVIDIA MPS)",
+    )
+    p.add_argument("--one", default=None, help=argparse.SUPPRESS)  # a child: train [task, model], write nothing else
     args = p.parse_args(argv)
+    args.argv = list(argv) if argv is not None else sys.argv[1:]
+    if args.parallel < 1:
+        raise SystemExit(f"--parallel: expected a positive number of processes, got {args.parallel}")
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     seeds = [int(s) for s in args.seeds.split(",")]
     if args.minutes is not None:
@@ -306,6 +330,13 @@ def main(argv=None) -> int:
     else:
         minutes = {m: 20.0 if args.quick else None for m in models}
     model_sets = parse_model_sets(args.set, models)
+    if args.one is not None:
+        task, model = json.loads(args.one)
+        train_model(args, task, model, seeds, minutes, model_sets)
+        return 0
+    if args.parallel > 1:
+        tasks = [args.task] if args.table is None else list(TABLES[args.table])
+        train_in_processes(args, tasks, models, seeds, minutes, model_sets)
     env = common.environment()
     if args.table is None:
         reproduce_task(args, args.task, models, seeds, minutes, model_sets, env)
@@ -315,32 +346,92 @@ def main(argv=None) -> int:
     return 0
 
 
+def run_plan(args, task: str, model: str, seeds, minutes, model_sets) -> list[tuple[TrainConfig, Path]]:
+    """Each seed's config and run folder for ``model`` on ``task`` under ``args``' protocol."""
+    plan = []
+    for seed in seeds:
+        config = make_config(task, model, seed, args.quick, minutes[model], args.select)
+        options = model_sets.get(model, {})
+        if options:
+            config = config.replace(model_options={**config.model_options, **options})
+        # One folder per protocol, budget, selection and option set: a variant is a new run, not a clash.
+        tag = (
+            (
+                f"quick{minutes[model]:g}m"
+                if args.quick
+                else "paper" + (f"{minutes[model]:g}m" if minutes[model] is not None else "")
+            )
+            + ("" if args.select == "L+1" else f"-select{args.select}")
+            + options_tag(options)
+        )
+        plan.append((config, Path(args.workdir) / task / f"{model}-s{seed}-{tag}"))
+    return plan
+
+
+def together(args) -> bool:
+    """Whether the seeds of one model train together (``train_seeds``) or one after another."""
+    return not (args.quick or args.one_by_one)
+
+
+def train_model(args, task: str, model: str, seeds, minutes, model_sets) -> None:
+    """Train the unfinished seeds of ``model`` on ``task``: together in one compiled program under the paper
+    protocol (``panm_jax.train.seeds``), one after another under ``--quick`` or ``--one-by-one``."""
+    todo = [(c, w) for c, w in run_plan(args, task, model, seeds, minutes, model_sets) if finished_results(w, c) is None]
+    if not todo:
+        return
+    if together(args) and len(todo) > 1:
+        from panm_jax.train.seeds import train_seeds
+
+        print(f"== {model} on {task}, seeds {[c.seed for c, _ in todo]} together -> {todo[0][1].parent}", flush=True)
+        train_seeds([c for c, _ in todo], [w for _, w in todo], progress=False)
+        return
+    for config, workdir in todo:
+        print(f"== {model} on {task}, seed {config.seed} -> {workdir}", flush=True)
+        train_and_evaluate(config, workdir)
+
+
+def train_in_processes(args, tasks, models, seeds, minutes, model_sets) -> None:
+    """Train the unfinished (task, model) groups as child processes, ``args.parallel`` at once (on a GPU,
+    share it with NVIDIA MPS); each child's output goes to ``<workdir>/<task>/<model>.log``."""
+    groups = [
+        (t, m)
+        for t in tasks
+        for m in models
+        if any(finished_results(w, c) is None for c, w in run_plan(args, t, m, seeds, minutes, model_sets))
+    ]
+    jobs = []
+    for task, model in groups:
+        cmd = [sys.executable, "-m", "benchmarks.reproduce", *strip_table(args.argv), "--one", json.dumps([task, model])]
+        jobs.append((f"{model} on {task}", cmd, Path(args.workdir) / task / f"{model}.log"))
+    print(f"training {len(jobs)} (task, model) groups, {args.parallel} at a time", flush=True)
+    common.run_processes(jobs, args.parallel)
+
+
+def strip_table(argv: list[str]) -> list[str]:
+    """``argv`` without ``--table``/``--task``/``--parallel`` and their values: what a child process repeats."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        key = a.split("=", 1)[0]
+        if key in ("--table", "--task", "--parallel"):
+            skip = "=" not in a
+            continue
+        out.append(a)
+    return out
+
+
 def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> list[dict[str, Any]]:
     """Train (or read back) every model and seed of ``task``; write its table, CSV and plot; return its rows."""
     runs: dict[str, list[dict[str, Any]]] = {}
     for model in models:
-        for seed in seeds:
-            config = make_config(task, model, seed, args.quick, minutes[model], args.select)
-            options = model_sets.get(model, {})
-            if options:
-                config = config.replace(model_options={**config.model_options, **options})
-            # One folder per protocol, budget, selection and option set: a variant is a new run, not a clash.
-            tag = (
-                (
-                    f"quick{minutes[model]:g}m"
-                    if args.quick
-                    else "paper" + (f"{minutes[model]:g}m" if minutes[model] is not None else "")
-                )
-                + ("" if args.select == "L+1" else f"-select{args.select}")
-                + options_tag(options)
-            )
-            workdir = Path(args.workdir) / task / f"{model}-s{seed}-{tag}"
+        train_model(args, task, model, seeds, minutes, model_sets)
+        for config, workdir in run_plan(args, task, model, seeds, minutes, model_sets):
             results = finished_results(workdir, config)
             if results is None:
-                print(f"== {model} on {task}, seed {seed} ({tag}) -> {workdir}", flush=True)
-                results = train_and_evaluate(config, workdir)
-            else:
-                print(f"== {model} on {task}, seed {seed} ({tag}): finished earlier, read {workdir}", flush=True)
+                raise SystemExit(f"{workdir}: the run ended without its results.json (see its metrics.jsonl)")
+            print(f"== {model} on {task}, seed {config.seed}: results in {workdir}", flush=True)
             logged = [
                 json.loads(line)
                 for line in (workdir / "metrics.jsonl").read_text().splitlines()

@@ -145,3 +145,60 @@ def test_the_summary_table_holds_every_tasks_rows_and_names_missing_models(tmp_p
     }
     # Copy publishes LSTM, NTM, DNC and Stack-LSTM rows, and Mix PANM's: none has a row of ours here.
     assert "copy/lstm" in record["notes"] and "mix/panm" in record["notes"] and "copy/panm" not in record["notes"]
+
+
+def _args(**kw):
+    base = dict(quick=False, one_by_one=False, minutes=None, select="L+1", workdir="runs/reproduce", parallel=1)
+    return SimpleNamespace(**{**base, **kw})
+
+
+def test_the_paper_protocol_trains_a_models_unfinished_seeds_together(tmp_path, monkeypatch):
+    import panm_jax.train.seeds as seeds_module
+    from benchmarks import reproduce
+
+    calls = []
+    monkeypatch.setattr(seeds_module, "train_seeds", lambda cs, ws, **kw: calls.append(("together", cs, ws)))
+    monkeypatch.setattr(reproduce, "train_and_evaluate", lambda c, w: calls.append(("alone", [c], [w])))
+    args = _args(workdir=str(tmp_path))
+    minutes = {"panm": None}
+    # Seed 1 finished earlier (its results.json holds its config): only seeds 0 and 2 train, together.
+    (config1, folder1) = reproduce.run_plan(args, "copy", "panm", [1], minutes, {})[0]
+    folder1.mkdir(parents=True)
+    (folder1 / "results.json").write_text(json.dumps({"config": config1.to_dict()}))
+    reproduce.train_model(args, "copy", "panm", [0, 1, 2], minutes, {})
+    assert [(kind, [c.seed for c in cs]) for kind, cs, _ in calls] == [("together", [0, 2])]
+    assert [w.name for w in calls[0][2]] == ["panm-s0-paper", "panm-s2-paper"]
+    # --one-by-one, and --quick (whose budget is per seed), train each seed alone.
+    calls.clear()
+    reproduce.train_model(_args(workdir=str(tmp_path), one_by_one=True), "copy", "panm", [0, 2], minutes, {})
+    assert [(kind, cs[0].seed) for kind, cs, _ in calls] == [("alone", 0), ("alone", 2)]
+    calls.clear()
+    reproduce.train_model(_args(workdir=str(tmp_path), quick=True), "copy", "panm", [0, 2], {"panm": 5.0}, {})
+    assert [(kind, cs[0].max_minutes) for kind, cs, _ in calls] == [("alone", 5.0), ("alone", 5.0)]
+
+
+def test_parallel_children_repeat_the_command_for_one_task_and_model(tmp_path, monkeypatch):
+    from benchmarks import common, reproduce
+
+    jobs = []
+    monkeypatch.setattr(common, "run_processes", lambda js, parallel: jobs.extend((j, parallel) for j in js))
+    argv = ["--table", "algorithmic", "--models", "panm,lstm", "--seeds", "0,1", "--parallel=3", "--name", "x"]
+    args = _args(workdir=str(tmp_path), parallel=3, argv=argv)
+    reproduce.train_in_processes(args, ["copy", "mix"], ["panm", "lstm"], [0, 1], {"panm": None, "lstm": None}, {})
+    assert [j[0][0] for j in jobs] == ["panm on copy", "lstm on copy", "panm on mix", "lstm on mix"]
+    (label, cmd, log), parallel = jobs[2]
+    assert parallel == 3 and log == tmp_path / "mix" / "panm.log"
+    assert cmd[1:] == [
+        "-m",
+        "benchmarks.reproduce",
+        "--models",
+        "panm,lstm",
+        "--seeds",
+        "0,1",
+        "--name",
+        "x",
+        "--one",
+        '["mix", "panm"]',
+    ]
+    with pytest.raises(SystemExit, match="--parallel: expected a positive number"):
+        reproduce.main(["--parallel", "0"])
