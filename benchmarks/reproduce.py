@@ -376,7 +376,9 @@ def together(args) -> bool:
 def train_model(args, task: str, model: str, seeds, minutes, model_sets) -> None:
     """Train the unfinished seeds of ``model`` on ``task``: together in one compiled program under the paper
     protocol (``panm_jax.train.seeds``), one after another under ``--quick`` or ``--one-by-one``."""
-    todo = [(c, w) for c, w in run_plan(args, task, model, seeds, minutes, model_sets) if finished_results(w, c) is None]
+    todo = [
+        (c, w) for c, w in run_plan(args, task, model, seeds, minutes, model_sets) if finished_results(w, c) is None
+    ]
     if not todo:
         return
     if together(args) and len(todo) > 1:
@@ -401,7 +403,14 @@ def train_in_processes(args, tasks, models, seeds, minutes, model_sets) -> None:
     ]
     jobs = []
     for task, model in groups:
-        cmd = [sys.executable, "-m", "benchmarks.reproduce", *strip_table(args.argv), "--one", json.dumps([task, model])]
+        cmd = [
+            sys.executable,
+            "-m",
+            "benchmarks.reproduce",
+            *strip_table(args.argv),
+            "--one",
+            json.dumps([task, model]),
+        ]
         jobs.append((f"{model} on {task}", cmd, Path(args.workdir) / task / f"{model}.log"))
     print(f"training {len(jobs)} (task, model) groups, {args.parallel} at a time", flush=True)
     common.run_processes(jobs, args.parallel)
