@@ -71,6 +71,7 @@ class PANMConfig:
     snap_pointers: str = "never"  # feed back the nearest address: "never", "eval" (only) or "always" (ours)
     remat: bool = False  # recompute each step in the backward pass (jax.checkpoint): less memory
     controller_start: str = "sum"  # h^c_0: "sum" of the memory slots (Eq. 7) or their "mean" (ours)
+    eq3_addresses: str = "own"  # Eq. 3 averages the example's own bank, or "authors_view" (modules/panm.py)
     encoder_layers: int = 3  # Transformer encoders only: N_l layers (Csordás et al. 2021, SCAN: 3)
     encoder_heads: int = 8  # Transformer encoders only: heads, a divisor of hidden (Csordás et al. 2021: 8)
     encoder_ffn_hidden: int | None = None  # Transformer encoders only: FFN width; None: 2 hidden (Csordás: 2 D)
@@ -87,6 +88,7 @@ class PANMConfig:
             distractors=self.distractors,
             distractor_sampling=self.distractor_sampling,
             controller_start=self.controller_start,
+            eq3_addresses=self.eq3_addresses,
         )
         checks.one_of("snap_pointers", self.snap_pointers, SNAP_POINTERS)
         checks.one_of("encoder", self.encoder, sorted(ENCODER_NAMES))
@@ -146,6 +148,7 @@ def build_decoder(config: PANMConfig, output_size: int, rngs: nnx.Rngs, input_fe
         distractor_sampling=config.distractor_sampling,
         remat=config.remat,
         controller_start=config.controller_start,
+        eq3_addresses=config.eq3_addresses,
         input_features=input_features,
         rngs=rngs,
     )

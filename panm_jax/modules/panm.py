@@ -66,6 +66,16 @@ gradient). Over a long memory every slot takes a little of the softmax's mass,
 so the soft pointer's high bits drift from 0 and 1 and the drift compounds from
 step to step; a snapped pointer is always one address. The model decides when
 (``PANMConfig.snap_pointers``: never, at evaluation only, or always).
+
+The authors' Eq. 3 (a measurement, not the paper; off by default). The authors'
+public PyTorch code keeps the bank sequence-first, ``[L, B, A]``, and computes
+Eq. 3 as ``aweights.bmm(A.view(B, L, A))``: a reshape where a transpose was
+meant, so that at ``B > 1`` an example's new pointer averages rows of other
+examples' banks, whose bases differ (``authors_view``). Its published numbers
+come from that code; ``eq3_addresses="authors_view"`` feeds those pointers back
+to the Pointer Units (Eq. 1) so that the difference can be measured. Eq. 2's
+keys stay each example's own ``g^a(A)``, as in that code; with bucket padding
+``L`` is the padded length (that code pads nothing: one length per batch).
 """
 
 from __future__ import annotations
@@ -100,6 +110,22 @@ DISTRACTOR_SAMPLING = {"uniform": pointer.off_bank_addresses, "neighbours": poin
 # "mean" divides it by l(X), so its scale does not grow with the input length (ours).
 CONTROLLER_STARTS = ("sum", "mean")
 
+# Which codes Eq. 3 averages: each example's own bank ("own", the paper), or the
+# authors' public code's layout ("authors_view", see ``authors_view``), kept only to
+# measure what that code's published numbers came from.
+EQ3_ADDRESSES = ("own", "authors_view")
+
+
+def authors_view(addresses: jax.Array) -> jax.Array:
+    """The bank ``[B, L, A]`` as the authors' public code hands it to Eq. 3: ``A.view(B, L, A)`` of the
+    sequence-first ``[L, B, A]`` tensor, a reshape where a transpose was meant.
+
+    Row ``l`` of example ``i`` becomes row ``(i L + l) // B`` of example ``(i L + l) mod B``: with
+    ``B > 1`` an example's pointer averages other examples' addresses (each with its own base);
+    with ``B = 1`` nothing changes. Not the paper's model (``EQ3_ADDRESSES``).
+    """
+    return jnp.swapaxes(addresses, 0, 1).reshape(addresses.shape)
+
 
 def check_decoder_options(
     *,
@@ -114,6 +140,7 @@ def check_decoder_options(
     distractor_sampling,
     controller_start,
     input_features=0,
+    eq3_addresses="own",
 ) -> None:
     """Raise ``UserError`` (naming the option) unless every ``PANMDecoder`` option is valid.
 
@@ -134,6 +161,7 @@ def check_decoder_options(
     checks.one_of("distractor_sampling", distractor_sampling, DISTRACTOR_SAMPLING)
     checks.one_of("controller_start", controller_start, CONTROLLER_STARTS)
     checks.nonnegative_int("input_features", input_features)
+    checks.one_of("eq3_addresses", eq3_addresses, EQ3_ADDRESSES)
 
 
 class PANMTraces(NamedTuple):
@@ -237,6 +265,7 @@ class PANMDecoder(nnx.Module):
         remat: bool = False,
         input_features: int = 0,
         controller_start: str = "sum",
+        eq3_addresses: str = "own",
         rngs: nnx.Rngs,
     ):
         check_decoder_options(
@@ -251,6 +280,7 @@ class PANMDecoder(nnx.Module):
             distractor_sampling=distractor_sampling,
             controller_start=controller_start,
             input_features=input_features,
+            eq3_addresses=eq3_addresses,
         )
         self.hidden = hidden
         self.address_bits = address_bits
@@ -262,6 +292,7 @@ class PANMDecoder(nnx.Module):
         self.remat = remat  # recompute each decoding step in the backward pass (jax.checkpoint)
         self.input_features = input_features  # Z, the width of z_t (0: no decoding input)
         self.controller_start = controller_start  # h^c_0: "sum" (Eq. 7) or "mean" over the real slots
+        self.eq3_addresses = eq3_addresses  # the codes Eq. 3 averages: "own" bank, or "authors_view"
         d, a, ha, hc = hidden, address_bits, pointer_heads, mode2_heads
         self.address_embedding = MLP(a, mlp_hidden, d, rngs=rngs)  # g^a
         self.pointer_units = PointerUnits(ha, a, d, rngs=rngs)  # PU_1..H^a (Eq. 1)
@@ -347,15 +378,16 @@ class PANMDecoder(nnx.Module):
           or ``L + K``.
         """
         embedded = self.address_embedding(addresses)  # [B, L, D] g^a(A), once for all steps
+        codes = authors_view(addresses) if self.eq3_addresses == "authors_view" else addresses  # Eq. 3's
         if not (self.distractors and distractor_key is not None):
-            return embedded, addresses, mask  # Eq. 2 over the bank
+            return embedded, codes, mask  # Eq. 2 over the bank
         bits = self.address_bits
         sample = DISTRACTOR_SAMPLING[self.distractor_sampling]
         draw = jax.vmap(lambda k, a, n: sample(k, a, n, self.distractors, bits))
         drawn, valid = draw(jax.random.split(distractor_key, base.shape[0]), base, _lengths(mask))  # [B, K], [B, K]
         drawn_codes = jax.vmap(jax.vmap(lambda a: pointer.address_bits(a, bits, dtype=dtype)))(drawn)  # [B, K, A]
         keys = jnp.concatenate([embedded, self.address_embedding(drawn_codes)], axis=1)  # [B, L + K, D]
-        codes = jnp.concatenate([addresses, drawn_codes], axis=1)  # [B, L + K, A]
+        codes = jnp.concatenate([codes, drawn_codes], axis=1)  # [B, L + K, A]
         return keys, codes, jnp.concatenate([mask, valid], axis=1)  # [B, L + K]
 
     # ---- one decoding step --------------------------------------------------------------
