@@ -129,9 +129,8 @@ COMMANDS: dict[str, Make | Run | ParseOnly] = {
     "--variant panm.OPTION=VALUE [--parallel 3]": ParseOnly(LONG + "; the paper's protocol wants a GPU"),
     f"{PYTHON} -m benchmarks.seeds_speed [--seeds 5] [--steps 200]": ParseOnly(LONG),
     f"{PYTHON} -m benchmarks.precision [--only panm,ntm,dnc,stack] [--quick]": ParseOnly(LONG),
-    f"{PYTHON} -m benchmarks.reproduce --table algorithmic --models panm,lstm [--quick] [--seeds 0,1,2,3,4] [--name NAME]": ParseOnly(
-        LONG
-    ),
+    f"{PYTHON} -m benchmarks.reproduce --table algorithmic --models panm,lstm [--quick] [--seeds 0,1,2,3,4] [--parallel 2] "
+    "[--name NAME]": ParseOnly(LONG),
     f"{PYTHON} -m benchmarks.diagnose_pointer runs/reproduce/copy/panm-s0-quick23m [...]": ParseOnly(
         "needs a benchmarks.reproduce run folder (a 23-minute run)"
     ),
