@@ -72,6 +72,8 @@ class PANMConfig:
     remat: bool = False  # recompute each step in the backward pass (jax.checkpoint): less memory
     controller_start: str = "sum"  # h^c_0: "sum" of the memory slots (Eq. 7) or their "mean" (ours)
     eq3_addresses: str = "own"  # Eq. 3 averages the example's own bank, or "authors_view" (modules/panm.py)
+    controller_attention: bool = False  # the authors' code: an additive attention over M feeds the Controller
+    mode2_dropout: float = 0.0  # dropout on the Mode-2 weights in training (the authors' code: 0.5)
     encoder_layers: int = 3  # Transformer encoders only: N_l layers (Csordás et al. 2021, SCAN: 3)
     encoder_heads: int = 8  # Transformer encoders only: heads, a divisor of hidden (Csordás et al. 2021: 8)
     encoder_ffn_hidden: int | None = None  # Transformer encoders only: FFN width; None: 2 hidden (Csordás: 2 D)
@@ -89,6 +91,8 @@ class PANMConfig:
             distractor_sampling=self.distractor_sampling,
             controller_start=self.controller_start,
             eq3_addresses=self.eq3_addresses,
+            controller_attention=self.controller_attention,
+            mode2_dropout=self.mode2_dropout,
         )
         checks.one_of("snap_pointers", self.snap_pointers, SNAP_POINTERS)
         checks.one_of("encoder", self.encoder, sorted(ENCODER_NAMES))
@@ -149,6 +153,8 @@ def build_decoder(config: PANMConfig, output_size: int, rngs: nnx.Rngs, input_fe
         remat=config.remat,
         controller_start=config.controller_start,
         eq3_addresses=config.eq3_addresses,
+        controller_attention=config.controller_attention,
+        mode2_dropout=config.mode2_dropout,
         input_features=input_features,
         rngs=rngs,
     )
@@ -182,7 +188,7 @@ class PANM(nnx.Module):
 
 
 def decoding_options(config: PANMConfig, batch: int, train: bool, key) -> tuple[jax.Array, dict]:
-    """The base addresses ``a_B [B]`` and the decoder's per-call options (distractors, snapping).
+    """The base addresses ``a_B [B]`` and the decoder's per-call options (distractors, dropout, snapping).
 
     ``a_B ~ U{0, ..., 2^b - 1}`` from ``key`` in training (or with
     ``random_base_at_eval``), else 0 (Algorithm 1 l. 3).
@@ -198,8 +204,9 @@ def decoding_options(config: PANMConfig, batch: int, train: bool, key) -> tuple[
         base = jnp.zeros((batch,), jnp.int32)
     # Distractors (training only) draw from their own stream, so the bases stay those of `key`.
     distractor_key = jax.random.fold_in(key, 1) if train and config.distractors else None
+    dropout_key = jax.random.fold_in(key, 2) if train and config.mode2_dropout else None  # Mode-2 dropout's
     snap = config.snap_pointers == "always" or (config.snap_pointers == "eval" and not train)
-    return base, dict(distractor_key=distractor_key, snap_pointers=snap)
+    return base, dict(distractor_key=distractor_key, dropout_key=dropout_key, snap_pointers=snap)
 
 
 @register_model("panm", PANMConfig, "Pointer-Augmented Neural Memory (Le et al. 2024): LSTM encoder, pointer decoder")

@@ -76,11 +76,16 @@ come from that code; ``eq3_addresses="authors_view"`` feeds those pointers back
 to the Pointer Units (Eq. 1) so that the difference can be measured. Eq. 2's
 keys stay each example's own ``g^a(A)``, as in that code; with bucket padding
 ``L`` is the padded length (that code pads nothing: one length per batch).
+
+Two more of that code's choices are options, for the same purpose (off by
+default, not in the paper): ``controller_attention``, its decoder's additive
+(Bahdanau) attention over ``M`` queried by ``h^c_{t-1}``, whose context joins
+the Controller's input and ``g^o``'s; and ``mode2_dropout``, the dropout (0.5
+there) that its Mode-2 attention applies to its weights in training.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import NamedTuple
 
@@ -92,6 +97,7 @@ from panm_jax import checks
 from panm_jax.errors import UserError
 from panm_jax.kernels import pointer
 from panm_jax.kernels.scan import scan
+from panm_jax.modules.additive_attention import AdditiveAttention
 from panm_jax.modules.controllers import GRUCell, gru_pointwise
 from panm_jax.modules.layers import MLP
 
@@ -141,6 +147,8 @@ def check_decoder_options(
     controller_start,
     input_features=0,
     eq3_addresses="own",
+    controller_attention=False,
+    mode2_dropout=0.0,
 ) -> None:
     """Raise ``UserError`` (naming the option) unless every ``PANMDecoder`` option is valid.
 
@@ -162,6 +170,9 @@ def check_decoder_options(
     checks.one_of("controller_start", controller_start, CONTROLLER_STARTS)
     checks.nonnegative_int("input_features", input_features)
     checks.one_of("eq3_addresses", eq3_addresses, EQ3_ADDRESSES)
+    if not isinstance(controller_attention, bool):
+        raise UserError(f"controller_attention: expected true or false, got {controller_attention!r}")
+    checks.number("mode2_dropout", mode2_dropout, 0.0, 1.0, hi_open=True)
 
 
 class PANMTraces(NamedTuple):
@@ -191,6 +202,7 @@ class _Context(NamedTuple):
     candidates: jax.Array  # [B, N] bool, which candidates take part
     tau_a: jax.Array  # [H^a] inverse temperatures of Eq. 2
     tau_c: jax.Array  # [max(H^c, 1)] inverse temperatures of Eq. 5
+    attention_keys: jax.Array | None = None  # [B, L, D] W_k M of the controller attention (None: off)
 
 
 class PointerUnits(nnx.Module):
@@ -266,6 +278,8 @@ class PANMDecoder(nnx.Module):
         input_features: int = 0,
         controller_start: str = "sum",
         eq3_addresses: str = "own",
+        controller_attention: bool = False,
+        mode2_dropout: float = 0.0,
         rngs: nnx.Rngs,
     ):
         check_decoder_options(
@@ -281,6 +295,8 @@ class PANMDecoder(nnx.Module):
             controller_start=controller_start,
             input_features=input_features,
             eq3_addresses=eq3_addresses,
+            controller_attention=controller_attention,
+            mode2_dropout=mode2_dropout,
         )
         self.hidden = hidden
         self.address_bits = address_bits
@@ -293,13 +309,18 @@ class PANMDecoder(nnx.Module):
         self.input_features = input_features  # Z, the width of z_t (0: no decoding input)
         self.controller_start = controller_start  # h^c_0: "sum" (Eq. 7) or "mean" over the real slots
         self.eq3_addresses = eq3_addresses  # the codes Eq. 3 averages: "own" bank, or "authors_view"
+        self.mode2_dropout = mode2_dropout  # dropout on w^c_t in training (the authors' code: 0.5)
         d, a, ha, hc = hidden, address_bits, pointer_heads, mode2_heads
         self.address_embedding = MLP(a, mlp_hidden, d, rngs=rngs)  # g^a
         self.pointer_units = PointerUnits(ha, a, d, rngs=rngs)  # PU_1..H^a (Eq. 1)
         if hc:
             self.query_net = MLP(ha * d, mlp_hidden, hc * d, rngs=rngs)  # g^c
-        self.controller = GRUCell((ha + hc) * d + input_features, d, rngs=rngs)  # Ctrl (Eq. 7)
-        self.output_net = MLP((ha + hc + 1) * d, mlp_hidden, num_classes, rngs=rngs)  # g^o
+        # The authors' code's extra content attention over M, queried by h^c_{t-1}; its context c_t joins
+        # the Controller's input and g^o's (an option; not in the paper).
+        self.memory_attention = AdditiveAttention(d, d, d, rngs=rngs) if controller_attention else None
+        extra = d if controller_attention else 0
+        self.controller = GRUCell((ha + hc) * d + input_features + extra, d, rngs=rngs)  # Ctrl (Eq. 7)
+        self.output_net = MLP((ha + hc + 1) * d + extra, mlp_hidden, num_classes, rngs=rngs)  # g^o
         tau = _inverse_softplus(inverse_temperature)
         self.pointer_temperature = nnx.Param(jnp.full((ha,), tau, jnp.float32))  # softplus -> tau_a
         self.mode2_temperature = nnx.Param(jnp.full((max(hc, 1),), tau, jnp.float32))  # softplus -> tau_c
@@ -419,7 +440,9 @@ class PANMDecoder(nnx.Module):
             p_a = pointer.snap_to_address(p_a)  # the nearest address is fed back (Eq. 1's input)
         return pu_hidden, w_a, p_a
 
-    def read(self, w_a: jax.Array, context: _Context) -> tuple[jax.Array, jax.Array]:
+    def read(
+        self, w_a: jax.Array, context: _Context, dropout_key: jax.Array | None = None
+    ) -> tuple[jax.Array, jax.Array]:
         """Mode 1 and Mode 2 reads: ``*p^a_t = M w^a_t``, then Eq. 4-6.
 
         ``q_t = g^c([*p^a_{t,1..H^a}])`` (Eq. 4), ``w^c_t = softmax_n(tau_c
@@ -429,10 +452,12 @@ class PANMDecoder(nnx.Module):
         Args:
           w_a: ``[B, H^a, L]`` ``w^a_t``.
           context: the step's constants (``_Context``).
+          dropout_key: with ``mode2_dropout = p > 0``, a PRNG key: ``*p^c_t`` then reads
+            ``M (w^c_t * keep / (1 - p))``, ``keep ~ Bernoulli(1 - p)`` per weight (training only).
 
         Returns:
           ``(values [B, (H^a + H^c) D], w^c_t [B, H^c, L])``: ``values`` is
-          ``[*p^a_t, *p^c_t]`` flattened.
+          ``[*p^a_t, *p^c_t]`` flattened; ``w^c_t`` without dropout.
         """
         memory, mask = context.memory, context.mask
         b, length, d = memory.shape
@@ -445,15 +470,29 @@ class PANMDecoder(nnx.Module):
         )
         q = self.query_net(flat_a).reshape(b, self.mode2_heads, d)  # Eq. 4
         mode2 = relate(q, memory, mask)  # Eq. 5-6: RelationalRead(values, weights)
-        return jnp.concatenate([flat_a, mode2.values.reshape(b, -1)], axis=-1), mode2.weights
+        values = mode2.values  # [B, H^c, D]
+        if self.mode2_dropout and dropout_key is not None:
+            keep = jax.random.bernoulli(dropout_key, 1.0 - self.mode2_dropout, mode2.weights.shape)
+            dropped = jnp.where(keep, mode2.weights / (1.0 - self.mode2_dropout), 0).astype(memory.dtype)
+            values = jnp.einsum("bhl,bld->bhd", dropped, memory)
+        return jnp.concatenate([flat_a, values.reshape(b, -1)], axis=-1), mode2.weights
 
     def decode_step(
-        self, carry: _Carry, z: jax.Array | None, context: _Context, *, snap_pointers: bool, return_traces: bool
+        self,
+        carry: _Carry,
+        z: jax.Array | None,
+        context: _Context,
+        *,
+        snap_pointers: bool,
+        return_traces: bool,
+        dropout_key: jax.Array | None = None,
     ):
         """One decoding step ``t``: ``point`` (Eq. 1-3), ``read`` (Mode 1, Eq. 4-6), Controller (Eq. 7), ``g^o``.
 
         ``h^c_t = GRU_c([*p^a_t, *p^c_t (, z_t)], h^c_{t-1})`` (Eq. 7) and
-        ``logits_t = g^o([*p^a_t, *p^c_t, h^c_t])``.
+        ``logits_t = g^o([*p^a_t, *p^c_t, h^c_t])``. With ``controller_attention``,
+        ``c_t = M softmax(v^T tanh(W_q h^c_{t-1} + W_k M))`` joins both:
+        ``GRU_c([*p^a_t, *p^c_t, c_t (, z_t)])`` and ``g^o([*p^a_t, *p^c_t, h^c_t, c_t])``.
 
         Args:
           carry: ``(h^a_{t-1} [B, H^a, D], p^a_{t-1} [B, H^a, A], h^c_{t-1} [B, D])``.
@@ -461,16 +500,21 @@ class PANMDecoder(nnx.Module):
           context: the step's constants (``_Context``).
           snap_pointers: feed back the nearest address (``point``).
           return_traces: also return ``(w^a_t, p^a_t, w^c_t)``.
+          dropout_key: the step's key for ``mode2_dropout`` (``read``), or ``None``.
 
         Returns:
           ``(carry_t, (logits_t [B, K], trace_t))``, ``trace_t`` being
           ``(w^a_t [B, H^a, L], p^a_t [B, H^a, A], w^c_t [B, H^c, L])`` or ``()``.
         """
         pu_hidden, w_a, p_a = self.point(carry, context, snap_pointers)
-        values, w_c = self.read(w_a, context)
-        ctrl_in = values if z is None else jnp.concatenate([values, z], axis=-1)  # Eq. 7 ([.., z_t] if given)
+        values, w_c = self.read(w_a, context, dropout_key)
+        extra = []
+        if self.memory_attention is not None:  # c_t, queried by h^c_{t-1}
+            w_m = self.memory_attention(carry.ctrl_hidden, context.attention_keys, context.mask)  # [B, L]
+            extra = [jnp.einsum("bl,bld->bd", w_m.astype(context.memory.dtype), context.memory)]
+        ctrl_in = jnp.concatenate([values, *extra] + ([] if z is None else [z]), axis=-1)  # Eq. 7
         ctrl_hidden, _ = self.controller(carry.ctrl_hidden, ctrl_in)
-        logits = self.output_net(jnp.concatenate([values, ctrl_hidden], axis=-1))  # g^o
+        logits = self.output_net(jnp.concatenate([values, ctrl_hidden, *extra], axis=-1))  # g^o
         trace = (w_a, p_a, w_c) if return_traces else ()
         return _Carry(pu_hidden, p_a, ctrl_hidden), (logits, trace)
 
@@ -505,6 +549,7 @@ class PANMDecoder(nnx.Module):
         num_outputs: int,
         *,
         distractor_key: jax.Array | None = None,
+        dropout_key: jax.Array | None = None,
         snap_pointers: bool = False,
         return_traces: bool = False,
         decoder_inputs: jax.Array | None = None,
@@ -517,6 +562,8 @@ class PANMDecoder(nnx.Module):
           base: ``[B]`` integer base addresses ``a_B``.
           num_outputs: ``T_out``, a static Python int.
           distractor_key: a PRNG key for the training distractors (``candidates``), or ``None``.
+          dropout_key: a PRNG key for ``mode2_dropout`` (one key per step is split from it), or ``None``:
+            no dropout (evaluation).
           snap_pointers: feed back the nearest address instead of the soft pointer.
           return_traces: also return ``PANMTraces``.
           decoder_inputs: ``[B, T_out, Z]`` ``z``, required iff ``input_features = Z > 0``.
@@ -536,12 +583,20 @@ class PANMDecoder(nnx.Module):
             candidates=candidates,
             tau_a=jax.nn.softplus(self.pointer_temperature[...]),
             tau_c=jax.nn.softplus(self.mode2_temperature[...]),
+            attention_keys=None if self.memory_attention is None else self.memory_attention.project_keys(memory),
         )
-        step = functools.partial(
-            self.decode_step, context=context, snap_pointers=snap_pointers, return_traces=return_traces
-        )
+        step_keys = None
+        if self.mode2_dropout and self.mode2_heads and dropout_key is not None:
+            step_keys = jax.random.split(dropout_key, num_outputs)  # [T_out] keys: one per step
+
+        def step(carry, x):
+            z, key = x
+            return self.decode_step(
+                carry, z, context, snap_pointers=snap_pointers, return_traces=return_traces, dropout_key=key
+            )
+
         carry = self.start(memory, mask, base)
-        _, (logits, trace) = scan(step, carry, zs, length=num_outputs, remat=self.remat)
+        _, (logits, trace) = scan(step, carry, (zs, step_keys), length=num_outputs, remat=self.remat)
         logits = jnp.swapaxes(logits, 0, 1)  # [B, T_out, K]
         if not return_traces:
             return logits
