@@ -342,7 +342,7 @@ def main(argv=None) -> int:
         reproduce_task(args, args.task, models, seeds, minutes, model_sets, env)
         return 0
     tables = {task: reproduce_task(args, task, models, seeds, minutes, model_sets, env) for task in TABLES[args.table]}
-    write_summary(args, tables, env, argv)
+    write_summary(args, tables, env, argv, minutes, model_sets)
     return 0
 
 
@@ -450,14 +450,7 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
             runs.setdefault(model, []).append(results)
     rows = summarize(task, runs, args.select)
     cols = ["model", "row", "selected_on", "seeds", "steps", "best_step", *MODES]
-    name = (
-        f"reproduce_{task}"
-        + ("_quick" if args.quick else "")
-        + ("" if args.select == "L+1" else f"_select{args.select.replace('+', 'p')}")
-        + ("" if args.quick or all(v is None for v in minutes.values()) else "_capped")
-        + "".join(f"_{m}{options_tag(o, sep='-')}" for m, o in sorted(model_sets.items()))
-        + (f"_{args.name}" if args.name else "")
-    )
+    name = results_name(f"reproduce_{task}", args, minutes, model_sets)
     command = task_command(args, task)
     notes = (
         "Token accuracy (%) of the checkpoint selected on the validation set of length mode 'selected_on' "
@@ -498,6 +491,19 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
     return public_rows
 
 
+def results_name(prefix: str, args, minutes, model_sets) -> str:
+    """``prefix`` plus what sets these results apart: ``_quick``, ``_select<mode>``, ``_capped``, each
+    model's options and ``--name``; a task's files and a table's summary are named alike."""
+    return (
+        prefix
+        + ("_quick" if args.quick else "")
+        + ("" if args.select == "L+1" else f"_select{args.select.replace('+', 'p')}")
+        + ("" if args.quick or all(v is None for v in minutes.values()) else "_capped")
+        + "".join(f"_{m}{options_tag(o, sep='-')}" for m, o in sorted(model_sets.items()))
+        + (f"_{args.name}" if args.name else "")
+    )
+
+
 def task_command(args, task: str) -> str:
     """The command that makes ``task``'s table alone with these settings (what a ``--table`` run did for it)."""
     parts = ["python -m benchmarks.reproduce", f"--task {task}", f"--models {args.models}"]
@@ -517,11 +523,12 @@ def task_command(args, task: str) -> str:
     return " ".join(parts)
 
 
-def write_summary(args, tables: dict[str, list[dict[str, Any]]], env, argv) -> None:
-    """One table of every task's rows (``reproduce_<table>[_quick].{md,json}``): ours, published, the difference."""
+def write_summary(args, tables: dict[str, list[dict[str, Any]]], env, argv, minutes, model_sets) -> None:
+    """One table of every task's rows (``reproduce_<table>[_quick]...{md,json}``, named as each task's files
+    are): ours, published, the difference."""
     cols = ["task", "model", "row", "selected_on", "seeds", "steps", "best_step", *MODES]
     rows = [{"task": task, **row} for task, task_rows in tables.items() for row in task_rows]
-    name = f"reproduce_{args.table}" + ("_quick" if args.quick else "") + (f"_{args.name}" if args.name else "")
+    name = results_name(f"reproduce_{args.table}", args, minutes, model_sets)
     command = "python -m benchmarks.reproduce " + " ".join(argv if argv is not None else sys.argv[1:])
     missing = [
         f"{task}/{model}"

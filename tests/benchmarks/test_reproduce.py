@@ -134,9 +134,14 @@ def test_the_summary_table_holds_every_tasks_rows_and_names_missing_models(tmp_p
         "copy": summarize("copy", {"panm": [_result([1.0, 1.0, 0.8, 0.5, 0.3])]}),
         "mix": summarize("mix", {"lstm": [_result([1.0, 0.9, 0.5, 0.3, 0.2])]}),
     }
-    args = SimpleNamespace(table="algorithmic", quick=True, name="8m")
-    write_summary(args, tables, {"device": "test"}, ["--table", "algorithmic", "--quick", "--name", "8m"])
+    args = SimpleNamespace(table="algorithmic", quick=True, name="8m", select="L+1")
+    argv = ["--table", "algorithmic", "--quick", "--name", "8m"]
+    write_summary(args, tables, {"device": "test"}, argv, {"panm": 8.0, "lstm": 8.0}, {})
     record = json.loads((tmp_path / "here" / "reproduce_algorithmic_quick_8m.json").read_text())
+    # A variant's summary is named after its options, as its tasks' files are: it never overwrites this one.
+    write_summary(args, tables, {"device": "test"}, argv, {"panm": 8.0, "lstm": 8.0}, {"panm": {"score": "x"}})
+    assert (tmp_path / "here" / "reproduce_algorithmic_quick_panm-score-x_8m.json").exists()
+    assert json.loads((tmp_path / "here" / "reproduce_algorithmic_quick_8m.json").read_text()) == record
     assert [r["task"] for r in record["rows"]].count("copy") == len(tables["copy"])
     assert {(r["task"], r["model"], r["row"]) for r in record["rows"]} >= {
         ("copy", "panm", "ours"),
