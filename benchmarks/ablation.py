@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import allocator, common
-from benchmarks.reproduce import MODES, PUBLISHED, finished_results, make_config
+from benchmarks.reproduce import MODES, PUBLISHED, finished_results, make_config, steps_trained
 from panm_jax.train.config import TrainConfig, parse_overrides
 from panm_jax.train.io import atomic_write_text
 
@@ -120,10 +120,7 @@ def read_run(
     results = finished_results(folder, variant_config(task, variant, seed, minutes, steps))
     if results is None:
         return None
-    logged = [
-        json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines() if line.strip().startswith("{")
-    ]
-    results["steps_trained"] = max((r.get("step", 0) for r in logged if "loss" in r), default=0)
+    results["steps_trained"] = steps_trained(folder)
     return results
 
 

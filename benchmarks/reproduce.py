@@ -166,6 +166,16 @@ def options_tag(options: dict[str, Any], sep: str = "=") -> str:
     return "".join(f"-{k}{sep}{json.dumps(v) if not isinstance(v, str) else v}" for k, v in sorted(options.items()))
 
 
+def steps_trained(workdir: Path) -> int:
+    """The last training step a run logged (its ``metrics.jsonl``): how far a capped run got."""
+    logged = [
+        json.loads(line)
+        for line in (workdir / "metrics.jsonl").read_text().splitlines()
+        if line.strip().startswith("{")
+    ]
+    return max((r.get("step", 0) for r in logged if "loss" in r), default=0)
+
+
 def finished_results(workdir: Path, config: TrainConfig) -> dict[str, Any] | None:
     """The results of a run that already ended in ``workdir`` with this exact config, else None."""
     path = workdir / "results.json"
@@ -441,12 +451,7 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
             if results is None:
                 raise SystemExit(f"{workdir}: the run ended without its results.json (see its metrics.jsonl)")
             print(f"== {model} on {task}, seed {config.seed}: results in {workdir}", flush=True)
-            logged = [
-                json.loads(line)
-                for line in (workdir / "metrics.jsonl").read_text().splitlines()
-                if line.strip().startswith("{")
-            ]
-            results["steps_trained"] = max((r.get("step", 0) for r in logged if "loss" in r), default=0)
+            results["steps_trained"] = steps_trained(workdir)
             runs.setdefault(model, []).append(results)
     rows = summarize(task, runs, args.select)
     cols = ["model", "row", "selected_on", "seeds", "steps", "best_step", *MODES]
