@@ -27,6 +27,11 @@ apart (``modules/panm.py`` explains why and what was measured).
 ``snap_pointers`` (ours, "never" by default): feed the nearest binary address
 back to the Pointer Units instead of the soft pointer of Eq. 3, at evaluation
 only ("eval") or also in training with a straight-through gradient ("always").
+
+Choices of the authors' public code, as options for measuring (off by default, not
+in the paper): ``eq3_addresses``, ``controller_attention``, ``mode2_dropout`` and
+``attention_projections`` (``modules/panm.py``), and ``init="pytorch"``, torch.nn's
+default initialisation of every layer (``modules/pytorch_init.py``).
 """
 
 from __future__ import annotations
@@ -42,10 +47,13 @@ from panm_jax.errors import UserError
 from panm_jax.models.registry import prepare_inputs, refuse_aligned, register_model
 from panm_jax.modules.encoders import BiGRUEncoder, LSTMEncoder, TransformerEncoder
 from panm_jax.modules.panm import PANMDecoder, check_decoder_options
+from panm_jax.modules.pytorch_init import pytorch_init
 
 __all__ = ["ENCODER_NAMES", "PANM", "PANMConfig", "build_decoder", "build_encoder", "decoding_options"]
 
 SNAP_POINTERS = ("never", "eval", "always")
+# How the parameters start: nnx's defaults (this library's), or torch.nn's (modules.pytorch_init).
+INITS = ("flax", "pytorch")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +82,8 @@ class PANMConfig:
     eq3_addresses: str = "own"  # Eq. 3 averages the example's own bank, or "authors_view" (modules/panm.py)
     controller_attention: bool = False  # the authors' code: an additive attention over M feeds the Controller
     mode2_dropout: float = 0.0  # dropout on the Mode-2 weights in training (the authors' code: 0.5)
+    attention_projections: bool = False  # the authors' code: W_q, W_k, W_v, W_o around Modes 1 and 2
+    init: str = "flax"  # "flax" (LeCun normal, zero biases) or "pytorch": torch.nn's defaults (the authors' code)
     encoder_layers: int = 3  # Transformer encoders only: N_l layers (Csordás et al. 2021, SCAN: 3)
     encoder_heads: int = 8  # Transformer encoders only: heads, a divisor of hidden (Csordás et al. 2021: 8)
     encoder_ffn_hidden: int | None = None  # Transformer encoders only: FFN width; None: 2 hidden (Csordás: 2 D)
@@ -93,6 +103,7 @@ class PANMConfig:
             eq3_addresses=self.eq3_addresses,
             controller_attention=self.controller_attention,
             mode2_dropout=self.mode2_dropout,
+            attention_projections=self.attention_projections,
         )
         checks.one_of("snap_pointers", self.snap_pointers, SNAP_POINTERS)
         checks.one_of("encoder", self.encoder, sorted(ENCODER_NAMES))
@@ -100,6 +111,12 @@ class PANMConfig:
         checks.positive_int("encoder_heads", self.encoder_heads)
         if self.encoder_ffn_hidden is not None:
             checks.positive_int("encoder_ffn_hidden", self.encoder_ffn_hidden)
+        checks.one_of("init", self.init, INITS)
+        if self.init == "pytorch" and self.encoder in TRANSFORMER_ENCODERS:
+            raise UserError(
+                f"init: 'pytorch' is defined for the recurrent encoders {sorted(ENCODERS)}, "
+                f"got encoder = {self.encoder!r}"
+            )
         if self.encoder in TRANSFORMER_ENCODERS and self.hidden % self.encoder_heads:
             raise UserError(
                 f"encoder_heads: expected a divisor of hidden = {self.hidden} (the Transformer encoder's width), "
@@ -155,6 +172,7 @@ def build_decoder(config: PANMConfig, output_size: int, rngs: nnx.Rngs, input_fe
         eq3_addresses=config.eq3_addresses,
         controller_attention=config.controller_attention,
         mode2_dropout=config.mode2_dropout,
+        attention_projections=config.attention_projections,
         input_features=input_features,
         rngs=rngs,
     )
@@ -168,6 +186,8 @@ class PANM(nnx.Module):
         self.input_size = input_size
         self.encoder = encoder if encoder is not None else build_encoder(config, input_size, rngs)
         self.decoder = build_decoder(config, output_size, rngs)
+        if config.init == "pytorch":  # torch.nn's default initialisation of every layer (the authors' code)
+            pytorch_init(self, rngs.params())
 
     def __call__(
         self,

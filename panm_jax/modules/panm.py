@@ -77,11 +77,17 @@ to the Pointer Units (Eq. 1) so that the difference can be measured. Eq. 2's
 keys stay each example's own ``g^a(A)``, as in that code; with bucket padding
 ``L`` is the padded length (that code pads nothing: one length per batch).
 
-Two more of that code's choices are options, for the same purpose (off by
+Three more of that code's choices are options, for the same purpose (off by
 default, not in the paper): ``controller_attention``, its decoder's additive
 (Bahdanau) attention over ``M`` queried by ``h^c_{t-1}``, whose context joins
-the Controller's input and ``g^o``'s; and ``mode2_dropout``, the dropout (0.5
-there) that its Mode-2 attention applies to its weights in training.
+the Controller's input and ``g^o``'s; ``mode2_dropout``, the dropout (0.5
+there) that its Mode-2 attention applies to its weights in training; and
+``attention_projections``, the query, key, value and output projections of the
+``torch.nn.MultiheadAttention`` (one head) through which it reads Modes 1 and 2
+(``modules.attention_projections``): per head, Eq. 2 scores ``W_q h^a_t + b_q``
+against ``W_k g^a(A[n]) + b_k`` and Mode 1 reads ``W_o (w^a_t V) + b_o`` with
+``V = M W_v + b_v``; Eq. 5-6 likewise with ``q_t`` and keys ``M W_k + b_k``.
+Eq. 3's pointer still averages the binary codes.
 """
 
 from __future__ import annotations
@@ -98,6 +104,7 @@ from panm_jax.errors import UserError
 from panm_jax.kernels import pointer
 from panm_jax.kernels.scan import scan
 from panm_jax.modules.additive_attention import AdditiveAttention
+from panm_jax.modules.attention_projections import AttentionProjections
 from panm_jax.modules.controllers import GRUCell, gru_pointwise
 from panm_jax.modules.layers import MLP
 
@@ -149,6 +156,7 @@ def check_decoder_options(
     eq3_addresses="own",
     controller_attention=False,
     mode2_dropout=0.0,
+    attention_projections=False,
 ) -> None:
     """Raise ``UserError`` (naming the option) unless every ``PANMDecoder`` option is valid.
 
@@ -173,6 +181,8 @@ def check_decoder_options(
     if not isinstance(controller_attention, bool):
         raise UserError(f"controller_attention: expected true or false, got {controller_attention!r}")
     checks.number("mode2_dropout", mode2_dropout, 0.0, 1.0, hi_open=True)
+    if not isinstance(attention_projections, bool):
+        raise UserError(f"attention_projections: expected true or false, got {attention_projections!r}")
 
 
 class PANMTraces(NamedTuple):
@@ -203,6 +213,11 @@ class _Context(NamedTuple):
     tau_a: jax.Array  # [H^a] inverse temperatures of Eq. 2
     tau_c: jax.Array  # [max(H^c, 1)] inverse temperatures of Eq. 5
     attention_keys: jax.Array | None = None  # [B, L, D] W_k M of the controller attention (None: off)
+    # With attention_projections (None: off): the projected keys and values, once per sequence.
+    pointer_keys: jax.Array | None = None  # [B, H^a, N, D] W_k keys + b_k, per Mode-1 head
+    pointer_values: jax.Array | None = None  # [B, H^a, L, D] M W_v + b_v, what each Mode-1 head reads
+    mode2_keys: jax.Array | None = None  # [B, H^c, L, D] M W_k + b_k, per Mode-2 head
+    mode2_values: jax.Array | None = None  # [B, H^c, L, D] M W_v + b_v
 
 
 class PointerUnits(nnx.Module):
@@ -280,6 +295,7 @@ class PANMDecoder(nnx.Module):
         eq3_addresses: str = "own",
         controller_attention: bool = False,
         mode2_dropout: float = 0.0,
+        attention_projections: bool = False,
         rngs: nnx.Rngs,
     ):
         check_decoder_options(
@@ -297,6 +313,7 @@ class PANMDecoder(nnx.Module):
             eq3_addresses=eq3_addresses,
             controller_attention=controller_attention,
             mode2_dropout=mode2_dropout,
+            attention_projections=attention_projections,
         )
         self.hidden = hidden
         self.address_bits = address_bits
@@ -315,6 +332,12 @@ class PANMDecoder(nnx.Module):
         self.pointer_units = PointerUnits(ha, a, d, rngs=rngs)  # PU_1..H^a (Eq. 1)
         if hc:
             self.query_net = MLP(ha * d, mlp_hidden, hc * d, rngs=rngs)  # g^c
+        # The authors' code's query, key, value and output projections around Mode 1 and Mode 2 (an
+        # option; not in the paper): modules.attention_projections.
+        self.pointer_projections = AttentionProjections(ha, d, d, d, d, rngs=rngs) if attention_projections else None
+        self.mode2_projections = (
+            AttentionProjections(hc, d, d, d, d, rngs=rngs) if attention_projections and hc else None
+        )
         # The authors' code's extra content attention over M, queried by h^c_{t-1}; its context c_t joins
         # the Controller's input and g^o's (an option; not in the paper).
         self.memory_attention = AdditiveAttention(d, d, d, rngs=rngs) if controller_attention else None
@@ -433,7 +456,17 @@ class PANMDecoder(nnx.Module):
             lambda k, e, m: pointer.address_attention(k, e, m, score=self.score, inverse_temperature=context.tau_a)
         )
         pu_hidden = self.pointer_units(carry.pu_hidden, carry.pointers)  # Eq. 1
-        w_all = attend(pu_hidden, context.keys, context.candidates)  # [B, H^a, L (+ K)] Eq. 2
+        if self.pointer_projections is None:
+            w_all = attend(pu_hidden, context.keys, context.candidates)  # [B, H^a, L (+ K)] Eq. 2
+        else:  # each head scores its own projected query against its own projected keys
+            one = lambda q, k, m, tau: pointer.address_attention(  # noqa: E731
+                q[None], k, m, score=self.score, inverse_temperature=tau[None]
+            )[0]
+            per_head = jax.vmap(one, in_axes=(0, 0, None, 0))
+            queries = self.pointer_projections.queries(pu_hidden)  # [B, H^a, D]
+            w_all = jax.vmap(per_head, in_axes=(0, 0, 0, None))(
+                queries, context.pointer_keys, context.candidates, context.tau_a
+            )  # [B, H^a, L (+ K)]
         p_a = jax.vmap(pointer.pointer_values)(w_all, context.codes)  # [B, H^a, A] Eq. 3: p = A w
         w_a = w_all[:, :, : context.memory.shape[1]]  # the bank's part: what Mode 1 reads
         if snap_pointers:
@@ -455,27 +488,48 @@ class PANMDecoder(nnx.Module):
           dropout_key: with ``mode2_dropout = p > 0``, a PRNG key: ``*p^c_t`` then reads
             ``M (w^c_t * keep / (1 - p))``, ``keep ~ Bernoulli(1 - p)`` per weight (training only).
 
+        With ``attention_projections`` both reads go through their heads' projections
+        (``_Context``'s projected keys and values; module docstring).
+
         Returns:
           ``(values [B, (H^a + H^c) D], w^c_t [B, H^c, L])``: ``values`` is
           ``[*p^a_t, *p^c_t]`` flattened; ``w^c_t`` without dropout.
         """
         memory, mask = context.memory, context.mask
         b, length, d = memory.shape
-        v_a = jax.vmap(pointer.dereference)(w_a, memory)  # [B, H^a, D] Mode 1: *p = M w
+        if self.pointer_projections is None:
+            v_a = jax.vmap(pointer.dereference)(w_a, memory)  # [B, H^a, D] Mode 1: *p = M w
+        else:  # W_o (w V) + b_o, V = M W_v + b_v per head
+            v_a = self.pointer_projections.output(jnp.einsum("bhl,bhld->bhd", w_a, context.pointer_values))
         flat_a = v_a.reshape(b, -1)
         if not self.mode2_heads:
             return flat_a, jnp.zeros((b, 0, length), memory.dtype)
-        relate = jax.vmap(
-            lambda q, mem, m: pointer.relational_access(q, mem, m, score=self.score, inverse_temperature=context.tau_c)
-        )
         q = self.query_net(flat_a).reshape(b, self.mode2_heads, d)  # Eq. 4
-        mode2 = relate(q, memory, mask)  # Eq. 5-6: RelationalRead(values, weights)
-        values = mode2.values  # [B, H^c, D]
+        if self.mode2_projections is None:
+            relate = jax.vmap(
+                lambda q, mem, m: pointer.relational_access(
+                    q, mem, m, score=self.score, inverse_temperature=context.tau_c
+                )
+            )
+            values, weights = relate(q, memory, mask)  # Eq. 5-6: [B, H^c, D], [B, H^c, L]
+            bank = memory
+        else:  # each head scores its own projected query against its own projected keys
+            one = lambda q, k: pointer.attention_scores(q[None], k, score=self.score)[0]  # noqa: E731
+            scores = jax.vmap(jax.vmap(one))(self.mode2_projections.queries(q), context.mode2_keys)  # [B, H^c, L]
+            weights = jax.vmap(lambda s, m: pointer.masked_softmax(s, m, context.tau_c))(scores, mask)
+            bank = context.mode2_values  # [B, H^c, L, D]
+            values = None
+        read_weights = weights
         if self.mode2_dropout and dropout_key is not None:
-            keep = jax.random.bernoulli(dropout_key, 1.0 - self.mode2_dropout, mode2.weights.shape)
-            dropped = jnp.where(keep, mode2.weights / (1.0 - self.mode2_dropout), 0).astype(memory.dtype)
-            values = jnp.einsum("bhl,bld->bhd", dropped, memory)
-        return jnp.concatenate([flat_a, values.reshape(b, -1)], axis=-1), mode2.weights
+            keep = jax.random.bernoulli(dropout_key, 1.0 - self.mode2_dropout, weights.shape)
+            read_weights = jnp.where(keep, weights / (1.0 - self.mode2_dropout), 0).astype(memory.dtype)
+            values = None
+        if values is None:
+            spec = "bhl,bld->bhd" if bank.ndim == 3 else "bhl,bhld->bhd"
+            values = jnp.einsum(spec, read_weights, bank)
+        if self.mode2_projections is not None:
+            values = self.mode2_projections.output(values)
+        return jnp.concatenate([flat_a, values.reshape(b, -1)], axis=-1), weights
 
     def decode_step(
         self,
@@ -519,6 +573,19 @@ class PANMDecoder(nnx.Module):
         return _Carry(pu_hidden, p_a, ctrl_hidden), (logits, trace)
 
     # ---- the whole decoder --------------------------------------------------------------
+
+    def _projected(self, keys: jax.Array, memory: jax.Array) -> dict[str, jax.Array]:
+        # With attention_projections: _Context's projected keys and values, once per sequence.
+        if self.pointer_projections is None:
+            return {}
+        projected = {
+            "pointer_keys": self.pointer_projections.keys(keys),  # [B, H^a, N, D]
+            "pointer_values": self.pointer_projections.values(memory),  # [B, H^a, L, D]
+        }
+        if self.mode2_projections is not None:
+            projected["mode2_keys"] = self.mode2_projections.keys(memory)  # [B, H^c, L, D]
+            projected["mode2_values"] = self.mode2_projections.values(memory)
+        return projected
 
     def _decoding_inputs(self, memory: jax.Array, num_outputs: int, decoder_inputs: jax.Array | None):
         # Check the call's shapes; return z as [T_out, B, Z] (the scan's xs), or None.
@@ -584,6 +651,7 @@ class PANMDecoder(nnx.Module):
             tau_a=jax.nn.softplus(self.pointer_temperature[...]),
             tau_c=jax.nn.softplus(self.mode2_temperature[...]),
             attention_keys=None if self.memory_attention is None else self.memory_attention.project_keys(memory),
+            **self._projected(keys, memory),
         )
         step_keys = None
         if self.mode2_dropout and self.mode2_heads and dropout_key is not None:
