@@ -135,6 +135,13 @@ def probability(name: str, value) -> float:
     return number(name, value, 0.0, 1.0)
 
 
+def boolean(name: str, value) -> bool:
+    """Return ``value`` if it is ``True`` or ``False`` (not 0, 1 or a string), else raise naming it."""
+    if not isinstance(value, bool):
+        raise UserError(f"{name}: expected true or false, got {value!r}")
+    return value
+
+
 def one_of(name: str, value, choices: Iterable[str]) -> str:
     """Return ``value`` if it is one of ``choices`` (strings), else raise naming them all."""
     choices = tuple(choices)

@@ -178,11 +178,9 @@ def check_decoder_options(
     checks.one_of("controller_start", controller_start, CONTROLLER_STARTS)
     checks.nonnegative_int("input_features", input_features)
     checks.one_of("eq3_addresses", eq3_addresses, EQ3_ADDRESSES)
-    if not isinstance(controller_attention, bool):
-        raise UserError(f"controller_attention: expected true or false, got {controller_attention!r}")
+    checks.boolean("controller_attention", controller_attention)
     checks.number("mode2_dropout", mode2_dropout, 0.0, 1.0, hi_open=True)
-    if not isinstance(attention_projections, bool):
-        raise UserError(f"attention_projections: expected true or false, got {attention_projections!r}")
+    checks.boolean("attention_projections", attention_projections)
 
 
 class PANMTraces(NamedTuple):
@@ -505,28 +503,23 @@ class PANMDecoder(nnx.Module):
         if not self.mode2_heads:
             return flat_a, jnp.zeros((b, 0, length), memory.dtype)
         q = self.query_net(flat_a).reshape(b, self.mode2_heads, d)  # Eq. 4
-        if self.mode2_projections is None:
+        if self.mode2_projections is None:  # Eq. 5-6 over M itself
             relate = jax.vmap(
                 lambda q, mem, m: pointer.relational_access(
                     q, mem, m, score=self.score, inverse_temperature=context.tau_c
                 )
             )
-            values, weights = relate(q, memory, mask)  # Eq. 5-6: [B, H^c, D], [B, H^c, L]
-            bank = memory
+            weights, bank, spec = relate(q, memory, mask).weights, memory, "bhl,bld->bhd"  # [B, H^c, L]
         else:  # each head scores its own projected query against its own projected keys
             one = lambda q, k: pointer.attention_scores(q[None], k, score=self.score)[0]  # noqa: E731
             scores = jax.vmap(jax.vmap(one))(self.mode2_projections.queries(q), context.mode2_keys)  # [B, H^c, L]
             weights = jax.vmap(lambda s, m: pointer.masked_softmax(s, m, context.tau_c))(scores, mask)
-            bank = context.mode2_values  # [B, H^c, L, D]
-            values = None
+            bank, spec = context.mode2_values, "bhl,bhld->bhd"  # [B, H^c, L, D]
         read_weights = weights
         if self.mode2_dropout and dropout_key is not None:
             keep = jax.random.bernoulli(dropout_key, 1.0 - self.mode2_dropout, weights.shape)
             read_weights = jnp.where(keep, weights / (1.0 - self.mode2_dropout), 0).astype(memory.dtype)
-            values = None
-        if values is None:
-            spec = "bhl,bld->bhd" if bank.ndim == 3 else "bhl,bhld->bhd"
-            values = jnp.einsum(spec, read_weights, bank)
+        values = jnp.einsum(spec, read_weights, bank)  # [B, H^c, D] *p^c_t (Eq. 6)
         if self.mode2_projections is not None:
             values = self.mode2_projections.output(values)
         return jnp.concatenate([flat_a, values.reshape(b, -1)], axis=-1), weights

@@ -30,9 +30,10 @@ result depends only on the model's structure and ``key``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import jax
-import jax.numpy as jnp
 from flax import nnx
 
 from panm_jax.modules.additive_attention import AdditiveAttention
@@ -43,25 +44,23 @@ from panm_jax.modules.panm import PointerUnits
 __all__ = ["pytorch_init"]
 
 
-def _uniform(key: jax.Array, param: nnx.Param, bound: float) -> None:
-    value = param[...]
-    param[...] = jax.random.uniform(key, value.shape, value.dtype, -bound, bound)
+Init = Callable[[jax.Array, tuple[int, ...], Any], jax.Array]  # (key, shape, dtype) -> values
+_ZERO: Init = jax.nn.initializers.zeros
+_NORMAL: Init = jax.nn.initializers.normal(1.0)
 
 
-def _zero(param: nnx.Param) -> None:
-    param[...] = jnp.zeros_like(param[...])
+def _uniform(bound: float) -> Init:
+    """``U(-bound, bound)``."""
+    return lambda key, shape, dtype: jax.random.uniform(key, shape, dtype, -bound, bound)
 
 
-def _params(module: nnx.Module) -> list[nnx.Param]:
-    return [node for _, node in nnx.iter_graph(module) if isinstance(node, nnx.Param)]
-
-
-def _recurrent(module) -> list[tuple[nnx.Param, float]]:
+def _recurrent(module) -> list[tuple[nnx.Param, Init]]:
     # nn.GRU / nn.LSTM: every weight and bias U(1 / sqrt(D)), D the hidden size.
-    return [(p, 1.0 / math.sqrt(module.hidden)) for p in _params(module)]
+    draw = _uniform(1.0 / math.sqrt(module.hidden))
+    return [(node, draw) for _, node in nnx.iter_graph(module) if isinstance(node, nnx.Param)]
 
 
-def _projections(module: AttentionProjections) -> list[tuple[nnx.Param, float]]:
+def _projections(module: AttentionProjections) -> list[tuple[nnx.Param, Init]]:
     # nn.MultiheadAttention: Xavier-uniform in-projections (one [3E, E] matrix when kdim = vdim = E),
     # zero in-projection biases, out_proj as nn.Linear(E, E)'s weight with a zero bias.
     width = module.width
@@ -70,26 +69,20 @@ def _projections(module: AttentionProjections) -> list[tuple[nnx.Param, float]]:
     rules = []
     for name, features in inputs.items():
         bound = math.sqrt(6.0 / (4 * width)) if joint else math.sqrt(6.0 / (features + width))
-        rules += [(getattr(module, f"{name}_kernel"), bound), (getattr(module, f"{name}_bias"), 0.0)]
-    return rules + [(module.output_kernel, 1.0 / math.sqrt(width)), (module.output_bias, 0.0)]
+        rules += [(getattr(module, f"{name}_kernel"), _uniform(bound)), (getattr(module, f"{name}_bias"), _ZERO)]
+    return rules + [(module.output_kernel, _uniform(1.0 / math.sqrt(width))), (module.output_bias, _ZERO)]
 
 
-def _additive(module: AdditiveAttention) -> list[tuple[nnx.Param, float]]:
+def _additive(module: AdditiveAttention) -> list[tuple[nnx.Param, Init]]:
     # The authors' Attention: attn = nn.Linear(D_q + D_k, A) over [query; key], v ~ U(1 / sqrt(A)).
-    fan_in = module.query_proj.in_features + module.key_proj.in_features
-    linear = [module.query_proj.kernel, module.query_proj.bias, module.key_proj.kernel]
-    return [(p, 1.0 / math.sqrt(fan_in)) for p in linear] + [
-        (module.score.kernel, 1.0 / math.sqrt(module.score.in_features))
-    ]
+    draw = _uniform(1.0 / math.sqrt(module.query_proj.in_features + module.key_proj.in_features))
+    linear = [(p, draw) for p in (module.query_proj.kernel, module.query_proj.bias, module.key_proj.kernel)]
+    return linear + [(module.score.kernel, _uniform(1.0 / math.sqrt(module.score.in_features)))]
 
 
-def _linear(module: nnx.Linear) -> list[tuple[nnx.Param, float]]:
-    bound = 1.0 / math.sqrt(module.in_features)
-    return [(p, bound) for p in (module.kernel, module.bias) if p is not None]
-
-
-def _is_recurrent(module) -> bool:
-    return isinstance(module, (GRUCell, LSTMCell, PointerUnits))
+def _linear(module: nnx.Linear) -> list[tuple[nnx.Param, Init]]:
+    draw = _uniform(1.0 / math.sqrt(module.in_features))
+    return [(p, draw) for p in (module.kernel, module.bias) if p is not None]
 
 
 def pytorch_init(module: nnx.Module, key: jax.Array) -> None:
@@ -100,31 +93,21 @@ def pytorch_init(module: nnx.Module, key: jax.Array) -> None:
     rule, not ``nnx.Linear``'s; each parameter is drawn from its own key, folded
     from ``key`` in the module graph's order.
     """
-    rules: list[tuple[nnx.Param, float]] = []
-    claimed: set[int] = set()
+    rules: list[tuple[nnx.Param, Init]] = []
     modules = [node for _, node in nnx.iter_graph(module) if isinstance(node, nnx.Module)]
     for node in modules:  # the composite layers first: they claim their own Linears
-        if _is_recurrent(node):
-            found = _recurrent(node)
+        if isinstance(node, (GRUCell, LSTMCell, PointerUnits)):
+            rules += _recurrent(node)
         elif isinstance(node, AttentionProjections):
-            found = _projections(node)
+            rules += _projections(node)
         elif isinstance(node, AdditiveAttention):
-            found = _additive(node)
-        else:
-            continue
-        rules += found
-        claimed |= {id(p) for p, _ in found}
+            rules += _additive(node)
+    claimed = {id(p) for p, _ in rules}
     for node in modules:
         if isinstance(node, nnx.Linear) and id(node.kernel) not in claimed:
             rules += _linear(node)
         elif isinstance(node, nnx.Embed):
-            rules.append((node.embedding, -1.0))  # N(0, 1)
-    for index, (param, bound) in enumerate(rules):
-        sub = jax.random.fold_in(key, index)
-        if bound < 0:
-            value = param[...]
-            param[...] = jax.random.normal(sub, value.shape, value.dtype)
-        elif bound == 0:
-            _zero(param)
-        else:
-            _uniform(sub, param, bound)
+            rules.append((node.embedding, _NORMAL))
+    for index, (param, draw) in enumerate(rules):
+        value = param[...]
+        param[...] = draw(jax.random.fold_in(key, index), value.shape, value.dtype)
