@@ -14,7 +14,7 @@ python3 -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install --quiet --upgrade pip
 "$work/venv/bin/python" -m pip install --quiet "$work"/dist/*.whl
 cd "$work"  # not the source tree: only the installed wheel can be imported
-"$work/venv/bin/python" - <<'PY'
+PANM_JAX_CACHE_DIR="$work/cache" "$work/venv/bin/python" - <<'PY'
 import pathlib
 
 import panm_jax
@@ -27,6 +27,10 @@ assert machines, "the wheel lacks panm_jax/tasks/machines/*.toml"
 for name in list_tasks():
     if name != "mathematics":  # needs the [math] extra, not installed here
         get_task(name)
+from panm_jax.kernels import _dnc_link_cpu
+
+assert (where.parent / "kernels" / "csrc" / "dnc_link.cc").is_file(), "the wheel lacks the DNC link's C++ source"
+assert _dnc_link_cpu.available(), f"the installed wheel cannot build its DNC link kernel: {_dnc_link_cpu._register()}"
 print(f"panm_jax {panm_jax.__version__} from {where.parent}: {len(list_tasks())} tasks, machines {machines}")
 PY
 "$work/venv/bin/panm-jax" --help > /dev/null

@@ -72,11 +72,20 @@ def transparent_hugepages() -> str:
 
 
 def env_prefix() -> str:
-    """``GLIBC_TUNABLES=... `` and ``PANM_JAX_MALLOC=...`` when set, for a recorded command line that reruns as it
-    ran."""
-    return "".join(
-        f"{name}={os.environ[name]} " for name in ("GLIBC_TUNABLES", allocator.ENV_VAR) if os.environ.get(name)
-    )
+    """``GLIBC_TUNABLES=... ``, ``PANM_JAX_MALLOC=...`` and ``PANM_JAX_DNC_LINK=...`` when set, for a recorded
+    command line that reruns as it ran."""
+    names = ("GLIBC_TUNABLES", allocator.ENV_VAR, "PANM_JAX_DNC_LINK")
+    return "".join(f"{name}={os.environ[name]} " for name in names if os.environ.get(name))
+
+
+def _dnc_link_path() -> str:
+    """Which link the DNC step uses here (``panm_jax/kernels/_dnc_link_cpu.py``): ``cpu kernel`` or ``xla``."""
+    from panm_jax.kernels import _dnc_link_cpu
+
+    try:
+        return "cpu kernel" if _dnc_link_cpu.use_for("float32") else "xla"
+    except (ValueError, RuntimeError) as err:
+        return f"unusable: {err}"
 
 
 def environment() -> dict[str, Any]:
@@ -97,6 +106,7 @@ def environment() -> dict[str, Any]:
         "GLIBC_TUNABLES": os.environ.get("GLIBC_TUNABLES", ""),
         "malloc": allocator.malloc_settings() or "glibc defaults",  # benchmarks/allocator.py
         "transparent_hugepages": transparent_hugepages(),
+        "dnc_link": _dnc_link_path(),
         "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
 

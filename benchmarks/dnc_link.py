@@ -19,12 +19,15 @@ XLA the same way:
   L3 cache (the speed at which every other sweep over ``L`` could run);
 * ``link update alone``: ``L_t = dnc.link(L_{t-1}, p_{t-1}, w_t)`` carried in
   place, the same read-and-write sweep with the equation's two broadcast vectors;
-* ``forward``: the link and the directional weights, no gradient;
-* ``forward+VJP (library)``: value and gradient through the library's
+* ``forward (XLA)``: the link and the directional weights, no gradient;
+* ``forward+VJP (XLA, hand-written VJP)``: value and gradient through the library's
   hand-written VJP (``panm_jax/kernels/_dnc_vjp.py``); the scan keeps one
   ``L_{t-1}`` per step for the backward pass;
-* ``forward+VJP (autodiff)``: the same function differentiated by JAX through
-  ``dnc.link`` and ``dnc.directional_weights``.
+* ``forward+VJP (XLA, autodiff)``: the same function differentiated by JAX through
+  ``dnc.link`` and ``dnc.directional_weights``;
+* ``forward (CPU kernel)``, ``forward+VJP (CPU kernel)``: the same equations and
+  VJP as one compiled C++ kernel (``panm_jax/kernels/_dnc_link_cpu.py``, what
+  ``dnc.step`` uses on a CPU), where it can be built.
 
 ``passes`` = a row's time / the read+write pass's time: how many
 read-and-write sweeps of ``L`` the row costs. ``GB_s`` = ``B N^2 4`` bytes times
@@ -45,7 +48,7 @@ import numpy as np
 
 from benchmarks import common
 from benchmarks import profile as profile_lib
-from panm_jax.kernels import dnc
+from panm_jax.kernels import _dnc_link_cpu, dnc
 
 NUM_READS = 4
 
@@ -139,11 +142,15 @@ def measure(batch: int, slots: int, steps: int, repeats: int, with_profile: bool
     )
     add("link update alone", lambda w: _link_update_pass(w, batch, slots), write, sweeps=2)
     library = _loss_fn(dnc.link_and_directions, batch, slots)
-    add("forward", library, write, read, probe)
+    add("forward (XLA)", library, write, read, probe)
     grad_library = jax.value_and_grad(library, argnums=(0, 1))
-    add("forward+VJP (library)", grad_library, write, read, probe)
+    add("forward+VJP (XLA, hand-written VJP)", grad_library, write, read, probe)
     autodiff = jax.value_and_grad(_loss_fn(_autodiff_link, batch, slots), argnums=(0, 1))
-    add("forward+VJP (autodiff)", autodiff, write, read, probe)
+    add("forward+VJP (XLA, autodiff)", autodiff, write, read, probe)
+    if _dnc_link_cpu.available():
+        kernel = _loss_fn(_dnc_link_cpu.link_and_directions, batch, slots)
+        add("forward (CPU kernel)", kernel, write, read, probe)
+        add("forward+VJP (CPU kernel)", jax.value_and_grad(kernel, argnums=(0, 1)), write, read, probe)
     for row in rows:
         row["passes"] = row["ms_per_call"] / (1e3 * one_pass)
     ops = []
@@ -189,7 +196,7 @@ def main(argv=None) -> int:
     )
     if ops:
         notes += (
-            "\n\nTop XLA instructions of the forward+VJP (library) row (benchmarks.profile, 3 traced calls):\n\n"
+            "\n\nTop XLA instructions of the forward+VJP (XLA, hand-written VJP) row (benchmarks.profile, 3 traced calls):\n\n"
             + common.markdown_table(ops, ["instruction", "opcode", "jax_op", "ms_per_call", "passes"])
         )
     paths = common.write_results(

@@ -28,8 +28,9 @@ that is natural (``step`` composes them over the heads):
                           L_t[i, i] = 0                      (one write head)
     precedence            p_t = (1 - sum_i w^w_t[i]) p_{t-1} + w^w_t   (one write head)
     directional_weights   Directions(backward = L_t^T w^r_{t-1}, forward = L_t w^r_{t-1})
-    link_and_directions   the two above in one call, with a hand-written VJP (what step uses;
-                          its derivation is in _dnc_vjp.py)
+    link_and_directions   the two above in one call, with a hand-written VJP (its derivation
+                          is in _dnc_vjp.py); step uses it, or on a CPU the same equations
+                          and VJP compiled as one C++ kernel (_dnc_link_cpu.py)
     read_weights          w^{r,i}_t = sum_h pi[h] b^{i,h} + pi[H] c^{r,i} + sum_h pi[H+1+h] f^{i,h}
     read                  r^i_t = M_t^T w^{r,i}_t
 
@@ -54,6 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from panm_jax import checks
+from panm_jax.kernels import _dnc_link_cpu
 from panm_jax.kernels import scan as scan_lib
 from panm_jax.kernels._dnc_vjp import with_link_vjp
 from panm_jax.kernels.addressing import content_weights, oneplus
@@ -616,9 +618,14 @@ def _link_and_directions_per_head(
 ) -> LinkAndDirections:
     """``link_and_directions`` for each write head: ``[H, N, N]``, ``[H, N]``, ``[H, N]``, ``[R, N]``.
 
+    On a CPU (JAX's default backend), in float32 or float64, the compiled kernel
+    of ``_dnc_link_cpu`` (same equations, one sweep over each link row; the
+    environment variable ``PANM_JAX_DNC_LINK`` chooses, see there). Otherwise
     ``jax.vmap`` over the heads; one head is called directly (its head axis is a
     free reshape), so ``H = 1`` runs exactly the one-head computation.
     """
+    if _dnc_link_cpu.use_for(prev_link.dtype):
+        return _dnc_link_cpu.link_and_directions(prev_link, prev_precedence, weights, prev_read_weights)
     if weights.shape[0] == 1:
         one = link_and_directions(prev_link[0], prev_precedence[0], weights[0], prev_read_weights)
         return jax.tree_util.tree_map(lambda x: x[None], one)

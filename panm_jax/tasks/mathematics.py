@@ -111,6 +111,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from panm_jax import checks
+from panm_jax._cache import cache_root
 from panm_jax.tasks import metrics as _metrics
 from panm_jax.tasks.base import (
     Batch,
@@ -289,16 +290,10 @@ def _encode_pairs(pairs: list[tuple[str, str]], max_answer: int) -> Pool:
     return Pool(questions, answers, in_ids, out_ids, num_chars)
 
 
-CACHE_ENV = "PANM_JAX_CACHE_DIR"
-
-
 def cache_dir() -> Path:
     """Where generated chunks are kept: ``$PANM_JAX_CACHE_DIR``, else ``$XDG_CACHE_HOME/panm_jax``
     (``~/.cache/panm_jax``), under ``mathematics/``."""
-    root = os.environ.get(CACHE_ENV) or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "panm_jax"
-    )
-    return Path(root) / "mathematics"
+    return cache_root() / "mathematics"
 
 
 def _package_versions() -> str:

@@ -1,0 +1,252 @@
+// The DNC's temporal link and directional weights, forward and VJP, as XLA FFI
+// CPU handlers: one sweep over each example's [N, N] link per call.
+//
+// Equations (Graves et al. 2016, "Hybrid computing using a neural network with
+// dynamic external memory", Nature 538, Methods, "Temporal memory linkage"),
+// for one write head, L = L_{t-1}, p = p_{t-1}, w = w^w_t, v_r = w^{r,r}_{t-1}:
+//
+//   Ln[i, j] = (1 - I[i, j]) ((1 - w[i] - w[j]) L[i, j] + w[i] p[j])
+//   f[r, i]  = sum_j Ln[i, j] v[r, j]          b[r, j] = sum_i Ln[i, j] v[r, i]
+//
+// The VJP (its derivation: panm_jax/kernels/_dnc_vjp.py), with cotangents gLn,
+// g_f, g_b:
+//
+//   G[i, j]  = gLn[i, j] + sum_r (g_f[r, i] v[r, j] + v[r, i] g_b[r, j]),  H = (1 - I) o G
+//   dL[i, j] = (1 - w[i] - w[j]) H[i, j]
+//   dp[j]    = sum_i H[i, j] w[i]
+//   dw[k]    = sum_j H[k, j] (p[j] - L[k, j]) - sum_i H[i, k] L[i, k]
+//   dv[r, j] = sum_i Ln[i, j] g_f[r, i] + sum_k Ln[j, k] g_b[r, k]
+//
+// Each handler walks the rows of every example once: a row of L (and of gLn)
+// is read from memory once, and every product and reduction of that row is
+// done while it is in the L1 cache. Leading axes of L are a batch (jax.vmap
+// adds them); examples are shared among the threads of XLA's intra-op pool.
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+// Runs body(e) for e in [0, count): the calling thread and up to `helpers`
+// tasks on XLA's pool claim examples from one counter, so the call finishes
+// even when no pool thread ever picks a task up (the caller then does it all).
+template <typename Body>
+void ParallelFor(ffi::ThreadPool& pool, int64_t count, Body body) {
+  struct Shared {
+    std::atomic<int64_t> next{0};
+    std::atomic<int64_t> done{0};
+    std::mutex mutex;
+    std::condition_variable finished;
+  };
+  int64_t threads = std::max<int64_t>(1, pool.num_threads());
+  int64_t helpers = std::min<int64_t>(threads, count) - 1;
+  if (helpers <= 0) {
+    for (int64_t e = 0; e < count; ++e) body(e);
+    return;
+  }
+  auto shared = std::make_shared<Shared>();
+  auto work = [shared, count, &body]() {
+    int64_t mine = 0;
+    for (int64_t e; (e = shared->next.fetch_add(1)) < count; ++mine) body(e);
+    if (mine > 0 && shared->done.fetch_add(mine) + mine == count) {
+      std::lock_guard<std::mutex> lock(shared->mutex);
+      shared->finished.notify_all();
+    }
+  };
+  // A helper that starts after every example is claimed touches only `shared`
+  // (kept alive by its own copy of the pointer), never `body`.
+  for (int64_t h = 0; h < helpers; ++h) {
+    pool.Schedule([shared, count, work]() {
+      if (shared->next.load() >= count) return;
+      work();
+    });
+  }
+  work();
+  std::unique_lock<std::mutex> lock(shared->mutex);
+  shared->finished.wait(lock, [&] { return shared->done.load() == count; });
+}
+
+struct Dims {
+  int64_t batch, n, r;
+};
+
+ffi::Error CheckDims(const ffi::AnyBuffer& link, const ffi::AnyBuffer& reads, Dims* dims) {
+  auto ld = link.dimensions();
+  auto rd = reads.dimensions();
+  if (ld.size() < 2 || ld[ld.size() - 1] != ld[ld.size() - 2] || rd.size() != ld.size()) {
+    return ffi::Error::InvalidArgument("dnc_link: expected link [..., N, N] and read weights [..., R, N]");
+  }
+  dims->n = ld[ld.size() - 1];
+  dims->r = rd[rd.size() - 2];
+  dims->batch = 1;
+  for (size_t k = 0; k + 2 < ld.size(); ++k) dims->batch *= ld[k];
+  return ffi::Error::Success();
+}
+
+template <typename T>
+void ForwardOne(const T* L, const T* p, const T* w, const T* v, T* Ln, T* b, T* f, int64_t n, int64_t r) {
+  std::fill(b, b + r * n, T(0));
+  for (int64_t i = 0; i < n; ++i) {
+    const T wi = w[i], ai = T(1) - w[i];
+    const T* Li = L + i * n;
+    T* Xi = Ln + i * n;
+    for (int64_t j = 0; j < n; ++j) Xi[j] = (ai - w[j]) * Li[j] + wi * p[j];
+    Xi[i] = T(0);
+    for (int64_t h = 0; h < r; ++h) {
+      const T* vh = v + h * n;
+      T* bh = b + h * n;
+      const T vhi = vh[i];
+      T acc = T(0);
+#pragma omp simd reduction(+ : acc)
+      for (int64_t j = 0; j < n; ++j) {
+        acc += Xi[j] * vh[j];
+        bh[j] += vhi * Xi[j];
+      }
+      f[h * n + i] = acc;
+    }
+  }
+}
+
+template <typename T>
+void BackwardOne(const T* L, const T* p, const T* w, const T* v, const T* gLn, const T* gf, const T* gb, T* dL, T* dp,
+                 T* dw, T* dv, T* G, T* X, int64_t n, int64_t r) {
+  std::fill(dp, dp + n, T(0));
+  std::fill(dw, dw + n, T(0));
+  std::fill(dv, dv + r * n, T(0));
+  for (int64_t i = 0; i < n; ++i) {
+    const T wi = w[i], ai = T(1) - w[i];
+    const T* Li = L + i * n;
+    const T* gi = gLn + i * n;
+    T* dLi = dL + i * n;
+    // Row i of G, then H: its diagonal entry removed.
+    std::copy(gi, gi + n, G);
+    for (int64_t h = 0; h < r; ++h) {
+      const T cf = gf[h * n + i], cv = v[h * n + i];
+      const T* vh = v + h * n;
+      const T* gbh = gb + h * n;
+      for (int64_t j = 0; j < n; ++j) G[j] += cf * vh[j] + cv * gbh[j];
+    }
+    G[i] = T(0);
+    T row = T(0);
+#pragma omp simd reduction(+ : row)
+    for (int64_t j = 0; j < n; ++j) {
+      const T a = ai - w[j];
+      dLi[j] = a * G[j];
+      dp[j] += wi * G[j];
+      row += G[j] * (p[j] - Li[j]);
+      dw[j] -= G[j] * Li[j];
+      X[j] = a * Li[j] + wi * p[j];
+    }
+    dw[i] += row;
+    X[i] = T(0);
+    for (int64_t h = 0; h < r; ++h) {
+      const T cf = gf[h * n + i];
+      const T* gbh = gb + h * n;
+      T* dvh = dv + h * n;
+      T acc = T(0);
+#pragma omp simd reduction(+ : acc)
+      for (int64_t j = 0; j < n; ++j) {
+        dvh[j] += cf * X[j];
+        acc += X[j] * gbh[j];
+      }
+      dvh[i] += acc;
+    }
+  }
+}
+
+template <typename T>
+ffi::Error Forward(ffi::ThreadPool pool, ffi::AnyBuffer link, ffi::AnyBuffer precedence, ffi::AnyBuffer weights,
+                   ffi::AnyBuffer reads, ffi::Result<ffi::AnyBuffer> new_link, ffi::Result<ffi::AnyBuffer> backward,
+                   ffi::Result<ffi::AnyBuffer> forward) {
+  Dims d;
+  if (auto err = CheckDims(link, reads, &d); err.failure()) return err;
+  const T* L = link.typed_data<T>();
+  const T* p = precedence.typed_data<T>();
+  const T* w = weights.typed_data<T>();
+  const T* v = reads.typed_data<T>();
+  T* Ln = new_link->typed_data<T>();
+  T* b = backward->typed_data<T>();
+  T* f = forward->typed_data<T>();
+  const int64_t n = d.n, r = d.r;
+  ParallelFor(pool, d.batch, [&](int64_t e) {
+    const T *Le = L + e * n * n, *pe = p + e * n, *we = w + e * n, *ve = v + e * r * n;
+    T *Lne = Ln + e * n * n, *be = b + e * r * n, *fe = f + e * r * n;
+    ForwardOne<T>(L + e * n * n, p + e * n, w + e * n, v + e * r * n, Ln + e * n * n, b + e * r * n, f + e * r * n, n,
+                  r);
+  });
+  return ffi::Error::Success();
+}
+
+template <typename T>
+ffi::Error Backward(ffi::ThreadPool pool, ffi::AnyBuffer link, ffi::AnyBuffer precedence, ffi::AnyBuffer weights,
+                    ffi::AnyBuffer reads, ffi::AnyBuffer g_link, ffi::AnyBuffer g_forward, ffi::AnyBuffer g_backward,
+                    ffi::Result<ffi::AnyBuffer> d_link, ffi::Result<ffi::AnyBuffer> d_precedence,
+                    ffi::Result<ffi::AnyBuffer> d_weights, ffi::Result<ffi::AnyBuffer> d_reads) {
+  Dims d;
+  if (auto err = CheckDims(link, reads, &d); err.failure()) return err;
+  const T* L = link.typed_data<T>();
+  const T* p = precedence.typed_data<T>();
+  const T* w = weights.typed_data<T>();
+  const T* v = reads.typed_data<T>();
+  const T* gLn = g_link.typed_data<T>();
+  const T* gf = g_forward.typed_data<T>();
+  const T* gb = g_backward.typed_data<T>();
+  T* dL = d_link->typed_data<T>();
+  T* dp = d_precedence->typed_data<T>();
+  T* dw = d_weights->typed_data<T>();
+  T* dv = d_reads->typed_data<T>();
+  const int64_t n = d.n, r = d.r;
+  ParallelFor(pool, d.batch, [&](int64_t e) {
+    const T *Le = L + e * n * n, *pe = p + e * n, *we = w + e * n, *ve = v + e * r * n;
+    const T *ge = gLn + e * n * n, *gfe = gf + e * r * n, *gbe = gb + e * r * n;
+    T *dLe = dL + e * n * n, *dpe = dp + e * n, *dwe = dw + e * n, *dve = dv + e * r * n;
+    thread_local std::vector<T> scratch;
+    if (scratch.size() < static_cast<size_t>(2 * n)) scratch.resize(2 * n);
+    BackwardOne<T>(L + e * n * n, p + e * n, w + e * n, v + e * r * n, gLn + e * n * n, gf + e * r * n,
+                   gb + e * r * n, dL + e * n * n, dp + e * n, dw + e * n, dv + e * r * n, scratch.data(),
+                   scratch.data() + n, n, r);
+  });
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+#define PANM_FORWARD_BINDING                   \
+  ffi::Ffi::Bind()                                \
+      .Ctx<ffi::ThreadPool>()                     \
+      .Arg<ffi::AnyBuffer>()                      \
+      .Arg<ffi::AnyBuffer>()                      \
+      .Arg<ffi::AnyBuffer>()                      \
+      .Arg<ffi::AnyBuffer>()                      \
+      .Ret<ffi::AnyBuffer>()                      \
+      .Ret<ffi::AnyBuffer>()                      \
+      .Ret<ffi::AnyBuffer>()
+
+#define PANM_BACKWARD_BINDING                  \
+  ffi::Ffi::Bind()                                \
+      .Ctx<ffi::ThreadPool>()                     \
+      .Arg<ffi::AnyBuffer>()                      \
+      .Arg<ffi::AnyBuffer>()                      \
+      .Arg<ffi::AnyBuffer>()                      \
+      .Arg<ffi::AnyBuffer>()                      \
+      .Arg<ffi::AnyBuffer>()                      \
+      .Arg<ffi::AnyBuffer>()                      \
+      .Arg<ffi::AnyBuffer>()                      \
+      .Ret<ffi::AnyBuffer>()                      \
+      .Ret<ffi::AnyBuffer>()                      \
+      .Ret<ffi::AnyBuffer>()                      \
+      .Ret<ffi::AnyBuffer>()
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PanmDncLinkForwardF32, Forward<float>, PANM_FORWARD_BINDING);
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PanmDncLinkForwardF64, Forward<double>, PANM_FORWARD_BINDING);
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PanmDncLinkBackwardF32, Backward<float>, PANM_BACKWARD_BINDING);
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PanmDncLinkBackwardF64, Backward<double>, PANM_BACKWARD_BINDING);
