@@ -8,7 +8,9 @@ every ``scan`` body by its length:
   every other primitive counts one FLOP per output element (elementwise work,
   reductions); sub-jaxprs (``pjit``, ``custom_jvp``, ``custom_vjp``, ``remat``,
   ``cond`` (the largest branch), ``scan``) are walked. ``while`` loops with an
-  unknown trip count are counted once.
+  unknown trip count are counted once. A foreign call (``ffi_call``) of the DNC
+  link's CPU kernel counts what ``_dnc_link_cpu.flops`` says, the same
+  arithmetic as the equations it replaces.
 * Bytes: the memory traffic a step cannot avoid: for every ``scan``, its carry
   is read and written once per iteration (``2 * carry bytes * length``) and its
   per-step inputs and outputs are read or written once. The forward and the
@@ -26,6 +28,8 @@ from collections.abc import Callable
 import jax
 import jax.extend.core  # noqa: F401  (ClosedJaxpr, Jaxpr)
 import numpy as np
+
+from panm_jax.kernels import _dnc_link_cpu
 
 __all__ = ["count"]
 
@@ -81,6 +85,14 @@ def _scan_operands(eqn, body, length: int) -> tuple[float, float, float]:
     return carry, xs, ys
 
 
+def _kernel_flops(eqn) -> float | None:
+    """A foreign call's arithmetic, where the library's kernel says it (the DNC link's CPU kernel)."""
+    link, reads = eqn.invars[0].aval, eqn.invars[3].aval if len(eqn.invars) > 3 else None
+    if reads is None or len(link.shape) < 2 or len(reads.shape) < 2:
+        return None
+    return _dnc_link_cpu.flops(eqn.params.get("target_name", ""), tuple(link.shape), int(reads.shape[-2]))
+
+
 def _walk(jaxpr) -> tuple[float, float]:
     flops = 0.0
     traffic = 0.0
@@ -97,6 +109,8 @@ def _walk(jaxpr) -> tuple[float, float]:
             branches = [_walk(br.jaxpr) for br in eqn.params["branches"]]
             flops += max(f for f, _ in branches)
             traffic += max(b for _, b in branches)
+        elif name == "ffi_call" and _kernel_flops(eqn) is not None:
+            flops += _kernel_flops(eqn)
         elif name == "dot_general":
             (lhs_contract, _), _ = eqn.params["dimension_numbers"]
             contracted = int(np.prod([eqn.invars[0].aval.shape[d] for d in lhs_contract])) if lhs_contract else 1

@@ -32,9 +32,10 @@ later processes load it. Where it cannot be built (no compiler), ``available()``
 is false, one warning says why, and ``dnc.step`` uses the XLA path.
 ``PANM_JAX_DNC_LINK=xla`` forces the XLA path, ``=cpu`` requires this one (an
 error if it cannot be built); unset, ``dnc.step`` uses this kernel when JAX's
-default backend is the CPU and the dtype is float32 or float64. The choice is
-made when ``dnc.step`` is traced, and JAX keeps traces: set the variable before
-the first call.
+default backend is the CPU with one device (the kernel has no sharding rule,
+so on a mesh of several devices the XLA path, which XLA partitions, is kept)
+and the dtype is float32 or float64. The choice is made when ``dnc.step`` is
+traced, and JAX keeps traces: set the variable before the first call.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ import jax.numpy as jnp
 
 from panm_jax._cache import cache_root
 
-__all__ = ["available", "build", "link_and_directions", "supports", "use_for"]
+__all__ = ["available", "build", "flops", "link_and_directions", "supports", "use_for"]
 
 _SOURCE = Path(__file__).parent / "csrc" / "dnc_link.cc"
 _FLAGS = ("-O3", "-march=native", "-fopenmp-simd", "-std=c++17", "-shared", "-fPIC", "-w")
@@ -156,7 +157,7 @@ def use_for(dtype) -> bool:
         if not available():
             raise RuntimeError(f"{_ENV}=cpu, but the DNC link's CPU kernel cannot be built: {_register()}")
         return True
-    if jax.default_backend() != "cpu":
+    if jax.default_backend() != "cpu" or jax.device_count() > 1:
         return False
     if not available():
         _warn_once(_register())
@@ -171,6 +172,27 @@ def _warn_once(reason: str | None) -> None:
         RuntimeWarning,
         stacklevel=3,
     )
+
+
+def flops(target_name: str, link_shape: tuple[int, ...], read_heads: int) -> float | None:
+    """The arithmetic of one call of this kernel's FFI target, for cost counting (``benchmarks/cost.py``).
+
+    Per link (every leading axis of ``link_shape [..., N, N]``) and ``R`` read
+    heads: the forward makes ``(4 + 4R) N^2`` floating-point operations (the
+    update, then a dot product and an update of ``b`` per head and entry), the
+    VJP ``(12 + 8R) N^2`` (``G``'s rank-``2R`` part, ``dL``, ``dp``, ``dw``,
+    ``L_t``'s entry, and ``dv``'s two terms per head). ``None`` for another
+    target.
+    """
+    links = 1
+    for size in link_shape[:-2]:
+        links *= size
+    entries = links * link_shape[-1] * link_shape[-2]
+    if target_name in (_TARGETS["forward", "float32"], _TARGETS["forward", "float64"]):
+        return float((4 + 4 * read_heads) * entries)
+    if target_name in (_TARGETS["backward", "float32"], _TARGETS["backward", "float64"]):
+        return float((12 + 8 * read_heads) * entries)
+    return None
 
 
 def _forward_call(prev_link, prev_precedence, weights, reads):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import pytest
 
 from benchmarks.cost import count
 
@@ -39,3 +40,21 @@ def test_scan_carry_xs_and_ys_are_told_apart_by_shape():
         return jax.lax.scan(body, (jnp.zeros((4, 3)), jnp.int32(0)), xs)
 
     assert count(f, jnp.ones((3, 3)), jnp.ones((5, 4, 3)))["bytes"] == 2 * 52 * 5 + 240 + 240
+
+
+def test_the_dnc_link_kernel_counts_its_arithmetic():
+    # The CPU kernel is a foreign call, opaque to the jaxpr: it counts (4 + 4R) N^2 per link forward and
+    # (12 + 8R) N^2 backward (_dnc_link_cpu.flops). H = 2 links of N = 5, R = 3 read heads; around it, the
+    # read weights broadcast to the heads (one FLOP per output element: 2 * 3 * 5 = 30) and the sum (1).
+    from panm_jax.kernels import _dnc_link_cpu
+
+    if not _dnc_link_cpu.available():
+        pytest.skip(f"the DNC link's CPU kernel could not be built: {_dnc_link_cpu._register()}")
+    link, vec, reads = jnp.zeros((2, 5, 5)), jnp.zeros((2, 5)), jnp.zeros((3, 5))
+
+    def f(link):
+        return jnp.sum(_dnc_link_cpu.link_and_directions(link, vec, vec, reads).forward)
+
+    assert count(f, link)["flops"] == (4 + 4 * 3) * 2 * 25 + 30 + 1
+    assert _dnc_link_cpu.flops("PanmDncLinkBackwardF32", (2, 5, 5), 3) == (12 + 8 * 3) * 2 * 25
+    assert _dnc_link_cpu.flops("another_target", (2, 5, 5), 3) is None

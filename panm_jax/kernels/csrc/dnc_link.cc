@@ -92,6 +92,40 @@ ffi::Error CheckDims(const ffi::AnyBuffer& link, const ffi::AnyBuffer& reads, Di
   return ffi::Error::Success();
 }
 
+// Heads are taken four at a time (kHeads) in one pass over a row, so that the
+// row is loaded once per four heads; a remainder goes one head per pass.
+constexpr int64_t kHeads = 4;
+
+// f[h, i] = sum_j X[j] v[h, j] and b[h, j] += v[h, i] X[j] for K heads h0..h0+K-1, one pass over j.
+template <typename T, int K>
+void DirectionsPass(const T* X, const T* v, T* b, T* f, int64_t n, int64_t i, int64_t h0) {
+  const T* vh[K];
+  T* bh[K];
+  T vi[K];
+  for (int k = 0; k < K; ++k) {
+    vh[k] = v + (h0 + k) * n;
+    bh[k] = b + (h0 + k) * n;
+    vi[k] = vh[k][i];
+  }
+  T a0 = T(0), a1 = T(0), a2 = T(0), a3 = T(0);
+#pragma omp simd reduction(+ : a0, a1, a2, a3)
+  for (int64_t j = 0; j < n; ++j) {
+    const T x = X[j];
+    a0 += x * vh[0][j];
+    bh[0][j] += vi[0] * x;
+    if constexpr (K > 1) {
+      a1 += x * vh[1][j];
+      bh[1][j] += vi[1] * x;
+      a2 += x * vh[2][j];
+      bh[2][j] += vi[2] * x;
+      a3 += x * vh[3][j];
+      bh[3][j] += vi[3] * x;
+    }
+  }
+  const T a[4] = {a0, a1, a2, a3};
+  for (int k = 0; k < K; ++k) f[(h0 + k) * n + i] = a[k];
+}
+
 template <typename T>
 void ForwardOne(const T* L, const T* p, const T* w, const T* v, T* Ln, T* b, T* f, int64_t n, int64_t r) {
   std::fill(b, b + r * n, T(0));
@@ -99,21 +133,63 @@ void ForwardOne(const T* L, const T* p, const T* w, const T* v, T* Ln, T* b, T* 
     const T wi = w[i], ai = T(1) - w[i];
     const T* Li = L + i * n;
     T* Xi = Ln + i * n;
+#pragma omp simd
     for (int64_t j = 0; j < n; ++j) Xi[j] = (ai - w[j]) * Li[j] + wi * p[j];
     Xi[i] = T(0);
-    for (int64_t h = 0; h < r; ++h) {
-      const T* vh = v + h * n;
-      T* bh = b + h * n;
-      const T vhi = vh[i];
-      T acc = T(0);
-#pragma omp simd reduction(+ : acc)
-      for (int64_t j = 0; j < n; ++j) {
-        acc += Xi[j] * vh[j];
-        bh[j] += vhi * Xi[j];
-      }
-      f[h * n + i] = acc;
+    int64_t h = 0;
+    for (; h + kHeads <= r; h += kHeads) DirectionsPass<T, 4>(Xi, v, b, f, n, i, h);
+    for (; h < r; ++h) DirectionsPass<T, 1>(Xi, v, b, f, n, i, h);
+  }
+}
+
+// G[j] (+)= sum_k gf[h, i] v[h, j] + v[h, i] gb[h, j] for K heads h0..h0+K-1, one pass over j;
+// the first pass starts from gLn's row instead of G.
+template <typename T, int K>
+void RankPass(const T* start, const T* v, const T* gf, const T* gb, T* G, int64_t n, int64_t i, int64_t h0) {
+  const T *vh[K], *gbh[K];
+  T cf[K], cv[K];
+  for (int k = 0; k < K; ++k) {
+    vh[k] = v + (h0 + k) * n;
+    gbh[k] = gb + (h0 + k) * n;
+    cf[k] = gf[(h0 + k) * n + i];
+    cv[k] = vh[k][i];
+  }
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) {
+    T g = start[j];
+    for (int k = 0; k < K; ++k) g += cf[k] * vh[k][j] + cv[k] * gbh[k][j];
+    G[j] = g;
+  }
+}
+
+// dv[h, j] += gf[h, i] X[j] and dv[h, i] += sum_j X[j] gb[h, j] for K heads, one pass over j.
+template <typename T, int K>
+void ReadsPass(const T* X, const T* gf, const T* gb, T* dv, int64_t n, int64_t i, int64_t h0) {
+  const T* gbh[K];
+  T* dvh[K];
+  T cf[K];
+  for (int k = 0; k < K; ++k) {
+    gbh[k] = gb + (h0 + k) * n;
+    dvh[k] = dv + (h0 + k) * n;
+    cf[k] = gf[(h0 + k) * n + i];
+  }
+  T a0 = T(0), a1 = T(0), a2 = T(0), a3 = T(0);
+#pragma omp simd reduction(+ : a0, a1, a2, a3)
+  for (int64_t j = 0; j < n; ++j) {
+    const T x = X[j];
+    dvh[0][j] += cf[0] * x;
+    a0 += x * gbh[0][j];
+    if constexpr (K > 1) {
+      dvh[1][j] += cf[1] * x;
+      a1 += x * gbh[1][j];
+      dvh[2][j] += cf[2] * x;
+      a2 += x * gbh[2][j];
+      dvh[3][j] += cf[3] * x;
+      a3 += x * gbh[3][j];
     }
   }
+  const T a[4] = {a0, a1, a2, a3};
+  for (int k = 0; k < K; ++k) dvh[k][i] += a[k];
 }
 
 template <typename T>
@@ -128,13 +204,10 @@ void BackwardOne(const T* L, const T* p, const T* w, const T* v, const T* gLn, c
     const T* gi = gLn + i * n;
     T* dLi = dL + i * n;
     // Row i of G, then H: its diagonal entry removed.
-    std::copy(gi, gi + n, G);
-    for (int64_t h = 0; h < r; ++h) {
-      const T cf = gf[h * n + i], cv = v[h * n + i];
-      const T* vh = v + h * n;
-      const T* gbh = gb + h * n;
-      for (int64_t j = 0; j < n; ++j) G[j] += cf * vh[j] + cv * gbh[j];
-    }
+    int64_t h = 0;
+    if (r == 0) std::copy(gi, gi + n, G);
+    for (; h + kHeads <= r; h += kHeads) RankPass<T, 4>(h == 0 ? gi : G, v, gf, gb, G, n, i, h);
+    for (; h < r; ++h) RankPass<T, 1>(h == 0 ? gi : G, v, gf, gb, G, n, i, h);
     G[i] = T(0);
     T row = T(0);
 #pragma omp simd reduction(+ : row)
@@ -148,18 +221,8 @@ void BackwardOne(const T* L, const T* p, const T* w, const T* v, const T* gLn, c
     }
     dw[i] += row;
     X[i] = T(0);
-    for (int64_t h = 0; h < r; ++h) {
-      const T cf = gf[h * n + i];
-      const T* gbh = gb + h * n;
-      T* dvh = dv + h * n;
-      T acc = T(0);
-#pragma omp simd reduction(+ : acc)
-      for (int64_t j = 0; j < n; ++j) {
-        dvh[j] += cf * X[j];
-        acc += X[j] * gbh[j];
-      }
-      dvh[i] += acc;
-    }
+    for (h = 0; h + kHeads <= r; h += kHeads) ReadsPass<T, 4>(X, gf, gb, dv, n, i, h);
+    for (; h < r; ++h) ReadsPass<T, 1>(X, gf, gb, dv, n, i, h);
   }
 }
 
