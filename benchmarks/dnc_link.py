@@ -196,7 +196,8 @@ def main(argv=None) -> int:
     )
     if ops:
         notes += (
-            "\n\nTop XLA instructions of the forward+VJP (XLA, hand-written VJP) row (benchmarks.profile, 3 traced calls):\n\n"
+            "\n\nTop XLA instructions of the forward+VJP (XLA, hand-written VJP) row "
+            "(benchmarks.profile, 3 traced calls):\n\n"
             + common.markdown_table(ops, ["instruction", "opcode", "jax_op", "ms_per_call", "passes"])
         )
     paths = common.write_results(

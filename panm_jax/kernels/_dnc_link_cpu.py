@@ -55,6 +55,7 @@ import jax
 import jax.numpy as jnp
 
 from panm_jax._cache import cache_root
+from panm_jax.kernels.validation import check_shape
 
 __all__ = ["available", "build", "flops", "link_and_directions", "supports", "use_for"]
 
@@ -231,9 +232,29 @@ def link_and_directions(prev_link, prev_precedence, weights, prev_read_weights):
     return _forward(prev_link, prev_precedence, weights, prev_read_weights)[0]
 
 
+def _check(prev_link, prev_precedence, weights, prev_read_weights) -> None:
+    """Shapes and dtypes at trace time: the C++ kernel trusts them (a wrong size would read out of bounds)."""
+    n = prev_link.shape[-1] if prev_link.ndim >= 2 else None
+    lead = tuple(prev_link.shape[:-2])
+    check_shape("prev_link", prev_link, (*lead, n, n), "..., N, N")
+    check_shape("prev_precedence", prev_precedence, (*lead, n), "..., N")
+    check_shape("weights", weights, (*lead, n), "..., N")
+    check_shape("prev_read_weights", prev_read_weights, (None, n), "R, N")
+    for name, x in (
+        ("prev_precedence", prev_precedence),
+        ("weights", weights),
+        ("prev_read_weights", prev_read_weights),
+    ):
+        if x.dtype != prev_link.dtype:
+            raise ValueError(f"{name}: expected dtype {prev_link.dtype} (prev_link's), got {x.dtype}")
+    if not supports(prev_link.dtype):
+        raise ValueError(f"prev_link: expected dtype float32 or float64 (the kernel's), got {prev_link.dtype}")
+
+
 def _forward(prev_link, prev_precedence, weights, prev_read_weights):
     from panm_jax.kernels.dnc import LinkAndDirections
 
+    _check(prev_link, prev_precedence, weights, prev_read_weights)  # also under grad, which calls only this
     reads = jnp.broadcast_to(prev_read_weights, (*weights.shape[:-1], *prev_read_weights.shape))  # [..., R, N]
     new_link, backward, forward = _forward_call(prev_link, prev_precedence, weights, reads)
     out = LinkAndDirections(link=new_link, backward=backward, forward=forward)

@@ -192,3 +192,19 @@ def test_the_library_is_built_once_and_named_by_its_inputs(tmp_path, monkeypatch
     with pytest.raises(RuntimeError, match="/nonexistent/c\\+\\+"):
         _dnc_link_cpu.build()
     assert not list(tmp_path.glob("*.tmp"))  # a failed build leaves nothing behind
+
+
+def test_wrong_shapes_and_dtypes_are_named_before_the_kernel_runs():
+    link, vec, reads = jnp.zeros((H, N, N)), jnp.zeros((H, N)), jnp.zeros((R, N))
+    with pytest.raises(ValueError, match=r"prev_precedence: expected shape \[\.\.\., N\] = \(2, 7\), got \(2, 8\)"):
+        _dnc_link_cpu.link_and_directions(link, jnp.zeros((H, N + 1)), vec, reads)
+    with pytest.raises(ValueError, match=r"prev_link: expected shape \[\.\.\., N, N\]"):
+        _dnc_link_cpu.link_and_directions(jnp.zeros((H, N, N + 1)), vec, vec, reads)
+    with pytest.raises(ValueError, match=r"prev_read_weights: expected shape \[R, N\] = \(\?, 7\), got \(3, 6\)"):
+        _dnc_link_cpu.link_and_directions(link, vec, vec, jnp.zeros((R, N - 1)))
+    with pytest.raises(ValueError, match="weights: expected dtype float32 \\(prev_link's\\), got bfloat16"):
+        _dnc_link_cpu.link_and_directions(link, vec, vec.astype(jnp.bfloat16), reads)
+    with pytest.raises(
+        ValueError, match="prev_link: expected dtype float32 or float64 \\(the kernel's\\), got bfloat16"
+    ):
+        _dnc_link_cpu.link_and_directions(*(x.astype(jnp.bfloat16) for x in (link, vec, vec, reads)))

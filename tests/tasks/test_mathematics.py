@@ -20,6 +20,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from panm_jax._cache import CACHE_ENV
 from panm_jax.tasks import TASKS, TaskOptionError
 from panm_jax.tasks import mathematics as M
 from panm_jax.tasks.mathematics import (
@@ -419,7 +420,7 @@ def test_interface_checks_pass(monkeypatch, check, module):
 
 @needs_package
 def test_pool_chunks_are_kept_on_disk_and_regenerated_when_damaged(tmp_path, monkeypatch):
-    monkeypatch.setenv(M.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     first = M._chunk("place_value", "train", 20, 7, 0, 1)
     files = sorted((tmp_path / "mathematics").glob("*.json"))
     assert len(files) == 1 and "place_value-train-" in files[0].name
@@ -434,6 +435,6 @@ def test_pool_chunks_are_kept_on_disk_and_regenerated_when_damaged(tmp_path, mon
     record["pairs"][0][1] = "9" if record["pairs"][0][1] != "9" else "8"  # damaged: the checksum no longer holds
     files[0].write_text(json.dumps(record))
     monkeypatch.undo()
-    monkeypatch.setenv(M.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     assert M._chunk("place_value", "train", 20, 7, 0, 1) == first  # regenerated, the same pairs
     assert [tuple(p) for p in json.loads(files[0].read_text())["pairs"]] == first  # and rewritten

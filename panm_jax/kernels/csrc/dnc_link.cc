@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "xla/ffi/api/ffi.h"
@@ -241,8 +242,6 @@ ffi::Error Forward(ffi::ThreadPool pool, ffi::AnyBuffer link, ffi::AnyBuffer pre
   T* f = forward->typed_data<T>();
   const int64_t n = d.n, r = d.r;
   ParallelFor(pool, d.batch, [&](int64_t e) {
-    const T *Le = L + e * n * n, *pe = p + e * n, *we = w + e * n, *ve = v + e * r * n;
-    T *Lne = Ln + e * n * n, *be = b + e * r * n, *fe = f + e * r * n;
     ForwardOne<T>(L + e * n * n, p + e * n, w + e * n, v + e * r * n, Ln + e * n * n, b + e * r * n, f + e * r * n, n,
                   r);
   });
@@ -269,9 +268,6 @@ ffi::Error Backward(ffi::ThreadPool pool, ffi::AnyBuffer link, ffi::AnyBuffer pr
   T* dv = d_reads->typed_data<T>();
   const int64_t n = d.n, r = d.r;
   ParallelFor(pool, d.batch, [&](int64_t e) {
-    const T *Le = L + e * n * n, *pe = p + e * n, *we = w + e * n, *ve = v + e * r * n;
-    const T *ge = gLn + e * n * n, *gfe = gf + e * r * n, *gbe = gb + e * r * n;
-    T *dLe = dL + e * n * n, *dpe = dp + e * n, *dwe = dw + e * n, *dve = dv + e * r * n;
     thread_local std::vector<T> scratch;
     if (scratch.size() < static_cast<size_t>(2 * n)) scratch.resize(2 * n);
     BackwardOne<T>(L + e * n * n, p + e * n, w + e * n, v + e * r * n, gLn + e * n * n, gf + e * r * n,
@@ -283,33 +279,30 @@ ffi::Error Backward(ffi::ThreadPool pool, ffi::AnyBuffer link, ffi::AnyBuffer pr
 
 }  // namespace
 
-#define PANM_FORWARD_BINDING                   \
-  ffi::Ffi::Bind()                                \
-      .Ctx<ffi::ThreadPool>()                     \
-      .Arg<ffi::AnyBuffer>()                      \
-      .Arg<ffi::AnyBuffer>()                      \
-      .Arg<ffi::AnyBuffer>()                      \
-      .Arg<ffi::AnyBuffer>()                      \
-      .Ret<ffi::AnyBuffer>()                      \
-      .Ret<ffi::AnyBuffer>()                      \
-      .Ret<ffi::AnyBuffer>()
+namespace {
 
-#define PANM_BACKWARD_BINDING                  \
-  ffi::Ffi::Bind()                                \
-      .Ctx<ffi::ThreadPool>()                     \
-      .Arg<ffi::AnyBuffer>()                      \
-      .Arg<ffi::AnyBuffer>()                      \
-      .Arg<ffi::AnyBuffer>()                      \
-      .Arg<ffi::AnyBuffer>()                      \
-      .Arg<ffi::AnyBuffer>()                      \
-      .Arg<ffi::AnyBuffer>()                      \
-      .Arg<ffi::AnyBuffer>()                      \
-      .Ret<ffi::AnyBuffer>()                      \
-      .Ret<ffi::AnyBuffer>()                      \
-      .Ret<ffi::AnyBuffer>()                      \
-      .Ret<ffi::AnyBuffer>()
+// The handler of `fn`: XLA's thread pool, then `Args` input buffers and `Rets`
+// output buffers (Forward: 4, 3; Backward: 7, 4).
+template <int Args, int Rets, typename B, typename Fn>
+auto BindTo(B&& binding, Fn fn) {
+  if constexpr (Args > 0) {
+    return BindTo<Args - 1, Rets>(std::move(binding).template Arg<ffi::AnyBuffer>(), fn);
+  } else if constexpr (Rets > 0) {
+    return BindTo<0, Rets - 1>(std::move(binding).template Ret<ffi::AnyBuffer>(), fn);
+  } else {
+    return std::move(binding).To(fn);
+  }
+}
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(PanmDncLinkForwardF32, Forward<float>, PANM_FORWARD_BINDING);
-XLA_FFI_DEFINE_HANDLER_SYMBOL(PanmDncLinkForwardF64, Forward<double>, PANM_FORWARD_BINDING);
-XLA_FFI_DEFINE_HANDLER_SYMBOL(PanmDncLinkBackwardF32, Backward<float>, PANM_BACKWARD_BINDING);
-XLA_FFI_DEFINE_HANDLER_SYMBOL(PanmDncLinkBackwardF64, Backward<double>, PANM_BACKWARD_BINDING);
+}  // namespace
+
+#define PANM_HANDLER(symbol, fn, args, rets)                                                              \
+  extern "C" XLA_FFI_Error* symbol(XLA_FFI_CallFrame* call_frame) {                                      \
+    static auto* handler = BindTo<args, rets>(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>(), fn).release(); \
+    return handler->Call(call_frame);                                                                     \
+  }
+
+PANM_HANDLER(PanmDncLinkForwardF32, Forward<float>, 4, 3)
+PANM_HANDLER(PanmDncLinkForwardF64, Forward<double>, 4, 3)
+PANM_HANDLER(PanmDncLinkBackwardF32, Backward<float>, 7, 4)
+PANM_HANDLER(PanmDncLinkBackwardF64, Backward<double>, 7, 4)
