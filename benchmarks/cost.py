@@ -109,8 +109,8 @@ def _walk(jaxpr) -> tuple[float, float]:
             branches = [_walk(br.jaxpr) for br in eqn.params["branches"]]
             flops += max(f for f, _ in branches)
             traffic += max(b for _, b in branches)
-        elif name == "ffi_call" and _kernel_flops(eqn) is not None:
-            flops += _kernel_flops(eqn)
+        elif name == "ffi_call" and (kernel := _kernel_flops(eqn)) is not None:
+            flops += kernel
         elif name == "dot_general":
             (lhs_contract, _), _ = eqn.params["dimension_numbers"]
             contracted = int(np.prod([eqn.invars[0].aval.shape[d] for d in lhs_contract])) if lhs_contract else 1

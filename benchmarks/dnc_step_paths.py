@@ -18,9 +18,9 @@ rounds of each round's median; ``speedup`` = ``xla_s / kernel_s``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import statistics
+from unittest import mock
 
 import jax
 import numpy as np
@@ -28,28 +28,14 @@ import numpy as np
 from benchmarks import common, speed
 from panm_jax.kernels import _dnc_link_cpu
 
-PATHS = {"xla": "XLA link", "cpu": "CPU kernel"}
-
-
-@contextlib.contextmanager
-def _link_path(path: str):
-    """``PANM_JAX_DNC_LINK=path`` inside the block (read when a DNC step is traced)."""
-    before = os.environ.get("PANM_JAX_DNC_LINK")
-    os.environ["PANM_JAX_DNC_LINK"] = path
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("PANM_JAX_DNC_LINK", None)
-        else:
-            os.environ["PANM_JAX_DNC_LINK"] = before
+PATHS = ("xla", "cpu")  # PANM_JAX_DNC_LINK: the XLA link, the CPU kernel
 
 
 def compare(case: speed.Case, rounds: int, repeats: int) -> dict:
     """One row: ``case`` compiled with each link path, the loss of both checked equal, then timed alternately."""
     compiled = {}
     for path in PATHS:
-        with _link_path(path):
+        with mock.patch.dict(os.environ, {"PANM_JAX_DNC_LINK": path}):  # read when the step is traced
             fn, state, batch, _ = speed.build_case(case)
             compiled[path] = (jax.jit(fn).lower(state, batch).compile(), state, batch)
     losses = {}
