@@ -123,6 +123,7 @@ COMMANDS: dict[str, Make | Run | ParseOnly] = {
     f"{PYTHON} -m benchmarks.speed [--only panm,ntm,dnc,stack] [--quick]": ParseOnly(LONG),
     f"{PYTHON} -m benchmarks.dnc_link [--slots 256] [--profile]": ParseOnly(LONG),
     f"{PYTHON} -m benchmarks.dnc_step_paths [--slots 64,256,1024]": ParseOnly(LONG),
+    f"{PYTHON} -m benchmarks.remat_chunk [--every 0,5,7,10]": ParseOnly(LONG),
     f"{PYTHON} -m benchmarks.scaling [--quick]": ParseOnly(LONG),
     f"{PYTHON} -m benchmarks.reproduce --task copy --models panm,lstm,ntm,dnc,stack_lstm [--quick] [--seeds 0,1,2] "
     "[--set panm.OPTION=VALUE]": ParseOnly(LONG),

@@ -10,6 +10,11 @@ The wrapper adds what ``lax.scan`` lacks:
   lengths (``vmap`` it over the batch with per-example masks);
 * ``remat``: wrap the step in ``jax.checkpoint`` to trade recomputation for memory
   on long sequences (gradients unchanged);
+* ``remat_chunk``: checkpoint the carry only every ``k`` steps and recompute
+  each chunk of ``k`` steps in the backward pass (gradients unchanged). A plain
+  scan keeps the carry of every step for the backward pass (``T`` copies of a
+  DNC's ``[N, N]`` link); this keeps ``T / k`` of them plus one chunk's ``k``, at
+  the price of running the forward twice;
 * ``trace_fn``: also stack ``trace_fn(state_t)`` over time, for plots of memory
   weights or pointer positions, without changing the step.
 
@@ -84,6 +89,7 @@ def scan(
     mask: jax.Array | None = None,
     *,
     remat: bool = False,
+    remat_chunk: int | None = None,
     unroll: int | bool = 1,
     length: int | None = None,
     trace_fn: Callable[[State], Any] | None = None,
@@ -97,6 +103,11 @@ def scan(
       mask: optional ``[T]``; where ``mask[t] == 0`` the carry is passed through
         unchanged and ``out_t`` is zeros (as is the trace, if any).
       remat: wrap ``step`` in ``jax.checkpoint`` (recompute in the backward pass).
+      remat_chunk: ``k``: scan over chunks of ``k`` steps, each chunk under
+        ``jax.checkpoint``, so that the backward pass keeps the carry at every
+        ``k``-th step (and one chunk's residuals at a time) instead of at every
+        step. ``T`` need not be a multiple of ``k``: the last chunk is padded
+        with masked steps. ``None`` (default) or ``k >= T``: a plain scan.
       unroll: passed to ``lax.scan``: steps unrolled per loop iteration.
       length: the number of steps when ``xs`` is ``None``.
       trace_fn: if given, outputs are ``(out, trace)`` with
@@ -107,7 +118,8 @@ def scan(
 
     Raises:
       ValueError: when the leaves of ``xs`` disagree on ``T``, when ``mask`` is not
-        ``[T]``, or when neither ``xs`` nor ``length`` gives ``T``.
+        ``[T]``, when neither ``xs`` nor ``length`` gives ``T``, or when
+        ``remat_chunk`` is not a positive integer.
     """
     sizes = _leading_sizes(xs)
     if -1 in sizes:
@@ -123,6 +135,13 @@ def scan(
     else:
         num_steps = int(length)
 
+    if remat_chunk is not None and (
+        isinstance(remat_chunk, bool) or not isinstance(remat_chunk, int | np.integer) or remat_chunk < 1
+    ):
+        raise ValueError(f"remat_chunk: expected a positive integer or None, got {remat_chunk!r}")
+    if mask is not None and np.shape(mask) != (num_steps,):
+        raise ValueError(f"mask: expected shape [T] = ({num_steps},), got {tuple(np.shape(mask))}")
+
     body = jax.checkpoint(step) if remat else step
 
     if trace_fn is not None:
@@ -132,12 +151,6 @@ def scan(
             carry, out = inner(carry, x)
             return carry, (out, trace_fn(carry))
 
-    if mask is None:
-        return jax.lax.scan(body, state, xs, length=num_steps, unroll=unroll)
-
-    if np.shape(mask) != (num_steps,):
-        raise ValueError(f"mask: expected shape [T] = ({num_steps},), got {tuple(np.shape(mask))}")
-
     def masked_body(carry, inputs):
         x, keep = inputs
         new_carry, out = body(carry, x)
@@ -145,4 +158,44 @@ def scan(
         out = jax.tree_util.tree_map(lambda o: jnp.where(keep, o, jnp.zeros_like(o)), out)
         return new_carry, out
 
+    if remat_chunk is not None and remat_chunk < num_steps:
+        return _chunked_scan(masked_body, body, state, xs, mask, num_steps, int(remat_chunk), unroll)
+    if mask is None:
+        return jax.lax.scan(body, state, xs, length=num_steps, unroll=unroll)
     return jax.lax.scan(masked_body, state, (xs, jnp.asarray(mask).astype(bool)), length=num_steps, unroll=unroll)
+
+
+def _chunked_scan(masked_body, body, state, xs, mask, num_steps: int, every: int, unroll):
+    """``scan`` as ``ceil(T / every)`` chunks of ``every`` steps, each chunk under ``jax.checkpoint``.
+
+    The outer scan's residuals are the carry at each chunk's start; the backward
+    pass reruns one chunk's forward at a time. Padding steps (to a whole number
+    of chunks) are masked: the carry passes through them and their outputs are
+    dropped.
+    """
+    chunks = -(-num_steps // every)
+    pad = chunks * every - num_steps
+
+    def split(leaf, fill):  # [T, ...] -> [chunks, every, ...], padded at the end
+        leaf = jnp.asarray(leaf)
+        if pad:
+            leaf = jnp.concatenate([leaf, jnp.full((pad,) + leaf.shape[1:], fill, leaf.dtype)])
+        return leaf.reshape((chunks, every) + leaf.shape[1:])
+
+    xs_c = jax.tree_util.tree_map(lambda leaf: split(leaf, 0), xs)
+    if mask is None and not pad:
+
+        def chunk(carry, x):
+            return jax.lax.scan(body, carry, x, length=every, unroll=unroll)
+
+        inputs = xs_c
+    else:
+        keep = jnp.ones((num_steps,), bool) if mask is None else jnp.asarray(mask).astype(bool)
+
+        def chunk(carry, inputs):
+            return jax.lax.scan(masked_body, carry, inputs, length=every, unroll=unroll)
+
+        inputs = (xs_c, split(keep, False))
+    final, outs = jax.lax.scan(jax.checkpoint(chunk), state, inputs, length=chunks)
+    outs = jax.tree_util.tree_map(lambda o: o.reshape((chunks * every,) + o.shape[2:])[:num_steps], outs)
+    return final, outs

@@ -44,7 +44,8 @@ def test_equals_lax_scan_values_and_gradients(problem):
         return jnp.sum(final["h"] ** 2) + jnp.sum(sums)
 
     g_want = jax.grad(loss)(params, jax.lax.scan)
-    for kw in ({}, {"remat": True}, {"unroll": 3}):
+    # remat_chunk: 2 divides T = 6; 4 pads it to 8 with masked steps.
+    for kw in ({}, {"remat": True}, {"unroll": 3}, {"remat_chunk": 2}, {"remat_chunk": 4}):
         g_got = jax.grad(loss)(params, scan, **kw)
         chex.assert_trees_all_close(g_got, g_want, rtol=1e-5)
 
@@ -109,6 +110,47 @@ def test_trace_fn_stacks_states(problem):
     np.testing.assert_array_equal(np.asarray(trace), [1, 0, 2, 3, 0, 4])  # zeros on masked steps
 
 
+@pytest.mark.parametrize("every", [1, 4, 6, 50])
+def test_remat_chunk_equals_the_plain_scan_with_masks_traces_and_no_xs(problem, every):
+    # Chunked checkpointing changes what the backward pass keeps, never a value: masked
+    # steps, traces and an xs-less scan give what the plain scan gives, and so do the
+    # gradients through them (k >= T is the plain scan itself).
+    params, carry, xs = problem
+    mask = jnp.array([1, 1, 0, 1, 0, 1])
+    trace_fn = lambda c: c["n"]  # noqa: E731
+
+    def run(params, **kw):
+        return scan(lambda c, x: rnn_step(params, c, x), carry, xs, mask, trace_fn=trace_fn, **kw)
+
+    chex.assert_trees_all_close(run(params, remat_chunk=every), run(params), rtol=1e-6)
+
+    def loss(params, **kw):
+        final, ((hs, sums), _) = run(params, **kw)
+        return jnp.sum(final["h"] ** 2) + jnp.sum(sums * jnp.arange(1.0, T + 1))
+
+    chex.assert_trees_all_close(jax.grad(loss)(params, remat_chunk=every), jax.grad(loss)(params), rtol=1e-5)
+    counter = lambda c, _: (c + 1, c)  # noqa: E731
+    got = scan(counter, jnp.zeros(()), None, length=5, remat_chunk=every)
+    chex.assert_trees_all_close(got, scan(counter, jnp.zeros(()), None, length=5))
+
+
+def test_remat_chunk_keeps_fewer_residuals():
+    # What the backward pass keeps: a plain scan stacks the [D, D] carry of every step;
+    # chunks of k keep it at every k-th step (plus one chunk's during the backward).
+    big = 64
+
+    def loss(a, **kw):
+        final, _ = scan(lambda c, x: (jnp.tanh(a @ c) + x, None), jnp.eye(big), jnp.ones((48, big, big)), **kw)
+        return jnp.sum(final)
+
+    def temp_bytes(**kw):
+        compiled = jax.jit(jax.grad(lambda a: loss(a, **kw))).lower(jnp.eye(big)).compile()
+        return compiled.memory_analysis().temp_size_in_bytes
+
+    plain, chunked = temp_bytes(), temp_bytes(remat_chunk=6)
+    assert chunked < 0.5 * plain, (chunked, plain)
+
+
 def test_length_without_xs():
     final, out = scan(lambda c, _: (c + 1, c), jnp.zeros(()), None, length=4)
     assert float(final) == 4.0
@@ -137,6 +179,9 @@ def test_bad_inputs_name_the_argument():
         scan(step, jnp.zeros(()), None)
     with pytest.raises(ValueError, match=r"length: expected T = 3 \(the leading axis of xs\), got 5"):
         scan(step, jnp.zeros(()), jnp.zeros((3,)), length=5)
+    for bad in (0, -2, 2.5, True):
+        with pytest.raises(ValueError, match=r"remat_chunk: expected a positive integer or None, got"):
+            scan(step, jnp.zeros(()), jnp.zeros((3,)), remat_chunk=bad)
 
 
 def test_select_derivatives_equal_where_and_keep_only_the_small_mask():
