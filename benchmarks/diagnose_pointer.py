@@ -1,16 +1,19 @@
-"""Where a trained PANM's Mode-1 pointer goes wrong on long Copy/Reverse inputs.
+"""Where a trained PANM's Mode-1 pointer goes wrong on long Copy, Reverse and Mix inputs.
 
     python -m benchmarks.diagnose_pointer runs/reproduce/copy/panm-s0-quick23m [more run folders]
 
 For each run folder (a ``benchmarks.reproduce`` or ``panm-jax train`` run of PANM
-on Copy or Reverse) it restores the checkpoint selected on validation, decodes a
+on Copy, Reverse or Mix) it restores the checkpoint selected on validation, decodes a
 fixed test set at each length mode with traces, and measures, for the Mode-1 head
 that follows the task's rule best:
 
 * ``pointer``: how often the head's largest attention weight sits on the slot
   that holds the right token (Copy: output ``t`` reads slot ``t + 1``, after the
-  start delimiter; Reverse: slot ``n - t``);
-* ``token | pointer right`` and ``token | pointer wrong``: the token accuracy on
+  start delimiter; Reverse: slot ``n - t``; Mix: slot ``ceil(n / 2)`` at even
+  ``t``, slot 1 at odd ``t``, counting ``t`` from 0). Mix's two kinds of step
+  are reported apart (``steps``: ``middle`` and ``first``), each with the head
+  that follows it best;
+* ``token if pointer right`` and ``token if pointer wrong``: the token accuracy on
   the steps where it does and where it does not;
 * ``first miss``: the first output step at which the head misses on most
   examples. At evaluation the base address is 0, and the Pointer Units never see
@@ -47,7 +50,17 @@ def target_slots(task: str, lengths: np.ndarray, steps: int) -> np.ndarray:
         return np.broadcast_to(t + 1, (len(lengths), steps))
     if task == "reverse":
         return n - t
-    raise SystemExit(f"--task: expected copy or reverse (tasks whose pointer path is known), got {task!r}")
+    if task == "mix":  # y_t = x_ceil(n/2) at 1-indexed odd t (0-indexed even), x_1 otherwise
+        return np.where(t % 2 == 0, (n + 1) // 2, 1)
+    raise SystemExit(f"--task: expected copy, reverse or mix (tasks whose pointer path is known), got {task!r}")
+
+
+def step_groups(task: str, steps: int) -> dict[str, np.ndarray]:
+    """``{name: [T] bool}``: the output steps reported together (Mix's middle and first steps apart)."""
+    t = np.arange(steps)
+    if task == "mix":
+        return {"middle": t % 2 == 0, "first": t % 2 == 1}
+    return {"all": np.ones(steps, bool)}
 
 
 def pointer_summary(weights: np.ndarray, token_ok: np.ndarray, scored: np.ndarray, want: np.ndarray) -> dict:
@@ -63,8 +76,8 @@ def pointer_summary(weights: np.ndarray, token_ok: np.ndarray, scored: np.ndarra
         "head": head,
         "token %": 100 * token_ok[scored].mean(),
         "pointer %": 100 * hit[scored].mean(),
-        "token | pointer right %": 100 * token_ok[scored & hit].mean() if (scored & hit).any() else float("nan"),
-        "token | pointer wrong %": 100 * token_ok[scored & ~hit].mean() if (scored & ~hit).any() else float("nan"),
+        "token if pointer right %": 100 * token_ok[scored & hit].mean() if (scored & hit).any() else float("nan"),
+        "token if pointer wrong %": 100 * token_ok[scored & ~hit].mean() if (scored & ~hit).any() else float("nan"),
         "first miss": missed[0] if missed else "none",
         "max weight": float(weights[..., head, :].max(-1)[scored].mean()),
     }
@@ -99,10 +112,13 @@ def diagnose(workdir: Path, modes, examples: int):
         scored = np.asarray(batch.target_mask)
         token_ok = np.asarray(logits).argmax(-1) == batch.targets
         want = target_slots(config.task, np.asarray(batch.input_mask).sum(1), steps)
-        summary = pointer_summary(weights, token_ok, scored, want)
-        rows.append({"run": workdir.name, "step": meta["step"], "mode": mode, "length": steps, **summary})
-        head = summary["head"]
-        paths[mode] = [int(s) for s in weights[0, :, head].argmax(-1)[: int(scored[0].sum())]]
+        for group, which in step_groups(config.task, steps).items():
+            summary = pointer_summary(weights, token_ok, scored & which[None, :], want)
+            rows.append(
+                {"run": workdir.name, "step": meta["step"], "mode": mode, "length": steps, "steps": group, **summary}
+            )
+            head = summary["head"]
+            paths[(mode, group)] = [int(s) for s in weights[0, :, head].argmax(-1)[: int(scored[0].sum())]]
     return rows, paths
 
 
@@ -119,20 +135,24 @@ def main(argv=None) -> int:
         got, paths = diagnose(Path(run), modes, args.examples)
         rows += got
         last = modes[-1]
-        notes.append(
-            f"- `{Path(run).name}`, head {got[-1]['head']}, mode {last}: slot of the largest weight at "
-            f"each step: {' '.join(map(str, paths[last]))}"
-        )
+        for row in got:
+            if row["mode"] == last:
+                group = "" if row["steps"] == "all" else f" (the head of the {row['steps']} steps)"
+                notes.append(
+                    f"- `{Path(run).name}`, head {row['head']}{group}, mode {last}: slot of the largest weight at "
+                    f"each step: {' '.join(map(str, paths[(last, row['steps'])]))}"
+                )
     cols = [
         "run",
         "step",
         "mode",
         "length",
+        "steps",
         "head",
         "token %",
         "pointer %",
-        "token | pointer right %",
-        "token | pointer wrong %",
+        "token if pointer right %",
+        "token if pointer wrong %",
         "first miss",
         "max weight",
     ]
@@ -141,7 +161,8 @@ def main(argv=None) -> int:
         "'pointer %': how often the Mode-1 head's largest weight sits on the slot holding the right token; "
         "'first miss': the first output step (from 0) at which it misses on most examples; 'max weight': "
         "the mean of that head's largest weight. Evaluation uses base address 0, so all examples of one "
-        "length share one pointer path. Paths (slot 0 is the start delimiter; Copy's output t reads slot t+1):\n\n"
+        "length share one pointer path. 'steps': the output steps counted (Mix: 'middle' for x_ceil(n/2), "
+        "'first' for x_1). Paths (slot 0 is the start delimiter; Copy's output t reads slot t+1):\n\n"
         + "\n".join(notes)
     )
     common.write_results(

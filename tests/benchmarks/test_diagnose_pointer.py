@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.diagnose_pointer import pointer_summary, target_slots
+from benchmarks.diagnose_pointer import pointer_summary, step_groups, target_slots
 
 
 def test_target_slots_of_copy_and_reverse():
@@ -13,8 +13,19 @@ def test_target_slots_of_copy_and_reverse():
     lengths = np.array([5, 4])  # n + 2 rows: n = 3 and n = 2
     np.testing.assert_array_equal(target_slots("copy", lengths, 3), [[1, 2, 3], [1, 2, 3]])
     np.testing.assert_array_equal(target_slots("reverse", lengths, 3), [[3, 2, 1], [2, 1, 0]])
-    with pytest.raises(SystemExit, match="--task: expected copy or reverse"):
-        target_slots("mix", lengths, 3)
+    with pytest.raises(SystemExit, match="--task: expected copy, reverse or mix"):
+        target_slots("priority_sort", lengths, 3)
+
+
+def test_target_slots_and_step_groups_of_mix():
+    # Mix of n = 5 tokens (3 1 4 1 5 -> 4 3 4 3 4): the middle x_3 (slot 3) at steps 0, 2, 4, x_1 (slot 1)
+    # at steps 1, 3; n = 4: the middle is x_2 (slot 2).
+    lengths = np.array([7, 6])
+    np.testing.assert_array_equal(target_slots("mix", lengths, 5), [[3, 1, 3, 1, 3], [2, 1, 2, 1, 2]])
+    groups = step_groups("mix", 5)
+    np.testing.assert_array_equal(groups["middle"], [True, False, True, False, True])
+    np.testing.assert_array_equal(groups["first"], ~groups["middle"])
+    assert list(step_groups("copy", 3)) == ["all"] and step_groups("copy", 3)["all"].all()
 
 
 def test_pointer_summary_picks_the_following_head_and_the_first_miss():
@@ -34,8 +45,8 @@ def test_pointer_summary_picks_the_following_head_and_the_first_miss():
     assert got["head"] == 1 and got["first miss"] == 2
     assert got["pointer %"] == pytest.approx(75.0)  # 6 of 8 steps
     assert got["token %"] == pytest.approx(75.0)
-    assert got["token | pointer right %"] == pytest.approx(100 * 5 / 6)  # one wrong token where it points right
-    assert got["token | pointer wrong %"] == pytest.approx(50.0)
+    assert got["token if pointer right %"] == pytest.approx(100 * 5 / 6)  # one wrong token where it points right
+    assert got["token if pointer wrong %"] == pytest.approx(50.0)
     assert got["max weight"] == pytest.approx(0.7)
     # Steps that are not scored (padding) are left out of every figure.
     scored[:, 2] = False
