@@ -106,8 +106,8 @@ def scan(
       remat_chunk: ``k``: scan over chunks of ``k`` steps, each chunk under
         ``jax.checkpoint``, so that the backward pass keeps the carry at every
         ``k``-th step (and one chunk's residuals at a time) instead of at every
-        step. ``T`` need not be a multiple of ``k``: the last chunk is padded
-        with masked steps. ``None`` (default) or ``k >= T``: a plain scan.
+        step. ``T`` need not be a multiple of ``k``: the last ``T mod k`` steps
+        run as a plain scan. ``None`` (default) or ``k >= T``: a plain scan.
       unroll: passed to ``lax.scan``: steps unrolled per loop iteration.
       length: the number of steps when ``xs`` is ``None``.
       trace_fn: if given, outputs are ``(out, trace)`` with
@@ -166,36 +166,30 @@ def scan(
 
 
 def _chunked_scan(masked_body, body, state, xs, mask, num_steps: int, every: int, unroll):
-    """``scan`` as ``ceil(T / every)`` chunks of ``every`` steps, each chunk under ``jax.checkpoint``.
+    """``scan`` as ``T // every`` chunks of ``every`` steps, each under ``jax.checkpoint``, then the rest.
 
     The outer scan's residuals are the carry at each chunk's start; the backward
-    pass reruns one chunk's forward at a time. Padding steps (to a whole number
-    of chunks) are masked: the carry passes through them and their outputs are
-    dropped.
+    pass reruns one chunk's forward at a time. The last ``T % every`` steps run
+    as a plain scan after the chunks (no padding, so an unmasked scan needs no
+    per-step select).
     """
-    chunks = -(-num_steps // every)
-    pad = chunks * every - num_steps
-
-    def split(leaf, fill):  # [T, ...] -> [chunks, every, ...], padded at the end
-        leaf = jnp.asarray(leaf)
-        if pad:
-            leaf = jnp.concatenate([leaf, jnp.full((pad,) + leaf.shape[1:], fill, leaf.dtype)])
-        return leaf.reshape((chunks, every) + leaf.shape[1:])
-
-    xs_c = jax.tree_util.tree_map(lambda leaf: split(leaf, 0), xs)
-    if mask is None and not pad:
-
-        def chunk(carry, x):
-            return jax.lax.scan(body, carry, x, length=every, unroll=unroll)
-
-        inputs = xs_c
+    chunks, rest = divmod(num_steps, every)
+    cut = chunks * every
+    if mask is None:
+        step_fn, inputs = body, xs
     else:
-        keep = jnp.ones((num_steps,), bool) if mask is None else jnp.asarray(mask).astype(bool)
+        step_fn, inputs = masked_body, (xs, jnp.asarray(mask).astype(bool))
 
-        def chunk(carry, inputs):
-            return jax.lax.scan(masked_body, carry, inputs, length=every, unroll=unroll)
+    def part(lo, hi):  # the steps [lo, hi) of every input leaf
+        return jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf)[lo:hi], inputs)
 
-        inputs = (xs_c, split(keep, False))
-    final, outs = jax.lax.scan(jax.checkpoint(chunk), state, inputs, length=chunks)
-    outs = jax.tree_util.tree_map(lambda o: o.reshape((chunks * every,) + o.shape[2:])[:num_steps], outs)
-    return final, outs
+    def chunk(carry, x):
+        return jax.lax.scan(step_fn, carry, x, length=every, unroll=unroll)
+
+    head = jax.tree_util.tree_map(lambda leaf: leaf.reshape((chunks, every) + leaf.shape[1:]), part(0, cut))
+    carry, outs = jax.lax.scan(jax.checkpoint(chunk), state, head, length=chunks)
+    outs = jax.tree_util.tree_map(lambda o: o.reshape((cut,) + o.shape[2:]), outs)
+    if not rest:
+        return carry, outs
+    carry, tail = jax.lax.scan(step_fn, carry, part(cut, num_steps), length=rest, unroll=unroll)
+    return carry, jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), outs, tail)

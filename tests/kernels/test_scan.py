@@ -44,7 +44,7 @@ def test_equals_lax_scan_values_and_gradients(problem):
         return jnp.sum(final["h"] ** 2) + jnp.sum(sums)
 
     g_want = jax.grad(loss)(params, jax.lax.scan)
-    # remat_chunk: 2 divides T = 6; 4 pads it to 8 with masked steps.
+    # remat_chunk: 2 divides T = 6; 4 leaves a rest of 2 steps, run after the chunk.
     for kw in ({}, {"remat": True}, {"unroll": 3}, {"remat_chunk": 2}, {"remat_chunk": 4}):
         g_got = jax.grad(loss)(params, scan, **kw)
         chex.assert_trees_all_close(g_got, g_want, rtol=1e-5)

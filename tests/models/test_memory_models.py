@@ -219,7 +219,7 @@ def test_configs_have_the_documented_defaults_and_reject_bad_values():
 
 @pytest.mark.parametrize("name", ["ntm", "dnc"])
 def test_remat_chunk_gives_the_same_outputs_and_gradients(name):
-    # Chunks of 5 of the T = 12 steps (the last padded), inputs with padding: the
+    # Chunks of 5 of the T = 12 steps (and a rest of 2), inputs with padding: the
     # backward pass recomputes each chunk; values and gradients are unchanged.
     x, mask = _inputs()
     got = []
