@@ -159,7 +159,7 @@ class _ControllerConfig:
     max_steps: int = 256  # Transformer cache: the most steps T_in + T_out of one sequence
     remat: bool = False  # recompute each step in the backward pass (jax.checkpoint): less memory
     # Keep the state for the backward pass only every k steps and recompute each chunk of k steps
-    # (kernels/scan.py, remat_chunk); 0: every step's. DNC N = 256, T = 50: 902 -> 236 MiB at k = 7.
+    # (kernels/scan.py, remat_chunk); 0: every step's. DNC N = 256, T = 50: 902 -> 211 MiB at k = 5.
     remat_chunk: int = 0
 
     # The controller kinds a model of this config accepts (the CLI lists them).
