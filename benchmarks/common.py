@@ -152,6 +152,22 @@ def time_calls(fn: Callable[[], Any], *, warmup: int = 1, repeats: int = 5) -> d
     return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times)}
 
 
+def time_alternately(
+    compiled: dict[Any, tuple[Callable, Any, Any]], rounds: int, repeats: int
+) -> dict[Any, list[float]]:
+    """``{key: [each round's median seconds]}`` of compiled steps ``{key: (step, state, batch)}``, timed in turn.
+
+    Each round times every step ``repeats`` times after one warm-up call, one key after another, so that a
+    machine whose speed drifts between runs cannot favour one of them.
+    """
+    times: dict[Any, list[float]] = {key: [] for key in compiled}
+    for _ in range(rounds):
+        for key, (step, state, batch) in compiled.items():
+            t = time_calls(lambda s=step, a=state, b=batch: s(a, b), warmup=1, repeats=repeats)
+            times[key].append(t["median_s"])
+    return times
+
+
 def matmul_rate(batch: int, k: int, n: int, repeats: int = 20) -> float:
     """Dense matmul GFLOP/s at the shape [B, k] x [k, n] (then back through [n, k]).
 

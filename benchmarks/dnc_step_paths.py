@@ -43,11 +43,7 @@ def compare(case: speed.Case, rounds: int, repeats: int) -> dict:
         _, metrics = step(state, batch)
         losses[path] = float(metrics["loss"])
     np.testing.assert_allclose(losses["cpu"], losses["xla"], rtol=1e-4, err_msg=f"{case.label}: the two paths' loss")
-    times: dict[str, list[float]] = {path: [] for path in PATHS}
-    for _ in range(rounds):
-        for path, (step, state, batch) in compiled.items():
-            t = common.time_calls(lambda s=step, a=state, b=batch: s(a, b), warmup=1, repeats=repeats)
-            times[path].append(t["median_s"])
+    times = common.time_alternately(compiled, rounds, repeats)
     xla_s, kernel_s = (statistics.median(times[p]) for p in PATHS)
     return {
         "case": case.label,

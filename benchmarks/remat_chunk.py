@@ -43,11 +43,7 @@ def compare(case: speed.Case, everys: list[int], rounds: int, repeats: int) -> l
     losses = {k: float(step(state, batch)[1]["loss"]) for k, (step, state, batch, _) in built.items()}
     for k, loss in losses.items():
         np.testing.assert_allclose(loss, losses[everys[0]], rtol=1e-4, err_msg=f"{case.label}: the loss at k = {k}")
-    times: dict[int, list[float]] = {k: [] for k in everys}
-    for _ in range(rounds):
-        for k, (step, state, batch, _) in built.items():
-            t = common.time_calls(lambda s=step, a=state, b=batch: s(a, b), warmup=1, repeats=repeats)
-            times[k].append(t["median_s"])
+    times = common.time_alternately({k: b[:3] for k, b in built.items()}, rounds, repeats)
     base = statistics.median(times[everys[0]])
     return [
         {

@@ -31,6 +31,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from panm_jax.checks import positive_int
+
 State = TypeVar("State")
 
 __all__ = ["scan", "select"]
@@ -119,7 +121,7 @@ def scan(
     Raises:
       ValueError: when the leaves of ``xs`` disagree on ``T``, when ``mask`` is not
         ``[T]``, when neither ``xs`` nor ``length`` gives ``T``, or when
-        ``remat_chunk`` is not a positive integer.
+        ``remat_chunk`` is neither ``None`` nor a positive integer.
     """
     sizes = _leading_sizes(xs)
     if -1 in sizes:
@@ -135,10 +137,8 @@ def scan(
     else:
         num_steps = int(length)
 
-    if remat_chunk is not None and (
-        isinstance(remat_chunk, bool) or not isinstance(remat_chunk, int | np.integer) or remat_chunk < 1
-    ):
-        raise ValueError(f"remat_chunk: expected a positive integer or None, got {remat_chunk!r}")
+    if remat_chunk is not None:
+        remat_chunk = positive_int("remat_chunk", remat_chunk)
     if mask is not None and np.shape(mask) != (num_steps,):
         raise ValueError(f"mask: expected shape [T] = ({num_steps},), got {tuple(np.shape(mask))}")
 
@@ -158,15 +158,18 @@ def scan(
         out = jax.tree_util.tree_map(lambda o: jnp.where(keep, o, jnp.zeros_like(o)), out)
         return new_carry, out
 
-    if remat_chunk is not None and remat_chunk < num_steps:
-        return _chunked_scan(masked_body, body, state, xs, mask, num_steps, int(remat_chunk), unroll)
     if mask is None:
-        return jax.lax.scan(body, state, xs, length=num_steps, unroll=unroll)
-    return jax.lax.scan(masked_body, state, (xs, jnp.asarray(mask).astype(bool)), length=num_steps, unroll=unroll)
+        step_fn, inputs = body, xs
+    else:
+        step_fn, inputs = masked_body, (xs, jnp.asarray(mask).astype(bool))
+    if remat_chunk is not None and remat_chunk < num_steps:
+        return _chunked_scan(step_fn, state, inputs, num_steps, remat_chunk, unroll)
+    return jax.lax.scan(step_fn, state, inputs, length=num_steps, unroll=unroll)
 
 
-def _chunked_scan(masked_body, body, state, xs, mask, num_steps: int, every: int, unroll):
-    """``scan`` as ``T // every`` chunks of ``every`` steps, each under ``jax.checkpoint``, then the rest.
+def _chunked_scan(step_fn, state, inputs, num_steps: int, every: int, unroll):
+    """``lax.scan(step_fn, state, inputs)`` as ``T // every`` chunks of ``every`` steps, each under
+    ``jax.checkpoint``, then the rest.
 
     The outer scan's residuals are the carry at each chunk's start; the backward
     pass reruns one chunk's forward at a time. The last ``T % every`` steps run
@@ -175,10 +178,6 @@ def _chunked_scan(masked_body, body, state, xs, mask, num_steps: int, every: int
     """
     chunks, rest = divmod(num_steps, every)
     cut = chunks * every
-    if mask is None:
-        step_fn, inputs = body, xs
-    else:
-        step_fn, inputs = masked_body, (xs, jnp.asarray(mask).astype(bool))
 
     def part(lo, hi):  # the steps [lo, hi) of every input leaf
         return jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf)[lo:hi], inputs)
