@@ -1,7 +1,7 @@
 """Range evaluation on the Chomsky-hierarchy tasks: train short, score every long length.
 
     .venv/bin/python -m benchmarks.chomsky [--tasks parity_check,reverse_string] [--models lstm,stack_rnn]
-        [--minutes 2] [--length-step 1] [--examples-per-length 64] [--seeds 0] [--name NAME]
+        [--minutes 2 | --steps 2000] [--length-step 1] [--examples-per-length 64] [--seeds 0] [--name NAME]
 
 The protocol of Delétang et al. (2023), *Neural Networks and the Chomsky
 Hierarchy* (ICLR 2023): train on lengths ``N ~ U{1..40}``; test at every length
@@ -13,14 +13,17 @@ on fresh examples at the *training* lengths (the task's ``"1-40"`` mode: no test
 length is looked at), and range-evaluates it
 (``panm_jax.train.range_eval.range_evaluate``: one compiled program per
 power-of-two length bucket). It writes, under ``benchmarks/results/<device>/``,
-``chomsky_<name>.{md,json,csv}`` (one row per task and model: score, per-level
-means, steps trained, the published score where the paper gives one) and
+``chomsky_<name>.{md,json,csv}`` (one row per task and model: score, steps
+trained, the published score where the paper gives one; then each model's mean
+per level of the hierarchy) and
 ``chomsky_<name>_<task>.png`` (accuracy against length, one line per model).
 Nothing is written to ``benchmarks/results`` without ``--name``.
 
 Our budget, not the paper's: the paper trains 1,000,000 steps per run over 10
 seeds and 3 learning rates and reports the best; here each run gets
-``--minutes`` of training (Adam 1e-3, global-norm clip 1, batch 128), and
+``--minutes`` of training, or ``--steps`` training steps (a budget that does not
+depend on the machine's speed or on other work sharing it; compilation and
+validation are not counted), with Adam 1e-3, global-norm clip 1, batch 128, and
 ``--length-step k`` evaluates every ``k``-th length of ``41..500`` (plus 500) with
 ``--examples-per-length`` examples each. Every table states the budget it ran
 under.
@@ -65,16 +68,19 @@ PUBLISHED: dict[str, dict[str, float]] = {
 }
 
 
-def make_config(task: str, model: str, seed: int, minutes: float, max_train: int, max_test: int) -> TrainConfig:
-    """The CPU-budget run of ``model`` on ``task``: Adam 1e-3, clip 1, batch 128, ``minutes`` of training,
-    the checkpoint selected on the training lengths."""
+def make_config(
+    task: str, model: str, seed: int, minutes: float | None, max_train: int, max_test: int, steps: int | None = None
+) -> TrainConfig:
+    """The CPU-budget run of ``model`` on ``task``: Adam 1e-3, clip 1, batch 128, ``minutes`` of training or
+    ``steps`` steps (whichever is given; both: whichever ends first), the checkpoint selected on the training
+    lengths."""
     t = get_task(task, max_train_length=max_train, max_test_length=max_test)
     select = next(m for m in t.test_modes if t.test_modes[m].hi == max_train)
     return TrainConfig(
         task=task,
         model=model,
         seed=seed,
-        num_steps=1_000_000,
+        num_steps=steps if steps is not None else 1_000_000,
         max_minutes=minutes,
         batch_size=128,
         task_options={"max_train_length": max_train, "max_test_length": max_test},
@@ -129,12 +135,24 @@ def range_record(workdir: Path, config: TrainConfig, lengths: list[int], example
     return record
 
 
+def per_level(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per level of the hierarchy (in the order met): each model's mean score over that level's rows."""
+    cells: dict[str, dict[str, list[float]]] = {}
+    for r in rows:
+        cells.setdefault(r["level"], {}).setdefault(r["model"], []).append(r["score"])
+    return [
+        {"level": level, **{m: round(sum(v) / len(v), 1) for m, v in by_model.items()}}
+        for level, by_model in cells.items()
+    ]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tasks", default=",".join(TASKS))
     p.add_argument("--models", default=",".join(MODELS))
     p.add_argument("--seeds", default="0", help="comma-separated seeds")
-    p.add_argument("--minutes", type=float, default=2.0, help="training minutes per task, model and seed")
+    p.add_argument("--minutes", type=float, default=None, help="training minutes per task, model and seed (2)")
+    p.add_argument("--steps", type=int, default=None, help="training steps per task, model and seed, instead")
     p.add_argument("--max-train-length", type=int, default=40)
     p.add_argument("--max-test-length", type=int, default=500)
     p.add_argument("--length-step", type=int, default=1, help="evaluate every k-th test length (and the last)")
@@ -145,8 +163,22 @@ def main(argv=None) -> int:
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     seeds = [int(s) for s in args.seeds.split(",")]
-    if args.minutes <= 0 or args.length_step < 1 or args.examples_per_length < 1:
-        raise SystemExit("--minutes, --length-step and --examples-per-length: expected positive numbers")
+    if args.minutes is None and args.steps is None:
+        args.minutes = 2.0
+    if (
+        (args.minutes is not None and args.minutes <= 0)
+        or (args.steps is not None and args.steps < 1)
+        or args.length_step < 1
+        or args.examples_per_length < 1
+    ):
+        raise SystemExit("--minutes, --steps, --length-step and --examples-per-length: expected positive numbers")
+    budget = "-".join(
+        ([f"{args.minutes:g}m"] if args.minutes is not None else []) + ([f"{args.steps}steps"] if args.steps else [])
+    )
+    described = " and at most ".join(
+        ([f"{args.minutes:g} minutes of training"] if args.minutes is not None else [])
+        + ([f"{args.steps:,} training steps"] if args.steps else [])
+    )
     lo, hi = args.max_train_length + 1, args.max_test_length
     lengths = sorted(set(range(lo, hi + 1, args.length_step)) | {hi})
     from panm_jax.train.loop import train_and_evaluate
@@ -157,8 +189,10 @@ def main(argv=None) -> int:
         level = get_task(task).level
         for model in models:
             for seed in seeds:
-                config = make_config(task, model, seed, args.minutes, args.max_train_length, args.max_test_length)
-                workdir = Path(args.workdir) / task / f"{model}-s{seed}-{args.minutes:g}m"
+                config = make_config(
+                    task, model, seed, args.minutes, args.max_train_length, args.max_test_length, args.steps
+                )
+                workdir = Path(args.workdir) / task / f"{model}-s{seed}-{budget}"
                 if not finished(workdir, config):
                     print(f"== {model} on {task}, seed {seed} -> {workdir}", flush=True)
                     train_and_evaluate(config, workdir, progress=False)
@@ -204,6 +238,8 @@ def main(argv=None) -> int:
         "eval_seconds",
     ]
     print(common.markdown_table(rows, cols))
+    levels = per_level(rows)
+    print(common.markdown_table(levels, ["level", *models]))
     if not args.name:
         print("(not recorded: give --name to write benchmarks/results/<device>/chomsky_NAME.*)")
         return 0
@@ -212,13 +248,17 @@ def main(argv=None) -> int:
     notes = (
         f"Score: token accuracy (%) averaged over the test lengths {lo}..{hi} (every {args.length_step}-th length "
         f"and {hi}: {len(lengths)} lengths, {args.examples_per_length} examples each), of the checkpoint best on "
-        f"fresh examples at the training lengths 1..{args.max_train_length}. Budget: {args.minutes:g} minutes of "
-        "training per run (Adam 1e-3, global-norm clip 1, batch 128, default model sizes), seeds "
+        f"fresh examples at the training lengths 1..{args.max_train_length}. Budget: {described} per run "
+        "(Adam 1e-3, global-norm clip 1, batch 128, default model sizes), seeds "
         f"{','.join(map(str, seeds))}; the paper's runs train 1,000,000 steps and it reports the best of 10 seeds "
         "and 3 learning rates, so 'difference' measures the budget as much as the model. 'published': "
         "Delétang et al. 2023, Neural Networks and the Chomsky Hierarchy (ICLR 2023), token accuracy of the "
         "best run, where it gives one for that task and model. 'compiles': eval-step compilations of the range "
         "evaluation (one per power-of-two length bucket); 'eval_seconds': its wall time."
+    )
+    notes += (
+        "\n\nMean score (%) per level of the hierarchy, over the tasks and seeds of this run:\n\n"
+        + common.markdown_table(levels, ["level", *models])
     )
     env = common.environment()
     common.write_results(name, "Chomsky-hierarchy tasks: range evaluation", rows, cols, env, notes, command)

@@ -26,3 +26,23 @@ def test_every_published_cell_names_a_task_and_model_of_the_runner():
 def test_bad_budgets_are_refused():
     with pytest.raises(SystemExit, match="expected positive numbers"):
         chomsky.main(["--minutes", "0"])
+
+
+def test_a_step_budget_sets_the_steps_and_no_time_limit():
+    config = chomsky.make_config("parity_check", "stack_rnn", 1, None, 40, 500, steps=2000)
+    assert config.num_steps == 2000 and config.max_minutes is None and config.seed == 1
+    with pytest.raises(SystemExit, match="expected positive numbers"):
+        chomsky.main(["--steps", "0"])
+
+
+def test_per_level_means_average_each_models_scores_within_a_level():
+    rows = [
+        {"level": "regular", "model": "lstm", "score": 100.0},
+        {"level": "regular", "model": "lstm", "score": 50.0},
+        {"level": "regular", "model": "stack_rnn", "score": 60.0},
+        {"level": "context_free", "model": "lstm", "score": 55.0},
+    ]
+    assert chomsky.per_level(rows) == [
+        {"level": "regular", "lstm": 75.0, "stack_rnn": 60.0},
+        {"level": "context_free", "lstm": 55.0},
+    ]
