@@ -1,7 +1,8 @@
 """Range evaluation on the Chomsky-hierarchy tasks: train short, score every long length.
 
     .venv/bin/python -m benchmarks.chomsky [--tasks parity_check,reverse_string] [--models lstm,stack_rnn]
-        [--minutes 2 | --steps 2000] [--length-step 1] [--examples-per-length 64] [--seeds 0] [--name NAME]
+        [--minutes 2 | --steps 2000] [--length-step 1] [--examples-per-length 64] [--seeds 0]
+        [--set stack_rnn.stack_size=512] [--name NAME]
 
 The protocol of Delétang et al. (2023), *Neural Networks and the Chomsky
 Hierarchy* (ICLR 2023): train on lengths ``N ~ U{1..40}``; test at every length
@@ -45,6 +46,7 @@ from typing import Any
 import jax
 
 from benchmarks import common
+from benchmarks.reproduce import options_tag, parse_model_sets
 from panm_jax.tasks import get_task
 from panm_jax.train.config import OptimizerConfig, TrainConfig
 from panm_jax.train.io import atomic_write_text
@@ -157,12 +159,20 @@ def main(argv=None) -> int:
     p.add_argument("--max-test-length", type=int, default=500)
     p.add_argument("--length-step", type=int, default=1, help="evaluate every k-th test length (and the last)")
     p.add_argument("--examples-per-length", type=int, default=64)
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="MODEL.OPTION=VALUE",
+        help="one model option of one model (repeatable), e.g. stack_rnn.stack_size=512; joins the run's name",
+    )
     p.add_argument("--workdir", default="runs/chomsky")
     p.add_argument("--name", default=None, help="record the tables under benchmarks/results/<device>/chomsky_NAME.*")
     args = p.parse_args(argv)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     seeds = [int(s) for s in args.seeds.split(",")]
+    model_sets = parse_model_sets(args.set, models)
     if args.minutes is None and args.steps is None:
         args.minutes = 2.0
     if (
@@ -192,7 +202,11 @@ def main(argv=None) -> int:
                 config = make_config(
                     task, model, seed, args.minutes, args.max_train_length, args.max_test_length, args.steps
                 )
-                workdir = Path(args.workdir) / task / f"{model}-s{seed}-{budget}"
+                options = model_sets.get(model, {})
+                if options:
+                    config = config.replace(model_options={**config.model_options, **options})
+                label = model + options_tag(options)  # a variant is its own run and its own column
+                workdir = Path(args.workdir) / task / f"{label}-s{seed}-{budget}"
                 if not finished(workdir, config):
                     print(f"== {model} on {task}, seed {seed} -> {workdir}", flush=True)
                     train_and_evaluate(config, workdir, progress=False)
@@ -209,7 +223,7 @@ def main(argv=None) -> int:
                     {
                         "task": task,
                         "level": level,
-                        "model": model,
+                        "model": label,
                         "seed": seed,
                         "steps": steps,
                         "selected_step": record.get("step"),
@@ -220,9 +234,9 @@ def main(argv=None) -> int:
                         "eval_seconds": round(record.get("wall_seconds", 0.0), 1),
                     }
                 )
-                per_task.setdefault(task, []).append(record)
+                per_task.setdefault(task, []).append({**record, "model": label})
                 print(
-                    f"   {task} {model} s{seed}: {score:.1f}% over {len(lengths)} lengths ({steps} steps)", flush=True
+                    f"   {task} {label} s{seed}: {score:.1f}% over {len(lengths)} lengths ({steps} steps)", flush=True
                 )
     cols = [
         "task",
@@ -239,7 +253,8 @@ def main(argv=None) -> int:
     ]
     print(common.markdown_table(rows, cols))
     levels = per_level(rows)
-    print(common.markdown_table(levels, ["level", *models]))
+    labels = [m + options_tag(model_sets.get(m, {})) for m in models]
+    print(common.markdown_table(levels, ["level", *labels]))
     if not args.name:
         print("(not recorded: give --name to write benchmarks/results/<device>/chomsky_NAME.*)")
         return 0
@@ -258,7 +273,7 @@ def main(argv=None) -> int:
     )
     notes += (
         "\n\nMean score (%) per level of the hierarchy, over the tasks and seeds of this run:\n\n"
-        + common.markdown_table(levels, ["level", *models])
+        + common.markdown_table(levels, ["level", *labels])
     )
     env = common.environment()
     common.write_results(name, "Chomsky-hierarchy tasks: range evaluation", rows, cols, env, notes, command)

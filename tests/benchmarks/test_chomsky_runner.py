@@ -46,3 +46,8 @@ def test_per_level_means_average_each_models_scores_within_a_level():
         {"level": "regular", "lstm": 75.0, "stack_rnn": 60.0},
         {"level": "context_free", "lstm": 55.0},
     ]
+
+
+def test_a_set_option_must_name_a_model_of_the_run():
+    with pytest.raises(SystemExit, match="not one of --models"):
+        chomsky.main(["--models", "lstm", "--set", "stack_rnn.stack_size=512"])
