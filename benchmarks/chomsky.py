@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -259,7 +260,7 @@ def main(argv=None) -> int:
         print("(not recorded: give --name to write benchmarks/results/<device>/chomsky_NAME.*)")
         return 0
     name = f"chomsky_{args.name}"
-    command = ".venv/bin/python -m benchmarks.chomsky " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = ".venv/bin/python -m benchmarks.chomsky " + shlex.join(argv if argv is not None else sys.argv[1:])
     notes = (
         f"Score: token accuracy (%) averaged over the test lengths {lo}..{hi} (every {args.length_step}-th length "
         f"and {hi}: {len(lengths)} lengths, {args.examples_per_length} examples each), of the checkpoint best on "

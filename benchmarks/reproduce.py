@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import statistics
 import sys
 from pathlib import Path
@@ -534,7 +535,7 @@ def write_summary(args, tables: dict[str, list[dict[str, Any]]], env, argv, minu
     cols = ["task", "model", "row", "selected_on", "seeds", "steps", "best_step", *MODES]
     rows = [{"task": task, **row} for task, task_rows in tables.items() for row in task_rows]
     name = results_name(f"reproduce_{args.table}", args, minutes, model_sets)
-    command = "python -m benchmarks.reproduce " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m benchmarks.reproduce " + shlex.join(argv if argv is not None else sys.argv[1:])
     missing = [
         f"{task}/{model}"
         for task, task_rows in tables.items()

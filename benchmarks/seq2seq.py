@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import statistics
 import sys
 from pathlib import Path
@@ -230,7 +231,7 @@ def main(argv=None) -> int:
             cols,
             common.environment(),
             notes,
-            "python -m benchmarks.seq2seq " + " ".join(argv),
+            "python -m benchmarks.seq2seq " + shlex.join(argv),
         )
         out = common.RESULTS_DIR / common.device_slug()
         lines = [",".join(cols)] + [",".join(str(r.get(c, "")).replace(",", ";") for c in cols) for r in rows]
