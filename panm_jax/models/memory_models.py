@@ -95,7 +95,9 @@ Defaults and their sources (our choices are marked as such):
     fed back (``read_cells``; Joulin & Mikolov's ``s^k``); actions and pushed
     value one linear layer of ``h_t`` (softmax, sigmoid: the kernel's).
     The stack is fixed-size (not ``T_in + T_out`` as the Stack-LSTM's): a
-    push past the bottom drops the bottom cell.
+    push past the bottom drops the bottom cell, so it keeps the last ``S``
+    pushed values only, and a task whose test inputs are longer (the Chomsky range
+    evaluation's lengths up to 500) needs ``stack_size`` raised to their length.
   - Tape-RNN: ``S = 40`` circular cells (the tape size of their released
     example), five actions from one linear layer, the written value from an
     MLP with hidden layers ``value_layers = (64, 64)`` (ReLU; the kernel's
