@@ -47,7 +47,7 @@ from typing import Any
 import jax
 
 from benchmarks import common
-from benchmarks.reproduce import options_tag, parse_model_sets
+from benchmarks.reproduce import options_tag, parse_model_sets, steps_trained
 from panm_jax.tasks import get_task
 from panm_jax.train.config import OptimizerConfig, TrainConfig
 from panm_jax.train.io import atomic_write_text
@@ -183,13 +183,11 @@ def main(argv=None) -> int:
         or args.examples_per_length < 1
     ):
         raise SystemExit("--minutes, --steps, --length-step and --examples-per-length: expected positive numbers")
-    budget = "-".join(
-        ([f"{args.minutes:g}m"] if args.minutes is not None else []) + ([f"{args.steps}steps"] if args.steps else [])
+    limits = ([(f"{args.minutes:g}m", f"{args.minutes:g} minutes of training")] if args.minutes is not None else []) + (
+        [(f"{args.steps}steps", f"{args.steps:,} training steps")] if args.steps is not None else []
     )
-    described = " and at most ".join(
-        ([f"{args.minutes:g} minutes of training"] if args.minutes is not None else [])
-        + ([f"{args.steps:,} training steps"] if args.steps else [])
-    )
+    budget = "-".join(tag for tag, _ in limits)  # the run folder's suffix
+    described = " and at most ".join(text for _, text in limits)
     lo, hi = args.max_train_length + 1, args.max_test_length
     lengths = sorted(set(range(lo, hi + 1, args.length_step)) | {hi})
     from panm_jax.train.loop import train_and_evaluate
@@ -212,12 +210,7 @@ def main(argv=None) -> int:
                     print(f"== {model} on {task}, seed {seed} -> {workdir}", flush=True)
                     train_and_evaluate(config, workdir, progress=False)
                 record = range_record(workdir, config, lengths, args.examples_per_length)
-                logged = [
-                    json.loads(line)
-                    for line in (workdir / "metrics.jsonl").read_text().splitlines()
-                    if line.strip().startswith("{")
-                ]
-                steps = max((r.get("step", 0) for r in logged if "loss" in r), default=0)
+                steps = steps_trained(workdir)
                 published = PUBLISHED.get(task, {}).get(model)
                 score = 100 * record["score"]
                 rows.append(
