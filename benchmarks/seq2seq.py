@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import common
+from benchmarks.reproduce import finished_results, steps_trained
 from panm_jax.train.config import OptimizerConfig, TrainConfig
 from panm_jax.train.io import atomic_write_text
 
@@ -98,14 +99,10 @@ def folder(workdir: Path, item: str, model: str, seed: int) -> Path:
 
 
 def finished(path: Path, config: TrainConfig) -> dict[str, Any] | None:
-    results = path / "results.json"
-    if not results.exists():
-        return None
-    record = json.loads(results.read_text())
-    if record.get("config") != config.to_dict():
-        return None
-    logged = [json.loads(line) for line in (path / "metrics.jsonl").read_text().splitlines() if line.startswith("{")]
-    record["steps_trained"] = max((r.get("step", 0) for r in logged if "loss" in r), default=0)
+    """The results of a run that ended in ``path`` with this exact config, with the steps it trained; else None."""
+    record = finished_results(path, config)
+    if record is not None:
+        record["steps_trained"] = steps_trained(path)
     return record
 
 
