@@ -9,7 +9,7 @@
   itself; the fixture clears chex's global trace counter so that a test (or a
   parametrized case, or a rerun) starts from zero.
 
-The session shares one persistent compilation cache (see below).
+The session shares one persistent compilation cache and compiles at LLVM level 0 (see below).
 """
 
 from __future__ import annotations
@@ -27,6 +27,15 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 # Generated task data (the Mathematics pools) kept for the session only, not in ~/.cache.
 os.environ.setdefault("PANM_JAX_CACHE_DIR", tempfile.mkdtemp(prefix="panm_jax_test_data_"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+# XLA's backend optimisation level 0 for the session and for the subprocesses the
+# tests start (they inherit the environment): the tests compile hundreds of small
+# programs and run each for a few steps, so compiling dominates, and at the default
+# level the suite takes about half as long again. The assertions are the same at
+# either level; CI (.ci/run) also runs the kernels' tests at the default level
+# (PANM_JAX_TEST_XLA_OPT=default), the code users run.
+_LEVEL_0 = "--xla_backend_optimization_level=0"
+if os.environ.get("PANM_JAX_TEST_XLA_OPT") != "default" and _LEVEL_0 not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS"), _LEVEL_0]))
 
 import chex  # noqa: E402
 import jax  # noqa: E402  (after the cache settings)

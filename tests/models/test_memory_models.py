@@ -227,7 +227,7 @@ def test_remat_chunk_gives_the_same_outputs_and_gradients():
     for every in (0, 5):
         graphdef, params = nnx.split(_model(name, remat_chunk=every))
         loss = lambda p, g=graphdef: jnp.sum(nnx.merge(g, p)(x, mask, T_OUT) ** 2)  # noqa: E731
-        got.append(jax.value_and_grad(loss)(params))
+        got.append(jax.jit(jax.value_and_grad(loss))(params))
         text = str(jax.make_jaxpr(loss)(params))  # the option reaches the scan: a checkpointed chunk
         assert ("remat" in text or "checkpoint" in text) == bool(every)
     chex.assert_trees_all_close(*got, rtol=1e-5, atol=1e-6)

@@ -71,7 +71,7 @@ def _launch(
             **os.environ,
             "JAX_PLATFORMS": "cpu",
             "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo",
-            "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
+            "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}",
             "JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}",
             "JAX_NUM_PROCESSES": str(processes),
             "JAX_PROCESS_ID": str(i),

@@ -12,6 +12,7 @@ so the padding path is exercised too.
 from __future__ import annotations
 
 import json
+import shutil
 
 import chex
 import jax
@@ -90,39 +91,49 @@ def _assert_same_run(batched_dir, batched_result, single_dir, single_result, see
     chex.assert_trees_all_close(a, b, rtol=1e-4, atol=1e-4)
 
 
-def test_three_seeds_batched_equal_three_single_runs(single_runs, tmp_path):
-    dirs = [tmp_path / f"s{s}" for s in SEEDS]
-    results = train_seeds([_config(s) for s in SEEDS], dirs, progress=False)
+@pytest.fixture(scope="module")
+def batched_runs(tmp_path_factory):
+    """Seeds 0, 1, 2 trained together to step 12, seed 0 resumed from step 8 of a run of its own, seeds 1 and 2
+    from scratch: the masked program (seed 0 held) until the three are at one step, then the unmasked one."""
+    root = tmp_path_factory.mktemp("batched")
+    dirs = [root / f"s{s}" for s in SEEDS]
+    train_and_evaluate(_config(0, num_steps=8), dirs[0], progress=False)
+    return dirs, train_seeds([_config(s) for s in SEEDS], dirs, progress=False)
+
+
+def test_three_seeds_batched_equal_three_single_runs(single_runs, batched_runs):
+    dirs, results = batched_runs
     assert [r["config"]["seed"] for r in results] == list(SEEDS)
     for s, d, r in zip(SEEDS, dirs, results):
         _assert_same_run(d, r, *single_runs[s], seed=s)
         assert (d / "results.json").is_file() and (d / "accuracy.png").is_file()
         assert json.loads((d / "config.json").read_text()) == _config(s).to_dict()
     # The seeds differ from one another (independent initialisations and data), so equality above is no accident.
-    assert _log(dirs[0])[0][1] != _log(dirs[1])[0][1]
+    assert _log(dirs[1])[0][1] != _log(dirs[2])[0][1]
 
 
-def test_resume_per_seed_from_different_steps(single_runs, tmp_path):
-    """Seed 0 trained alone to step 8, seed 2 not at all: the batched run brings seed 2 to step 8 with seed 0
-    held, then trains both to 12; each ends where its single run did."""
-    d0, d2 = tmp_path / "s0", tmp_path / "s2"
-    train_and_evaluate(_config(0, num_steps=8), d0, progress=False)
-    results = train_seeds([_config(0), _config(2)], [d0, d2], progress=False)
-    _assert_same_run(d0, results[0], *single_runs[0], seed=0)
-    _assert_same_run(d2, results[1], *single_runs[2], seed=2)
-    resumed = [json.loads(line) for line in (d0 / "metrics.jsonl").read_text().splitlines() if "resumed" in line]
-    assert [r["step"] for r in resumed] == [8]
+def _resumed_at(workdir):
+    rows = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    return [r["step"] for r in rows if r.get("event") == "resumed"]
 
 
-def test_finished_seeds_are_not_trained_again(single_runs, tmp_path):
-    dirs = [tmp_path / "a", tmp_path / "b"]
-    train_seeds([_config(0), _config(1)], dirs, progress=False)
+def test_resume_per_seed_from_different_steps(batched_runs):
+    """Seed 0 had trained alone to step 8, seeds 1 and 2 not at all: the batched run resumed seed 0 at step 8
+    and started the others, and each ended where its single run did (the test above)."""
+    dirs, _ = batched_runs
+    assert [_resumed_at(d) for d in dirs] == [[8], [], []]
+
+
+def test_finished_seeds_are_not_trained_again(single_runs, batched_runs, tmp_path):
+    dirs = [tmp_path / d.name for d in batched_runs[0]]
+    for src, dst in zip(batched_runs[0], dirs):
+        shutil.copytree(src, dst)
     before = [(d / "metrics.jsonl").read_text() for d in dirs]
-    again = train_seeds([_config(0), _config(1)], dirs, progress=False)
+    again = train_seeds([_config(s) for s in SEEDS], dirs, progress=False)
     after = [(d / "metrics.jsonl").read_text() for d in dirs]
     for b, a in zip(before, after):
         assert a.startswith(b) and all('"loss"' not in line for line in a[len(b) :].splitlines())
-    assert [r["step"] for r in again] == [single_runs[0][1]["step"], single_runs[1][1]["step"]]
+    assert [r["step"] for r in again] == [single_runs[s][1]["step"] for s in SEEDS]
 
 
 def test_configs_must_differ_only_in_seed():

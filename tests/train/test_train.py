@@ -291,7 +291,11 @@ print(json.dumps({{"devices": jax.device_count(), "losses": out,
 
 
 def _losses(devices: int) -> dict:
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
+    env = {
+        **os.environ,
+        "JAX_PLATFORMS": "cpu",
+        "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}",
+    }
     out = subprocess.run(
         [sys.executable, "-c", _LOSSES.format(tiny=TINY)],
         env=env,
