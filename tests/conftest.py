@@ -16,21 +16,34 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
+
+# Folders this process made for the session; removed when it ends (pytest_unconfigure).
+# Under pytest-xdist the controller makes them and its workers inherit them.
+_SESSION_DIRS: list[str] = []
+
+
+def _session_dir(variable: str, prefix: str) -> None:
+    if variable not in os.environ:
+        os.environ[variable] = tempfile.mkdtemp(prefix=prefix)
+        _SESSION_DIRS.append(os.environ[variable])
+
 
 # One persistent compilation cache for the whole test session, shared with the
 # subprocesses the tests start (they inherit the environment): the same tiny
 # models are compiled by several tests and CLI runs, and a cache hit skips XLA.
 # A fresh folder per session, so results never depend on a stale cache.
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="panm_jax_test_cache_"))
+_session_dir("JAX_COMPILATION_CACHE_DIR", "panm_jax_test_cache_")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
-# Generated task data (the Mathematics pools) kept for the session only, not in ~/.cache.
-os.environ.setdefault("PANM_JAX_CACHE_DIR", tempfile.mkdtemp(prefix="panm_jax_test_data_"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+# Generated task data (the Mathematics pools) kept for the session only, not in ~/.cache.
+_session_dir("PANM_JAX_CACHE_DIR", "panm_jax_test_data_")
 # XLA's backend optimisation level 0 for the session and for the subprocesses the
 # tests start (they inherit the environment): the tests compile hundreds of small
-# programs and run each for a few steps, so compiling dominates, and at the default
-# level the suite takes about half as long again. The assertions are the same at
+# programs and run each for a few steps, so compiling dominates (the whole suite
+# took 957 s at the default level and 798 s at level 0, two workers on the 2-core
+# machine of the README's Tests section, 2026-11-26). The assertions are the same at
 # either level; CI (.ci/run) also runs the kernels' tests at the default level
 # (PANM_JAX_TEST_XLA_OPT=default), the code users run.
 _LEVEL_0 = "--xla_backend_optimization_level=0"
@@ -40,6 +53,11 @@ if os.environ.get("PANM_JAX_TEST_XLA_OPT") != "default" and _LEVEL_0 not in os.e
 import chex  # noqa: E402
 import jax  # noqa: E402  (after the cache settings)
 import pytest  # noqa: E402
+
+
+def pytest_unconfigure(config):
+    for path in _SESSION_DIRS:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @contextlib.contextmanager
