@@ -254,7 +254,7 @@ def main(argv=None) -> int:
     if args.minutes:
         notes += f" Each run capped at {args.minutes:g} minutes of training: 'steps' says how far it got."
     if args.steps:
-        notes += f" Each run trained {args.steps:,} steps, not the protocol's 50,000."
+        notes += f" Each run trained at most {args.steps:,} steps, not the protocol's 50,000."
     public = [
         {
             **{k: v for k, v in r.items() if not k.startswith("_")},
