@@ -29,8 +29,8 @@ Every fenced ``bash`` and ``python`` block of README.md is extracted and checked
   ``make TARGET`` names a Makefile target, and every repository path
   (``panm_jax/...``, ``docs/...``, ...) and relative link exists.
 
-The commands and Python blocks run in one subprocess (one import of JAX) with
-XLA's CPU backend optimisation off (``--xla_backend_optimization_level=0``):
+The commands and Python blocks run in one subprocess (one import of JAX), which
+inherits the session's XLA optimisation level 0 (``tests/conftest.py``):
 compilation is most of their time, and what they compute is not measured.
 """
 
@@ -421,7 +421,6 @@ def readme_run(tmp_path_factory):
     (work / "plan.json").write_text(json.dumps(plan))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env["XLA_FLAGS"] = " ".join(filter(None, [env.get("XLA_FLAGS"), "--xla_backend_optimization_level=0"]))
     env["MPLBACKEND"] = "Agg"
     proc = subprocess.run(
         [sys.executable, "-c", DRIVER, "plan.json", "out.json"],
