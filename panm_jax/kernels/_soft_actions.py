@@ -59,7 +59,7 @@ def masked(mask: jax.Array | None, new: Any, old: Any, read: jax.Array) -> tuple
     if mask is None:
         return new, read
     keep = jnp.asarray(mask).astype(bool)
-    return select(keep, new, old), jnp.where(keep, read, jnp.zeros_like(read))
+    return select(keep, (new, read), (old, jnp.zeros_like(read)))
 
 
 def split_interface(

@@ -15,6 +15,7 @@ heads (or anything else), the last axis is the memory slots ``N`` (or the word
 
 from __future__ import annotations
 
+import functools
 from typing import cast
 
 import jax
@@ -88,8 +89,13 @@ def normalize(x: jax.Array, axis: int = -1) -> tuple[jax.Array, jax.Array]:
     cosine is the other vector's unit vector: finite, and pointing the key
     towards it.
 
-    The scale ``2^-e`` is a constant for differentiation (it is piecewise constant
-    in ``x``), so the gradient is exactly that of ``x / |x|``.
+    The gradient is that of ``x / |x|`` and ``1 / |x|`` (the scale ``2^-e`` is
+    piecewise constant in ``x``), written by hand from the two outputs ``u`` and
+    ``v = 1 / |x|``: for cotangents ``g_u`` and ``g_v``,
+    ``dx = v (g_u - u <u, g_u>) - g_v v^2 u``. At a zero vector (``u = 0``,
+    ``v = 1``) that is ``g_u``: the identity above. The backward pass keeps only
+    ``u`` and ``v`` (autodiff through the scaling would keep about eight arrays per
+    call, each another ``[T, ...]`` stack inside a time scan).
 
     Args:
       x: ``[..., n, ...]`` any floating array.
@@ -99,19 +105,39 @@ def normalize(x: jax.Array, axis: int = -1) -> tuple[jax.Array, jax.Array]:
       ``(unit, inverse_norm)``: ``unit`` has the shape of ``x``; ``inverse_norm``
       has ``axis`` removed.
     """
-    work = compute_dtype(x.dtype)
-    x = x.astype(work)
-    peak = jax.lax.stop_gradient(jnp.max(jnp.abs(x), axis=axis, keepdims=True))
+    x = x.astype(compute_dtype(x.dtype))
+    return _normalize(x, axis)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+def _normalize(x: jax.Array, axis: int) -> tuple[jax.Array, jax.Array]:
+    return _normalize_fwd(x, axis)[0]
+
+
+def _normalize_fwd(x: jax.Array, axis: int):
+    peak = jnp.max(jnp.abs(x), axis=axis, keepdims=True)
     _, exponent = jnp.frexp(peak)  # peak = f 2^e with f in [1/2, 1); e = 0 for peak = 0
     # Keep 2^-e a normal number: e <= -minexp (float32: 126; the largest floats then scale
     # to at most 4) and e >= minexp + 1 (subnormal peaks, flushed to zero on most backends).
-    info = jnp.finfo(work)
+    info = jnp.finfo(x.dtype)
     exponent = jnp.clip(exponent, info.minexp + 1, -info.minexp)
     scale = jnp.ldexp(jnp.ones_like(peak), -exponent)  # 2^-e, exact
     scaled = x * scale  # largest magnitude in [1/2, 1), or all zero
     squares = jnp.sum(scaled * scaled, axis=axis, keepdims=True)  # in [1/4, n], or 0
     norm = jnp.sqrt(jnp.where(squares > 0, squares, 1.0))  # |x| 2^-e; 1 for a zero vector
-    return scaled / norm, jnp.squeeze(scale / norm, axis=axis)
+    unit, inverse = scaled / norm, scale / norm  # inverse keeps its axis here
+    return (unit, jnp.squeeze(inverse, axis=axis)), (unit, inverse)
+
+
+def _normalize_bwd(axis: int, residuals, cotangents):
+    unit, inverse = residuals  # inverse [..., 1, ...]: broadcasts along axis
+    g_unit, g_inverse = cotangents
+    along = jnp.sum(unit * g_unit, axis=axis, keepdims=True)  # <u, g_u>
+    g_inverse = jnp.expand_dims(g_inverse, axis)
+    return (inverse * (g_unit - unit * along) - g_inverse * inverse * inverse * unit,)
+
+
+_normalize.defvjp(_normalize_fwd, _normalize_bwd)
 
 
 def cosine_similarity(keys: jax.Array, memory: jax.Array) -> jax.Array:
@@ -163,8 +189,15 @@ def scaled_softmax(scores: jax.Array, scale: jax.Array) -> jax.Array:
     Returns:
       ``[..., N]``, each row a distribution.
     """
+    # Under jax.checkpoint the backward pass keeps the scores and the scale and
+    # recomputes the softmax from them, instead of the half-dozen intermediate
+    # arrays autodiff keeps (each another [T, ...] stack inside a time scan).
+    return jax.checkpoint(_scaled_softmax)(scores, jnp.asarray(scale))
+
+
+def _scaled_softmax(scores: jax.Array, scale: jax.Array) -> jax.Array:
     top = jax.lax.stop_gradient(jnp.max(scores, axis=-1, keepdims=True))
-    logits = jnp.asarray(scale)[..., None] * (scores - top)  # <= 0; 0 at the maximum
+    logits = scale[..., None] * (scores - top)  # <= 0; 0 at the maximum
     return jax.nn.softmax(logits, axis=-1)
 
 

@@ -21,6 +21,7 @@ that is natural (``step`` composes them over the heads):
                           with several heads u <- u + (1 - u) o w_h for each h
                           (= u + (1 - u) o (1 - prod_h (1 - w_h)))
     allocation            a_t[phi_t[j]] = (1 - u_t[phi_t[j]]) prod_{i<j} u_t[phi_t[i]]
+    exclusive_cumprod     P[j] = prod_{i<j} x[i], with a division-free hand-written VJP
     write_allocations     a_h = allocation(u), then u <- u + (1 - u) o g^a_h g^w_h a_h, per head
     write_weights         w^w_{t,h} = g^w_h [g^a_h a_h + (1 - g^a_h) c^w_h]
     write                 M_t = M_{t-1} o prod_h (E - w^w_h e_h^T) + sum_h w^w_h v_h^T
@@ -76,6 +77,7 @@ __all__ = [
     "allocation",
     "controls_from_interface",
     "directional_weights",
+    "exclusive_cumprod",
     "init_state",
     "interface_size",
     "link",
@@ -94,7 +96,7 @@ __all__ = [
 
 # No epsilon lives in this file. addressing.cosine_similarity is exact at every
 # scale and 0 at an exactly-zero vector; the allocation's cumulative product needs
-# no guard because jnp.cumprod differentiates without dividing by its inputs
+# no guard because exclusive_cumprod differentiates without dividing by its inputs
 # (DeepMind's TF code maps the usage to 1e-6 + (1 - 1e-6) u before its cumprod,
 # "to avoid numerical instability"), so usage exactly 0 or 1 is fine in value and
 # gradient.
@@ -280,9 +282,52 @@ def allocation(usage_vector: jax.Array) -> jax.Array:
     order = jax.lax.stop_gradient(jnp.argsort(usage_vector, stable=True))  # [N] phi_t
     sorted_usage = usage_vector[order]  # [N] u_t[phi_t[j]]
     # Exclusive cumulative product: prod_{i=1}^{j-1} u_t[phi_t[i]], 1 at j = 1.
-    prod_before = jnp.concatenate([jnp.ones((1,), sorted_usage.dtype), jnp.cumprod(sorted_usage)[:-1]])
+    prod_before = exclusive_cumprod(sorted_usage)
     sorted_allocation = (1.0 - sorted_usage) * prod_before  # a_t[phi_t[j]]
     return jnp.zeros_like(usage_vector).at[order].set(sorted_allocation)
+
+
+@jax.custom_vjp
+def exclusive_cumprod(x: jax.Array) -> jax.Array:
+    """``P[j] = prod_{i<j} x[i]`` (``P[0] = 1``) over the last axis, with a hand-written VJP.
+
+    The VJP, with ``g`` the cotangent of ``P``, is division-free (exact where some
+    ``x[i]`` is 0)::
+
+        dx[i] = sum_{j>i} g[j] prod_{k<j, k != i} x[k] = P[i] S[i],
+        S[i]  = sum_{j>i} g[j] prod_{i<k<j} x[k],   S[n-1] = 0,   S[i] = g[i+1] + x[i+1] S[i+1]
+
+    and the linear recurrence for ``S`` runs as a reverse associative scan. It
+    keeps ``x`` and ``P`` for the backward pass, where ``jnp.cumprod``'s own
+    derivative (an associative scan of products) keeps several arrays per
+    level of its scan: inside a time scan each is another ``[T, ...]`` stack.
+    """
+    return _exclusive_cumprod_fwd(x)[0]
+
+
+def _exclusive_cumprod_fwd(x):
+    ones = jnp.ones(x.shape[:-1] + (1,), x.dtype)
+    before = jnp.concatenate([ones, jnp.cumprod(x, axis=-1)[..., :-1]], axis=-1)
+    return before, (x, before)
+
+
+def _exclusive_cumprod_bwd(residuals, g):
+    x, before = residuals
+    # S[i] = g[i+1] + x[i+1] S[i+1]: the affine maps s -> b + a s with (a, b) = (x[i+1], g[i+1]),
+    # composed from the end; the last slot's S is 0.
+    a = jnp.concatenate([x[..., 1:], jnp.zeros_like(x[..., :1])], axis=-1)
+    b = jnp.concatenate([g[..., 1:], jnp.zeros_like(g[..., :1])], axis=-1)
+
+    def compose(later, earlier):  # earlier o later: s -> b_e + a_e (b_l + a_l s)
+        a_l, b_l = later
+        a_e, b_e = earlier
+        return a_e * a_l, b_e + a_e * b_l
+
+    _, suffix = jax.lax.associative_scan(compose, (a, b), reverse=True, axis=x.ndim - 1)
+    return (before * suffix,)
+
+
+exclusive_cumprod.defvjp(_exclusive_cumprod_fwd, _exclusive_cumprod_bwd)
 
 
 def write_allocations(usage_vector: jax.Array, allocation_gate: jax.Array, write_gate: jax.Array) -> jax.Array:
@@ -756,13 +801,13 @@ def step(
     )
     if keep is None:
         return new_state, reads
-    new_state = scan_lib.select(
+    new_state, reads = scan_lib.select(
         keep,
-        new_state._replace(link=None),  # type: ignore[arg-type]  # None: an empty pytree leaf, select skips it
-        state._replace(link=None),  # type: ignore[arg-type]
+        (new_state._replace(link=None), reads),  # type: ignore[arg-type]  # None: an empty pytree leaf, select skips it
+        (state._replace(link=None), jnp.zeros_like(reads)),  # type: ignore[arg-type]
     )
     new_state = new_state._replace(link=linked.link)  # unchanged on a masked step (above)
-    return new_state, jnp.where(keep, reads, jnp.zeros_like(reads))
+    return new_state, reads
 
 
 # --------------------------------------------------------------------------------------
@@ -937,9 +982,15 @@ def controls_from_interface(
             f"raw: expected shape [..., P] = (..., {size}) with P = R*W + 3H*W + 3H + R(2H + 3) "
             f"for R = {r}, W = {w}, H = {h}, got {tuple(raw.shape)}"
         )
-    lead = raw.shape[:-1]
-    shapes = _field_shapes(r, w, h)
+    # Under jax.checkpoint the backward pass keeps ``raw`` alone and recomputes the
+    # activations from it (a few elementwise operations), instead of keeping a dozen
+    # small arrays per step that a time scan would stack one by one.
+    return jax.checkpoint(_activate, static_argnums=(1, 2, 3, 4))(raw, r, w, h, layout)
 
+
+def _activate(raw: jax.Array, num_reads: int, word_size: int, num_writes: int, layout: str) -> DNCControls:
+    lead = raw.shape[:-1]
+    shapes = _field_shapes(num_reads, word_size, num_writes)
     fields = {}
     start = 0
     for name in _LAYOUT_FIELDS[layout]:

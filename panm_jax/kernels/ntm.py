@@ -359,8 +359,12 @@ def step(state: NTMState, controls: NTMControls, mask: jax.Array | None = None) 
     # A masked step wrote with zero weights (memory_step), so the memory is already
     # unchanged; only the small fields need a select.
     real = jnp.asarray(mask).astype(bool)
-    small = select(real, (read_weights, write_weights, reads), (state.read_weights, state.write_weights, state.reads))
-    return NTMState(memory, *small), jnp.where(real, reads, 0.0)
+    *small, reads = select(
+        real,
+        (read_weights, write_weights, reads, reads),
+        (state.read_weights, state.write_weights, state.reads, jnp.zeros_like(reads)),
+    )
+    return NTMState(memory, *small), reads
 
 
 def interface_size(word_size: int, num_reads: int = 1, num_writes: int = 1, shift_width: int = 3) -> int:
@@ -428,6 +432,14 @@ def controls_from_interface(
             f"raw: expected shape [..., P] with P = interface_size(W={word_size}, R={num_reads}, "
             f"H={num_writes}, S={shift_width}) = {size}, got {tuple(jnp.shape(raw))}"
         )
+    # Under jax.checkpoint the backward pass keeps ``raw`` alone and recomputes the
+    # activations from it (a few elementwise operations), instead of keeping about
+    # sixteen small arrays per step that a scan would stack one by one.
+    activate = functools.partial(_activate, word_size=word_size, num_reads=num_reads, num_writes=num_writes)
+    return jax.checkpoint(activate, static_argnums=(1,))(raw, shift_width)
+
+
+def _activate(raw: jax.Array, shift_width: int, *, word_size: int, num_reads: int, num_writes: int) -> NTMControls:
     lead = jnp.shape(raw)[:-1]
     w, s = word_size, shift_width
     read_len = w + s + 3

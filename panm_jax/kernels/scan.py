@@ -46,36 +46,56 @@ def select(keep_new: jax.Array, new: State, old: State) -> State:
     unchanged: ``select(mask, new_state, state)``.
     """
     keep = jnp.asarray(keep_new).astype(bool)
+    blends: dict = {}  # one float mask per (rank, dtype), shared by the leaves' derivatives
 
     def pick(n, o):
         k = jnp.reshape(keep, keep.shape + (1,) * (jnp.ndim(n) - keep.ndim))
         if not jnp.issubdtype(jnp.result_type(n), jnp.inexact):
             return jnp.where(k, n, o)
-        return _pick(k, n, o)
+        dtype = jnp.result_type(n)
+        if (k.ndim, dtype) not in blends:
+            blends[k.ndim, dtype] = k.astype(dtype)
+        return _pick(k, blends[k.ndim, dtype], n, o)
 
     return jax.tree_util.tree_map(pick, new, old)
 
 
 @jax.custom_jvp
-def _pick(keep: jax.Array, new: jax.Array, old: jax.Array) -> jax.Array:
+def _pick(keep: jax.Array, blend: jax.Array, new: jax.Array, old: jax.Array) -> jax.Array:
     """``where(keep, new, old)`` for a ``keep`` that broadcasts from the left (size-1 trailing axes).
 
-    The value is the exact ``where``. The derivative is written as a blend with the
-    small mask, ``dnew * keep + dold * (1 - keep)``, which is the same function of
-    the tangents but leaves only ``keep`` itself (``[B, 1, 1]`` under ``vmap``) as
-    the residual for the backward pass. The plain ``where``'s transpose needs its
-    predicate at the leaf's full shape: with it, a scan over a masked ``[B, N, W]``
-    memory would store a ``[T, B, N, W]`` boolean residual and write it every step.
+    ``blend`` is ``keep`` in the leaves' floating dtype. The value is the exact
+    ``where``. The derivative is written as a blend with the small mask,
+    ``dnew * blend + (dold - dold * blend)``: for a ``blend`` of 0 or 1 exactly
+    ``dnew`` or ``dold``, and its transpose exactly ``(g, 0)`` or ``(0, g)``. It
+    leaves only ``blend`` itself (``[B, 1, 1]`` under ``vmap``) as the residual for
+    the backward pass, one array for every leaf of a rank and dtype that ``select``
+    chooses. The plain ``where``'s transpose needs its predicate at the leaf's full
+    shape: with it, a scan over a masked ``[B, N, W]`` memory would store a
+    ``[T, B, N, W]`` boolean residual and write it every step.
     """
+    del blend
     return jnp.where(keep, new, old)
 
 
-@_pick.defjvp
 def _pick_jvp(primals, tangents):
-    keep, new, old = primals
-    _, d_new, d_old = tangents
-    k = keep.astype(jnp.result_type(new))
-    return jnp.where(keep, new, old), d_new * k + d_old * (1 - k)
+    keep, blend, new, old = primals
+    _, _, d_new, d_old = tangents
+    # Symbolic zeros (e.g. the tangent of a constant zero ``old``) stay out of the
+    # arithmetic: instantiated, they would make the blend a value to keep per step.
+    new_zero, old_zero = (isinstance(d, jax.custom_derivatives.SymbolicZero) for d in (d_new, d_old))
+    if new_zero and old_zero:
+        tangent = jnp.zeros_like(new)
+    elif old_zero:
+        tangent = d_new * blend
+    elif new_zero:
+        tangent = d_old - d_old * blend
+    else:
+        tangent = d_new * blend + (d_old - d_old * blend)
+    return jnp.where(keep, new, old), tangent
+
+
+_pick.defjvp(_pick_jvp, symbolic_zeros=True)
 
 
 def _leading_sizes(xs) -> set[int]:
@@ -155,7 +175,7 @@ def scan(
         x, keep = inputs
         new_carry, out = body(carry, x)
         new_carry = select(keep, new_carry, carry)
-        out = jax.tree_util.tree_map(lambda o: jnp.where(keep, o, jnp.zeros_like(o)), out)
+        out = select(keep, out, jax.tree_util.tree_map(jnp.zeros_like, out))
         return new_carry, out
 
     if mask is None:

@@ -435,8 +435,9 @@ class MemoryModel(nnx.Module):
             if self.output_reads is not None:
                 y = y + self.output_reads(read)  # + W_r r_t
             out = (y, self.memory.trace(mem, controls)) if return_traces else y
-            out = jax.tree_util.tree_map(lambda o: jnp.where(keep, o, jnp.zeros_like(o)), out)
-            new_ctrl, read = select(keep, (new_ctrl, read), (ctrl, prev_read))
+            (new_ctrl, read), out = select(
+                keep, ((new_ctrl, read), out), ((ctrl, prev_read), jax.tree_util.tree_map(jnp.zeros_like, out))
+            )
             return (new_ctrl, mem, read), out
 
         def run(x, mask, length):  # one example: x [T, D_in], mask [T], length [] real input steps
