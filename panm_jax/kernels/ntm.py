@@ -435,11 +435,10 @@ def controls_from_interface(
     # Under jax.checkpoint the backward pass keeps ``raw`` alone and recomputes the
     # activations from it (a few elementwise operations), instead of keeping about
     # sixteen small arrays per step that a scan would stack one by one.
-    activate = functools.partial(_activate, word_size=word_size, num_reads=num_reads, num_writes=num_writes)
-    return jax.checkpoint(activate, static_argnums=(1,))(raw, shift_width)
+    return jax.checkpoint(_activate, static_argnums=(1, 2, 3, 4))(raw, word_size, num_reads, num_writes, shift_width)
 
 
-def _activate(raw: jax.Array, shift_width: int, *, word_size: int, num_reads: int, num_writes: int) -> NTMControls:
+def _activate(raw: jax.Array, word_size: int, num_reads: int, num_writes: int, shift_width: int) -> NTMControls:
     lead = jnp.shape(raw)[:-1]
     w, s = word_size, shift_width
     read_len = w + s + 3
