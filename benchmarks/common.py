@@ -116,11 +116,26 @@ def block(tree):
     return jax.tree_util.tree_map(lambda x: x.block_until_ready() if hasattr(x, "block_until_ready") else x, tree)
 
 
+def minor_faults() -> int | None:
+    """The process's minor page faults so far, or None where the OS does not say (no ``resource``).
+
+    A call that writes into memory the allocator has just got from the OS (on a CPU, XLA's
+    temporary buffers over glibc's mmap threshold) pays one fault per page it touches first.
+    """
+    try:
+        import resource
+    except ImportError:
+        return None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
 def time_compiled(fn: Callable, *args, warmup: int = 2, repeats: int = 20) -> dict[str, float]:
     """Compile ``jax.jit(fn)`` for ``args`` and time it.
 
-    Returns ``compile_s`` (lowering + XLA compilation) and the steady-state
-    ``median_s``, ``min_s``, ``max_s`` over ``repeats`` calls after ``warmup``.
+    Returns ``compile_s`` (lowering + XLA compilation), the steady-state
+    ``median_s``, ``min_s``, ``max_s`` over ``repeats`` calls after ``warmup``, and
+    ``page_faults``: the process's minor page faults per timed call (NaN where the
+    OS does not count them).
     """
     t0 = time.perf_counter()
     compiled = jax.jit(fn).lower(*args).compile()
@@ -128,15 +143,18 @@ def time_compiled(fn: Callable, *args, warmup: int = 2, repeats: int = 20) -> di
     for _ in range(warmup):
         block(compiled(*args))
     times = []
+    faults = minor_faults()
     for _ in range(repeats):
         t0 = time.perf_counter()
         block(compiled(*args))
         times.append(time.perf_counter() - t0)
+    after = minor_faults()
     return {
         "compile_s": compile_s,
         "median_s": statistics.median(times),
         "min_s": min(times),
         "max_s": max(times),
+        "page_faults": (after - faults) / repeats if faults is not None and after is not None else float("nan"),
     }
 
 
@@ -224,6 +242,49 @@ def memory_bandwidth(repeats: int = 20) -> float:
         x = block(f(x))
         times.append(time.perf_counter() - t0)
     return nbytes / statistics.median(times) / 1e9
+
+
+def page_fault_cost(repeats: int = 10, mib: int | None = None) -> float:
+    """Seconds per minor page fault taken by a compiled call's fresh output, measured here and now.
+
+    The same element-wise pass over ``bandwidth_mib()`` MiB is timed two ways: writing
+    over its donated input (no fresh memory) and writing a fresh output, which the
+    allocator gets from the OS (on glibc, anything over its mmap threshold) and the OS
+    maps a page at a time on first touch. The difference in time over the difference
+    in faults is what one fault costs a step on this machine, in this process's malloc
+    setting (4 KiB pages by default; 2 MiB where malloc asks for huge pages, which cost
+    more per fault and need far fewer). NaN where the OS does not count faults or the
+    fresh output took none (an allocator that keeps freed memory mapped). ``mib``: the
+    array's size (default ``bandwidth_mib()``); keep it well over glibc's 32 MiB mmap threshold.
+    """
+    import jax.numpy as jnp
+
+    size = (mib or bandwidth_mib()) * 256 * 1024
+    fresh = jax.jit(lambda x: x * 1.0001)
+    inplace = jax.jit(lambda x: x * 1.0001, donate_argnums=0)
+    x = jnp.ones((size,), jnp.float32)
+    y = jnp.ones((size,), jnp.float32)
+    for _ in range(2):
+        block(fresh(x))
+        y = block(inplace(y))
+    t_fresh, t_inplace, faults = [], [], []
+    for _ in range(max(3, repeats)):
+        f0 = minor_faults()
+        t0 = time.perf_counter()
+        out = block(fresh(x))
+        t_fresh.append(time.perf_counter() - t0)
+        f1 = minor_faults()
+        del out  # freed, as a step's temporaries are, so the next call maps its output afresh
+        t0 = time.perf_counter()
+        y = block(inplace(y))
+        t_inplace.append(time.perf_counter() - t0)
+        if f0 is None or f1 is None:
+            return float("nan")
+        faults.append(f1 - f0)
+    per_call = statistics.median(faults)
+    if per_call <= 0:
+        return float("nan")
+    return max(0.0, statistics.median(t_fresh) - statistics.median(t_inplace)) / per_call
 
 
 def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:

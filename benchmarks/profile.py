@@ -193,12 +193,13 @@ def profile(fn, args: tuple, steps: int, logdir: Path) -> dict:
     # Wall time and page faults from untraced calls (the tracer's own buffers fault too),
     # then the same number of traced calls for the tables.
     walls = []
-    faults = _minor_faults()
+    faults = common.minor_faults()
     for _ in range(steps):
         t0 = time.perf_counter()
         common.block(compiled(*args))
         walls.append(time.perf_counter() - t0)
-    faults = (_minor_faults() - faults) / steps if faults is not None else None
+    after = common.minor_faults()
+    faults = (after - faults) / steps if faults is not None and after is not None else None
     with jax.profiler.trace(str(logdir)):
         for _ in range(steps):
             common.block(compiled(*args))
@@ -210,16 +211,6 @@ def profile(fn, args: tuple, steps: int, logdir: Path) -> dict:
         "page_faults_per_step": faults,
         **table,
     }
-
-
-def _minor_faults() -> int | None:
-    # The process's minor page faults so far (Unix): a step that touches freshly mapped
-    # pages (e.g. a large temporary the allocator got from the OS) pays one per page.
-    try:
-        import resource
-    except ImportError:
-        return None
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def _print_top(title: str, rows: dict[str, float], total: float, top: int, describe=None) -> None:

@@ -35,7 +35,12 @@ set by a bytes estimate that the caches beat, not an error in the timing.
 memory mapped (``benchmarks/allocator.py``; every result records the
 setting under ``malloc``): XLA's per-call temporary buffer is then not mapped
 and zeroed afresh by the kernel on every step. It helps the NTM step and slows
-the DNC's, so it is not the default.
+the DNC's, so it is not the default. On a CPU every row also says what those
+faults cost: ``page_faults`` per step, counted by the OS over the timed steps;
+``fault_s``, that count times the wall time one fault took in this run
+(``common.page_fault_cost``); and ``x_floor_less_faults``, the step's distance
+from its floor once that estimate is taken off. The faults are the runtime's and
+the OS's, not the step's arithmetic: what is left is the part the kernels own.
 
 ``peer_s`` and ``speedup_vs_peer`` come only from ``peers.json`` in the same
 results folder, written by ``benchmarks/peers.py``, which times the peers' own
@@ -329,7 +334,19 @@ def floor_of(counted: dict[str, float], rate_gflops: float, bandwidth_gbs: float
     }
 
 
-def run_case(case: Case, quick: bool, bw: float) -> dict:
+def fault_columns(page_faults: float, fault_cost_s: float, median_s: float, floor_s: float) -> dict:
+    """``page_faults`` per step, ``fault_s`` (those faults at the cost per fault measured in this run) and
+    ``x_floor_less_faults`` = (median_s - fault_s) / floor_s; the last two empty where either is unknown."""
+    known = page_faults == page_faults and fault_cost_s == fault_cost_s  # neither is NaN
+    fault_s = page_faults * fault_cost_s if known else None
+    return {
+        "page_faults": round(page_faults) if page_faults == page_faults else "",
+        "fault_s": fault_s if fault_s is not None else "",
+        "x_floor_less_faults": (median_s - fault_s) / floor_s if fault_s is not None else "",
+    }
+
+
+def run_case(case: Case, quick: bool, bw: float, fault_cost_s: float = float("nan")) -> dict:
     fn, state, batch, params = build_case(case)
     repeats = 3 if quick else case.repeats
     t = common.time_compiled(fn, state, batch, warmup=warmup_of(case), repeats=repeats)
@@ -355,6 +372,7 @@ def run_case(case: Case, quick: bool, bw: float) -> dict:
         "matmul_GFLOPs": rate,
         **floors,
         "x_floor": t["median_s"] / floor,
+        **fault_columns(t["page_faults"], fault_cost_s, t["median_s"], floor),
         "peer": case.peer,
         "peer_s": "",  # filled by main from peers.json (peer_columns)
         "speedup_vs_peer": "",
@@ -372,13 +390,13 @@ def _out_of_memory(err: Exception) -> bool:
     return "RESOURCE_EXHAUSTED" in text or "out of memory" in text.lower()
 
 
-def run_or_out_of_memory(case: Case, quick: bool, bw: float) -> tuple[dict, bool]:
+def run_or_out_of_memory(case: Case, quick: bool, bw: float, fault_cost_s: float = float("nan")) -> tuple[dict, bool]:
     """``(row, fitted)``: ``run_case``'s row, or a row saying the case ran out of device memory.
 
     Any other error is raised.
     """
     try:
-        return run_case(case, quick, bw), True
+        return run_case(case, quick, bw, fault_cost_s), True
     except Exception as err:  # noqa: BLE001 - only out-of-memory becomes a row
         if not _out_of_memory(err):
             raise
@@ -429,6 +447,9 @@ def main(argv=None) -> int:
     env = common.environment()
     bw = common.memory_bandwidth(3 if args.quick else 20)
     print(f"memory bandwidth ({common.bandwidth_mib()} MiB, in place): {bw:.1f} GB/s", flush=True)
+    # Host page faults matter on a CPU, where XLA's temporaries are host memory; on an accelerator they are not.
+    fault_cost = float("nan") if accelerator else common.page_fault_cost(3 if args.quick else 10)
+    print(f"cost of a minor page fault: {1e6 * fault_cost:.2f} us", flush=True)
     cols = [
         "case",
         "params",
@@ -445,6 +466,9 @@ def main(argv=None) -> int:
         "floor_s",
         "bound",
         "x_floor",
+        "page_faults",
+        "fault_s",
+        "x_floor_less_faults",
         "sequences_per_s",
         "peer",
         "peer_s",
@@ -459,6 +483,15 @@ def main(argv=None) -> int:
         "flop_floor_s = GFLOP / matmul rate, byte_floor_s = bytes / bandwidth (each a lower bound); "
         "floor_s is the larger, bound names it, x_floor = median_s / floor_s."
     )
+    if fault_cost == fault_cost:
+        notes += (
+            f" page_faults: the process's minor page faults per step (pages the OS mapped and zeroed afresh "
+            "because XLA's CPU runtime allocates a call's temporaries anew and glibc returns large blocks to the OS "
+            f"when they are freed); fault_s = page_faults x {1e6 * fault_cost:.2f} us, the wall time per fault "
+            "measured in this run (benchmarks/common.py, page_fault_cost: a compiled pass writing a fresh "
+            "output against the same pass in place), an estimate of what the faults add to median_s; "
+            "x_floor_less_faults = (median_s - fault_s) / floor_s."
+        )
     peers = load_peers()
     notes += peers_note(peers)
     if accelerator:
@@ -475,7 +508,7 @@ def main(argv=None) -> int:
     )
     rows = []
     for i, case in enumerate(cases):
-        row, fitted = run_or_out_of_memory(case, args.quick, bw)
+        row, fitted = run_or_out_of_memory(case, args.quick, bw, fault_cost)
         if fitted:
             row.update(peer_columns(case.label, peers))
             row.update(goal_columns(case, row, accelerator))  # again: a goal on the peer ratio needs its column
@@ -485,11 +518,12 @@ def main(argv=None) -> int:
                 replace(case, label=case.label + " (remat)", model_options={**case.model_options, "remat": True}),
                 args.quick,
                 bw,
+                fault_cost,
             )
             row.update(peer_columns(case.label, peers))
             rows.append({**row, **goal_columns(case, row, accelerator)})
         if case.throughput_sweep and accelerator and not args.quick:
-            rows.extend(throughput_sweep(case, bw))
+            rows.extend(throughput_sweep(case, bw))  # an accelerator: no fault columns
         if not args.quick:  # after every case: a crash later keeps what was measured
             done = i + 1 == len(cases)
             title = "Training steps at the peers' configurations" + (

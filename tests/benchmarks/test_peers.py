@@ -210,7 +210,7 @@ def test_speed_table_takes_its_peer_columns_from_peers_json_or_leaves_them_empty
         (folder / "peers.json").write_text(json.dumps(_peers_payload()))
     monkeypatch.setattr(common, "memory_bandwidth", lambda repeats=20: 50.0)
 
-    def fake_run_case(case, quick, bw):
+    def fake_run_case(case, quick, bw, fault_cost_s=float("nan")):
         return {
             "case": case.label,
             "median_s": 0.002,

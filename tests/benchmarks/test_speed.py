@@ -20,7 +20,7 @@ def test_goals_differ_by_platform_only_where_the_issue_gives_an_accelerator_goal
 def test_throughput_sweep_grows_x4_and_stops_at_the_first_batch_that_does_not_fit(monkeypatch):
     seen = []
 
-    def fake_run_case(case, quick, bw):
+    def fake_run_case(case, quick, bw, fault_cost_s=float("nan")):
         seen.append(case.batch)
         if case.batch >= 8192:
             raise RuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 80.89GiB")
@@ -34,7 +34,7 @@ def test_throughput_sweep_grows_x4_and_stops_at_the_first_batch_that_does_not_fi
 
 
 def test_throughput_sweep_raises_errors_other_than_out_of_memory(monkeypatch):
-    def broken(case, quick, bw):
+    def broken(case, quick, bw, fault_cost_s=float("nan")):
         raise RuntimeError("INTERNAL: something else")
 
     monkeypatch.setattr(speed, "run_case", broken)
@@ -66,3 +66,17 @@ def test_goal_columns_check_every_goal_of_a_case():
     assert speed.goal_columns(dnc256, {**row, "speedup_vs_peer": 4.9}, accelerator=False)["meets_goal"] is False
     stack = speed.find_case("Stack-LSTM ctrl 256, T=64, B=32")
     assert speed.goal_columns(stack, row, accelerator=False) == {"goal": "", "meets_goal": ""}
+
+
+def test_fault_columns_subtract_the_faults_time_and_stay_empty_where_unknown():
+    cols = speed.fault_columns(page_faults=20_000.0, fault_cost_s=1e-6, median_s=0.12, floor_s=0.03)
+    assert cols["page_faults"] == 20_000
+    assert cols["fault_s"] == pytest.approx(0.02)
+    assert cols["x_floor_less_faults"] == pytest.approx((0.12 - 0.02) / 0.03)
+    nan = float("nan")
+    assert speed.fault_columns(20_000.0, nan, 0.12, 0.03) == {
+        "page_faults": 20_000,
+        "fault_s": "",
+        "x_floor_less_faults": "",
+    }
+    assert speed.fault_columns(nan, nan, 0.12, 0.03) == {"page_faults": "", "fault_s": "", "x_floor_less_faults": ""}
