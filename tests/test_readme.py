@@ -141,6 +141,8 @@ COMMANDS: dict[str, Make | Run | ParseOnly] = {
         "needs a benchmarks.reproduce run folder (a 23-minute run)"
     ),
     f'{PYTHON} -m benchmarks.profile --case "NTM ctrl 100, 128x20, Copy n=20, B=128" [--record NAME]': ParseOnly(LONG),
+    f"{PYTHON} -m benchmarks.authors_panm --peer-python P --panm D [--task copy] [--seeds 0,1,2] [--steps 10000] "
+    "[--parallel 3]": ParseOnly("needs torch and a checkout of the authors' code; trains for about an hour"),
 }
 
 # After the commands above ran, in the working directory: what the README says they write.

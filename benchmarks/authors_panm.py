@@ -1,0 +1,204 @@
+"""The PANM authors' own code trained and tested on Copy or Reverse, several seeds: the yardstick, rerunnable.
+
+Run (torch is an optional extra of the benchmarks, in a virtual environment of
+its own, never the library's)::
+
+    python3 -m venv /tmp/peers-venv && /tmp/peers-venv/bin/pip install torch numpy tqdm
+    python -m benchmarks.authors_panm --peer-python /tmp/peers-venv/bin/python --panm PATH/TO/PANM \\
+        [--task copy] [--seeds 0,1,2] [--steps 10000] [--parallel 3] [--threads 1]
+
+``--panm`` is a checkout of thaihungle/PANM (the code of Le et al. 2024). Each
+seed runs that checkout's own pipeline, unchanged, as its README gives it:
+
+* training: ``run_algo_task.py -task_json=J -model_name=panm -mode=train
+  -seed=S`` with the repository's ``tasks/<task>.json`` (controller 256, so
+  128-wide GRUs; lengths 1-10) and its ``iter`` set to ``--steps``; batch 128,
+  RMSprop (lr 1e-4, alpha 0.95, momentum 0.9), gradient values clipped at 10;
+  every 200 steps it validates on 10 batches at length 21 (2L+1) and keeps the
+  checkpoint with the lowest error there;
+* testing: the same script with ``-mode=test -genlen=G`` for G = 0.9, 1, 2, 4,
+  8, i.e. lengths int(10 G) + 1 = 10, 11, 21, 41, 81, on that best checkpoint,
+  10 batches of 128 each. Its printed ``bit_error_per_sequence E --> R`` has
+  ``R`` the mean fraction of wrong output tokens (argmax against the one-hot
+  target, ``mode_toy = onehot``), so token accuracy is ``100 (1 - R)``.
+
+The only thing added around it: ``tensorboard_logger`` (its logging of curves,
+which needs TensorFlow's protobufs) is replaced by a module whose two functions
+do nothing, put first on ``PYTHONPATH``. ``--threads`` sets ``OMP_NUM_THREADS``
+for each process (torch's CPU results depend on the thread count through the
+order of its sums, so it is recorded).
+
+Each seed has a folder ``<workdir>/<task>-<steps>/s<seed>`` (the task file, the
+logs, the checkpoints, ``train.log``, ``test_<G>.log``); a finished training
+(``train.done``) and a finished test (its log holds the result line) are not run
+again, so an interrupted command continues where it stopped. Writes
+``benchmarks/results/<device>/authors_panm_<task>_<steps>.{json,md}``: per seed,
+and mean ± sample std over the seeds, beside Le et al. 2024's published row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from benchmarks import common
+
+MODES = ("L", "L+1", "2L+1", "4L+1", "8L+1")
+GENLEN = {"L": "0.9", "L+1": "1", "2L+1": "2", "4L+1": "4", "8L+1": "8"}  # int(10 G) + 1 = 10, 11, 21, 41, 81
+PUBLISHED = {"copy": (100, 100, 84, 52, 36), "reverse": (100, 100, 84, 51, 33)}  # Le et al. 2024, Tables 13-14
+RESULT = re.compile(r"bit_error_per_sequence (\S+) -->(\S+) over (\d+) samples")
+STUB = "def configure(*args, **kwargs):\n    pass\n\n\ndef log_value(*args, **kwargs):\n    pass\n"
+
+
+def token_accuracy(log_text: str) -> float:
+    """100 (1 - R) from the test log's ``bit_error_per_sequence E -->R over N samples`` line."""
+    found = RESULT.findall(log_text)
+    if not found:
+        raise ValueError("no 'bit_error_per_sequence E -->R over N samples' line in the test log")
+    return 100.0 * (1.0 - float(found[-1][1]))
+
+
+def _run(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> None:
+    with open(log, "w") as f:
+        f.write("$ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
+        f.flush()
+        done = subprocess.run(cmd, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT, check=False)
+    if done.returncode:
+        raise RuntimeError(f"{cmd[1]} exited with {done.returncode}; its output is in {log}")
+
+
+def run_seed(seed: int, args, root: Path, env: dict[str, str]) -> dict:
+    """Train one seed with the authors' pipeline (unless done), test it at the five lengths; its row."""
+    folder = root / f"s{seed}"
+    for sub in ("logs", "saved"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    task = json.loads((args.panm / "tasks" / f"{args.task}.json").read_text())
+    task["iter"] = args.steps
+    task_json = folder / f"{args.task}.json"
+    task_json.write_text(json.dumps(task, indent=1) + "\n")
+    base = [
+        args.peer_python,
+        "run_algo_task.py",
+        f"-task_json={task_json}",
+        "-model_name=panm",
+        f"-seed={seed}",
+        f"-log_dir={folder / 'logs'}",
+        f"-save_dir={folder / 'saved'}",
+    ]
+    t0 = time.time()
+    if not (folder / "train.done").exists():
+        _run(base + ["-mode=train"], args.panm, env, folder / "train.log")
+        (folder / "train.done").write_text(f"{time.time() - t0:.0f} s\n")
+    train_s = float((folder / "train.done").read_text().split()[0])
+    row = {"seed": seed, "steps": args.steps, "train_minutes": round(train_s / 60, 1)}
+    for mode in MODES:
+        log = folder / f"test_{GENLEN[mode]}.log"
+        if not (log.exists() and RESULT.search(log.read_text())):
+            _run(base + ["-mode=test", f"-genlen={GENLEN[mode]}"], args.panm, env, log)
+        row[mode] = round(token_accuracy(log.read_text()), 2)
+    print(f"seed {seed}: " + " / ".join(f"{row[m]:g}" for m in MODES), flush=True)
+    return row
+
+
+def summary_rows(task: str, rows: list[dict]) -> list[dict]:
+    """The per-seed rows, then mean ± sample std over them, the published row and ours - published."""
+    out = [{"row": f"seed {r['seed']}", "steps": r["steps"], **{m: f"{r[m]:.2f}" for m in MODES}} for r in rows]
+    mean = {m: statistics.fmean(r[m] for r in rows) for m in MODES}
+    std = {m: statistics.stdev([r[m] for r in rows]) if len(rows) > 1 else 0.0 for m in MODES}
+    out.append(
+        {
+            "row": f"mean ± std ({len(rows)} seeds)",
+            "steps": rows[0]["steps"],
+            **{m: f"{mean[m]:.1f} ± {std[m]:.1f}" for m in MODES},
+        }
+    )
+    published = PUBLISHED[task]
+    out.append(
+        {"row": "published (Le et al. 2024, 50,000 steps)", "steps": 50000, **dict(zip(MODES, published, strict=True))}
+    )
+    out.append(
+        {
+            "row": "mean - published",
+            "steps": "",
+            **{m: f"{mean[m] - p:+.1f}" for m, p in zip(MODES, published, strict=True)},
+        }
+    )
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--peer-python", required=True, help="a Python with torch, numpy and tqdm")
+    p.add_argument("--panm", required=True, type=Path, help="a checkout of thaihungle/PANM")
+    p.add_argument("--task", default="copy", choices=sorted(PUBLISHED))
+    p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
+    p.add_argument("--steps", type=int, default=10000, help="training steps (the task file's 'iter')")
+    p.add_argument("--parallel", type=int, default=1, help="seeds run at once, each its own process")
+    p.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of each process")
+    p.add_argument("--workdir", type=Path, default=Path("runs/authors_panm"))
+    args = p.parse_args(argv)
+    args.panm = args.panm.resolve()
+    if not (args.panm / "run_algo_task.py").is_file() or not (args.panm / "baselines" / "panm.py").is_file():
+        raise SystemExit(f"--panm: expected a checkout of thaihungle/PANM (run_algo_task.py), got {args.panm}")
+    try:
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    except ValueError:
+        raise SystemExit(f"--seeds: expected comma-separated integers, got {args.seeds!r}") from None
+    for name in ("steps", "parallel", "threads"):
+        if getattr(args, name) < 1:
+            raise SystemExit(f"--{name}: expected a positive integer, got {getattr(args, name)}")
+    if not seeds:
+        raise SystemExit("--seeds: expected at least one seed")
+    root = (args.workdir / f"{args.task}-{args.steps}").resolve()
+    stub = root / "stub"
+    stub.mkdir(parents=True, exist_ok=True)
+    (stub / "tensorboard_logger.py").write_text(STUB)
+    env = {**os.environ, "PYTHONPATH": str(stub), "OMP_NUM_THREADS": str(args.threads)}
+    torch_version = subprocess.run(
+        [args.peer_python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    commit = subprocess.run(["git", "-C", str(args.panm), "rev-parse", "HEAD"], capture_output=True, text=True)
+    with ThreadPoolExecutor(max_workers=args.parallel) as pool:
+        rows = list(pool.map(lambda s: run_seed(s, args, root, env), seeds))
+    cols = ["row", "steps", *MODES]
+    table = summary_rows(args.task, rows)
+    env_record = {
+        **common.environment(),
+        "torch": torch_version,
+        "authors_code": commit.stdout.strip() or "(not a git checkout)",
+        "OMP_NUM_THREADS": args.threads,
+        "processes_at_once": args.parallel,
+    }
+    notes = (
+        f"Token accuracy (%) of the authors' PANM (thaihungle/PANM, their run_algo_task.py unchanged) on "
+        f"{args.task} at lengths 10 / 11 / 21 / 41 / 81, trained {args.steps:,} steps with their pipeline "
+        "(batch 128, RMSprop lr 1e-4, alpha 0.95, momentum 0.9, gradient values clipped at 10; 128-wide GRUs, "
+        "their tasks file), the checkpoint with the lowest error at length 21 (2L+1, validated every 200 steps "
+        "on 10 batches) tested on 10 batches of 128 per length. Training minutes per seed: "
+        + ", ".join(f"seed {r['seed']} {r['train_minutes']}" for r in rows)
+        + f", {args.parallel} process(es) at once with {args.threads} thread(s) each. Published: Le et al. 2024, "
+        "Pointer-Augmented Neural Memory, Tables 13-14, mean of 5 runs of 50,000 steps."
+    )
+    command = "python -m benchmarks.authors_panm " + " ".join(
+        shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
+    )
+    name = f"authors_panm_{args.task}_{args.steps}"
+    json_path, md_path = common.write_results(
+        name, f"The PANM authors' code on {args.task}, {len(rows)} seeds", table, cols, env_record, notes, command
+    )
+    print(common.markdown_table(table, cols))
+    print("wrote", json_path, md_path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
