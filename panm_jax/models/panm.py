@@ -78,7 +78,7 @@ class PANMConfig:
     distractor_sampling: str = "uniform"  # "uniform" off the bank, or "neighbours": one bit away from it
     snap_pointers: str = "never"  # feed back the nearest address: "never", "eval" (only) or "always" (ours)
     remat: bool = False  # recompute each step in the backward pass (jax.checkpoint): less memory
-    controller_start: str = "sum"  # h^c_0: "sum" of the memory slots (Eq. 7) or their "mean" (ours)
+    controller_start: str = "sum"  # h^c_0: "sum" of the slots (Eq. 7), their "mean" (ours), "encoder_final"
     eq3_addresses: str = "own"  # Eq. 3 averages the example's own bank, or "authors_view" (modules/panm.py)
     controller_attention: bool = False  # the authors' code: an additive attention over M feeds the Controller
     mode2_dropout: float = 0.0  # dropout on the Mode-2 weights in training (the authors' code: 0.5)
@@ -116,6 +116,11 @@ class PANMConfig:
             raise UserError(
                 f"init: 'pytorch' is defined for the recurrent encoders {sorted(ENCODERS)}, "
                 f"got encoder = {self.encoder!r}"
+            )
+        if self.controller_start == "encoder_final" and self.encoder in TRANSFORMER_ENCODERS:
+            raise UserError(
+                f"controller_start: 'encoder_final' takes the last hidden state of a recurrent encoder "
+                f"{sorted(ENCODERS)}, got encoder = {self.encoder!r}"
             )
         if self.encoder in TRANSFORMER_ENCODERS and self.hidden % self.encoder_heads:
             raise UserError(
@@ -203,8 +208,19 @@ class PANM(nnx.Module):
         refuse_aligned("panm", aligned)
         inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
         base, options = decoding_options(self.config, inputs.shape[0], train, key)
-        memory, _ = self.encoder(inputs, input_mask)
-        return self.decoder(memory, input_mask, base, num_outputs, return_traces=return_traces, **options)
+        memory, final = self.encoder(inputs, input_mask)
+        start = encoder_final_state(final) if self.config.controller_start == "encoder_final" else None
+        return self.decoder(
+            memory, input_mask, base, num_outputs, return_traces=return_traces, encoder_final=start, **options
+        )
+
+
+def encoder_final_state(final) -> jax.Array:
+    """The last hidden state ``[B, D]`` in a recurrent encoder's final state: the LSTM's ``h`` of its
+    ``(h, c)``, the bidirectional GRU's forward direction of its ``(h_fwd, h_bwd)`` (what the authors'
+    code hands its decoder: ``hidden[:1]`` of a one-layer bidirectional ``torch.nn.GRU``). Both put it
+    first."""
+    return final[0]
 
 
 def decoding_options(config: PANMConfig, batch: int, train: bool, key) -> tuple[jax.Array, dict]:

@@ -77,8 +77,10 @@ to the Pointer Units (Eq. 1) so that the difference can be measured. Eq. 2's
 keys stay each example's own ``g^a(A)``, as in that code; with bucket padding
 ``L`` is the padded length (that code pads nothing: one length per batch).
 
-Three more of that code's choices are options, for the same purpose (off by
-default, not in the paper): ``controller_attention``, its decoder's additive
+Four more of that code's choices are options, for the same purpose (off by
+default, not in the paper): ``controller_start="encoder_final"``, its decoder's
+start at the encoder's last hidden state (a GRU state, bounded whatever ``l(X)``)
+instead of Eq. 7's ``sum_i M[i]``; ``controller_attention``, its decoder's additive
 (Bahdanau) attention over ``M`` queried by ``h^c_{t-1}``, whose context joins
 the Controller's input and ``g^o``'s; ``mode2_dropout``, the dropout (0.5
 there) that its Mode-2 attention applies to its weights in training; and
@@ -121,7 +123,7 @@ __all__ = [
 DISTRACTOR_SAMPLING = {"uniform": pointer.off_bank_addresses, "neighbours": pointer.neighbour_addresses}
 # The controller's start h^c_0: "sum" is Eq. 7's sum_i M[i] over the real slots (the paper's);
 # "mean" divides it by l(X), so its scale does not grow with the input length (ours).
-CONTROLLER_STARTS = ("sum", "mean")
+CONTROLLER_STARTS = ("sum", "mean", "encoder_final")
 
 # Which codes Eq. 3 averages: each example's own bank ("own", the paper), or the
 # authors' public code's layout ("authors_view", see ``authors_view``), kept only to
@@ -322,7 +324,7 @@ class PANMDecoder(nnx.Module):
         self.distractor_sampling = distractor_sampling
         self.remat = remat  # recompute each decoding step in the backward pass (jax.checkpoint)
         self.input_features = input_features  # Z, the width of z_t (0: no decoding input)
-        self.controller_start = controller_start  # h^c_0: "sum" (Eq. 7) or "mean" over the real slots
+        self.controller_start = controller_start  # h^c_0: "sum" (Eq. 7), "mean" or the encoder's "encoder_final"
         self.eq3_addresses = eq3_addresses  # the codes Eq. 3 averages: "own" bank, or "authors_view"
         self.mode2_dropout = mode2_dropout  # dropout on w^c_t in training (the authors' code: 0.5)
         d, a, ha, hc = hidden, address_bits, pointer_heads, mode2_heads
@@ -348,12 +350,26 @@ class PANMDecoder(nnx.Module):
 
     # ---- the start (t = 0) ----------------------------------------------------------------
 
-    def controller_start_state(self, memory: jax.Array, mask: jax.Array) -> jax.Array:
+    def controller_start_state(
+        self, memory: jax.Array, mask: jax.Array, encoder_final: jax.Array | None = None
+    ) -> jax.Array:
         """``h^c_0`` ``[B, D]`` from the memory ``[B, L, D]`` and its slot mask ``[B, L]``.
 
         ``"sum"``: ``sum_i M[i]`` over the real slots (Le et al. 2024, Eq. 7), whose
-        scale grows with ``l(X)``; ``"mean"``: that sum divided by ``l(X)`` (at least 1).
+        scale grows with ``l(X)``; ``"mean"``: that sum divided by ``l(X)`` (at least 1);
+        ``"encoder_final"``: ``encoder_final`` ``[B, D]``, the recurrent encoder's last
+        hidden state, as the authors' public code starts its decoder (an option, not
+        the paper; bounded whatever ``l(X)``).
         """
+        if self.controller_start == "encoder_final":
+            b, _, d = memory.shape
+            if encoder_final is None or tuple(encoder_final.shape) != (b, d):
+                got = None if encoder_final is None else tuple(encoder_final.shape)
+                raise UserError(
+                    f"encoder_final: expected the encoder's final hidden state of shape {(b, d)} "
+                    f"(controller_start = 'encoder_final'), got {got}"
+                )
+            return encoder_final.astype(memory.dtype)
         mask = jnp.asarray(mask).astype(bool)
         total = jnp.sum(jnp.where(mask[..., None], memory, 0), axis=1)  # [B, D]
         if self.controller_start == "sum":
@@ -370,18 +386,22 @@ class PANMDecoder(nnx.Module):
         bits = self.address_bits
         return jax.vmap(lambda a: pointer.binary_addresses(a, length, bits, dtype=dtype))(base)
 
-    def start(self, memory: jax.Array, mask: jax.Array, base: jax.Array) -> _Carry:
+    def start(
+        self, memory: jax.Array, mask: jax.Array, base: jax.Array, encoder_final: jax.Array | None = None
+    ) -> _Carry:
         """The state before the first step: ``(h^a_0, p^a_0, h^c_0)``.
 
         ``h^a_0 = 0`` ``[B, H^a, D]``; ``p^a_0`` ``[B, H^a, A]`` is ``bin(a_B)`` for the
         even heads and ``bin(a_E)``, ``a_E = (a_B + l(X) - 1) mod 2^b``, for the odd
         ones (Le et al. 2024, App. C); ``h^c_0`` ``[B, D]`` is Eq. 7's ``sum_i M[i]``
-        over the real slots, or its mean (``controller_start_state``).
+        over the real slots, its mean, or ``encoder_final`` (``controller_start_state``).
 
         Args:
           memory: ``[B, L, D]`` ``M``.
           mask: ``[B, L]`` bool, the real slots.
           base: ``[B]`` integer ``a_B``.
+          encoder_final: ``[B, D]``, the encoder's last hidden state; required with
+            ``controller_start = "encoder_final"``, else unused.
 
         Returns:
           ``_Carry(pu_hidden, pointers, ctrl_hidden)`` in the memory's dtype.
@@ -394,7 +414,7 @@ class PANMDecoder(nnx.Module):
         return _Carry(
             pu_hidden=jnp.zeros((b, self.pointer_heads, d), memory.dtype),
             pointers=p0.astype(memory.dtype),
-            ctrl_hidden=self.controller_start_state(memory, mask),
+            ctrl_hidden=self.controller_start_state(memory, mask, encoder_final),
         )
 
     def candidates(
@@ -613,6 +633,7 @@ class PANMDecoder(nnx.Module):
         snap_pointers: bool = False,
         return_traces: bool = False,
         decoder_inputs: jax.Array | None = None,
+        encoder_final: jax.Array | None = None,
     ):
         """Decode ``num_outputs`` steps: ``start``, then a ``lax.scan`` of ``decode_step``.
 
@@ -627,6 +648,8 @@ class PANMDecoder(nnx.Module):
           snap_pointers: feed back the nearest address instead of the soft pointer.
           return_traces: also return ``PANMTraces``.
           decoder_inputs: ``[B, T_out, Z]`` ``z``, required iff ``input_features = Z > 0``.
+          encoder_final: ``[B, D]``, the encoder's last hidden state: ``h^c_0`` with
+            ``controller_start = "encoder_final"`` (required then), else unused.
 
         Returns:
           ``logits [B, T_out, K]``, or ``(logits, PANMTraces)``.
@@ -656,7 +679,7 @@ class PANMDecoder(nnx.Module):
                 carry, z, context, snap_pointers=snap_pointers, return_traces=return_traces, dropout_key=key
             )
 
-        carry = self.start(memory, mask, base)
+        carry = self.start(memory, mask, base, encoder_final)
         _, (logits, trace) = scan(step, carry, (zs, step_keys), length=num_outputs, remat=self.remat)
         logits = jnp.swapaxes(logits, 0, 1)  # [B, T_out, K]
         if not return_traces:
