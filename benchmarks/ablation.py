@@ -25,7 +25,7 @@ separate processes (on a GPU, share it with NVIDIA MPS); each group's output goe
 to ``<workdir>/<task>/<variant>.log``. ``--minutes`` caps each group's training
 (the ``steps`` column then says how far it got).
 
-The table (``ablation_panm_<tasks>.{md,json,csv}`` under
+The table (``ablation_panm_<tasks>.{md,json,csv}``, with ``_NAME`` appended by ``--name NAME``, under
 ``benchmarks/results/<device>/``) has, per task, one row per variant (mean ±
 sample standard deviation over the seeds, token accuracy in %), the published
 row (Le et al. 2024, Tables 13 and 14; the same figures as ``benchmarks.reproduce``)
@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -218,6 +219,9 @@ def main(argv=None) -> int:
         help="training steps per run instead of the protocol's 50,000 (a smoke test; not the protocol)",
     )
     p.add_argument("--workdir", default="runs/ablation")
+    p.add_argument(
+        "--name", default="", help="suffix of the result files' names (ablation_panm_<tasks>_NAME): keeps other tables"
+    )
     p.add_argument("--one", default=None, help=argparse.SUPPRESS)  # a child: train the seeds of [task, variant]
     args = p.parse_args(argv)
     workdir = Path(args.workdir)
@@ -226,6 +230,8 @@ def main(argv=None) -> int:
         task, variant = json.loads(args.one)
         train_group(task, variant, seeds, args.minutes, args.steps, workdir)
         return 0
+    if args.name and not re.fullmatch(r"[\w\-.]+", args.name):
+        raise SystemExit(f"--name: expected letters, digits, '_', '-' or '.', got {args.name!r}")
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     for task in tasks:
         if task not in PUBLISHED or MODEL not in PUBLISHED[task]:
@@ -241,7 +247,7 @@ def main(argv=None) -> int:
         runs = {v: [read_run(task, v, s, args.minutes, args.steps, workdir) for s in seeds] for v in variants}
         rows += summarize(task, variants, runs)
     cols = ["task", "variant", "selected_on", "seeds", "steps", "best_step", *MODES]
-    name = "ablation_panm_" + "_".join(tasks)
+    name = "ablation_panm_" + "_".join(tasks) + (f"_{args.name}" if args.name else "")
     command = "python -m benchmarks.ablation " + " ".join(argv if argv is not None else sys.argv[1:])
     notes = (
         "Token accuracy (%) of PANM under the paper protocol (batch 128, 50,000 steps, RMSprop 1e-4 with "
