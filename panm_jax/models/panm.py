@@ -83,6 +83,7 @@ class PANMConfig:
     controller_attention: bool = False  # the authors' code: an additive attention over M feeds the Controller
     mode2_dropout: float = 0.0  # dropout on the Mode-2 weights in training (the authors' code: 0.5)
     attention_projections: bool = False  # the authors' code: W_q, W_k, W_v, W_o around Modes 1 and 2
+    controller_reads_mode2: bool = True  # Eq. 7 feeds *p^c_t to the Controller; the authors' code: g^o only
     init: str = "flax"  # "flax" (LeCun normal, zero biases) or "pytorch": torch.nn's defaults (the authors' code)
     encoder_layers: int = 3  # Transformer encoders only: N_l layers (Csordás et al. 2021, SCAN: 3)
     encoder_heads: int = 8  # Transformer encoders only: heads, a divisor of hidden (Csordás et al. 2021: 8)
@@ -104,6 +105,7 @@ class PANMConfig:
             controller_attention=self.controller_attention,
             mode2_dropout=self.mode2_dropout,
             attention_projections=self.attention_projections,
+            controller_reads_mode2=self.controller_reads_mode2,
         )
         checks.one_of("snap_pointers", self.snap_pointers, SNAP_POINTERS)
         checks.one_of("encoder", self.encoder, sorted(ENCODER_NAMES))
@@ -178,6 +180,7 @@ def build_decoder(config: PANMConfig, output_size: int, rngs: nnx.Rngs, input_fe
         controller_attention=config.controller_attention,
         mode2_dropout=config.mode2_dropout,
         attention_projections=config.attention_projections,
+        controller_reads_mode2=config.controller_reads_mode2,
         input_features=input_features,
         rngs=rngs,
     )

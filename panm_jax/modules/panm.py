@@ -77,10 +77,12 @@ to the Pointer Units (Eq. 1) so that the difference can be measured. Eq. 2's
 keys stay each example's own ``g^a(A)``, as in that code; with bucket padding
 ``L`` is the padded length (that code pads nothing: one length per batch).
 
-Four more of that code's choices are options, for the same purpose (off by
+Five more of that code's choices are options, for the same purpose (off by
 default, not in the paper): ``controller_start="encoder_final"``, its decoder's
 start at the encoder's last hidden state (a GRU state, bounded whatever ``l(X)``)
-instead of Eq. 7's ``sum_i M[i]``; ``controller_attention``, its decoder's additive
+instead of Eq. 7's ``sum_i M[i]``; ``controller_reads_mode2=False``, its decoder's
+Controller fed Mode 1's reads only (Mode 2's ``*p^c_t`` joins ``g^o``'s input
+alone, where Eq. 7 feeds it to the Controller too); ``controller_attention``, its decoder's additive
 (Bahdanau) attention over ``M`` queried by ``h^c_{t-1}``, whose context joins
 the Controller's input and ``g^o``'s; ``mode2_dropout``, the dropout (0.5
 there) that its Mode-2 attention applies to its weights in training; and
@@ -159,6 +161,7 @@ def check_decoder_options(
     controller_attention=False,
     mode2_dropout=0.0,
     attention_projections=False,
+    controller_reads_mode2=True,
 ) -> None:
     """Raise ``UserError`` (naming the option) unless every ``PANMDecoder`` option is valid.
 
@@ -183,6 +186,7 @@ def check_decoder_options(
     checks.boolean("controller_attention", controller_attention)
     checks.number("mode2_dropout", mode2_dropout, 0.0, 1.0, hi_open=True)
     checks.boolean("attention_projections", attention_projections)
+    checks.boolean("controller_reads_mode2", controller_reads_mode2)
 
 
 class PANMTraces(NamedTuple):
@@ -296,6 +300,7 @@ class PANMDecoder(nnx.Module):
         controller_attention: bool = False,
         mode2_dropout: float = 0.0,
         attention_projections: bool = False,
+        controller_reads_mode2: bool = True,
         rngs: nnx.Rngs,
     ):
         check_decoder_options(
@@ -314,6 +319,7 @@ class PANMDecoder(nnx.Module):
             controller_attention=controller_attention,
             mode2_dropout=mode2_dropout,
             attention_projections=attention_projections,
+            controller_reads_mode2=controller_reads_mode2,
         )
         self.hidden = hidden
         self.address_bits = address_bits
@@ -327,6 +333,7 @@ class PANMDecoder(nnx.Module):
         self.controller_start = controller_start  # h^c_0: "sum" (Eq. 7), "mean" or the encoder's "encoder_final"
         self.eq3_addresses = eq3_addresses  # the codes Eq. 3 averages: "own" bank, or "authors_view"
         self.mode2_dropout = mode2_dropout  # dropout on w^c_t in training (the authors' code: 0.5)
+        self.controller_reads_mode2 = controller_reads_mode2  # *p^c_t in Eq. 7's input (False: g^o's only)
         d, a, ha, hc = hidden, address_bits, pointer_heads, mode2_heads
         self.address_embedding = MLP(a, mlp_hidden, d, rngs=rngs)  # g^a
         self.pointer_units = PointerUnits(ha, a, d, rngs=rngs)  # PU_1..H^a (Eq. 1)
@@ -342,7 +349,8 @@ class PANMDecoder(nnx.Module):
         # the Controller's input and g^o's (an option; not in the paper).
         self.memory_attention = AdditiveAttention(d, d, d, rngs=rngs) if controller_attention else None
         extra = d if controller_attention else 0
-        self.controller = GRUCell((ha + hc) * d + input_features + extra, d, rngs=rngs)  # Ctrl (Eq. 7)
+        read = (ha + hc) * d if controller_reads_mode2 else ha * d  # the reads Eq. 7's Controller takes
+        self.controller = GRUCell(read + input_features + extra, d, rngs=rngs)  # Ctrl (Eq. 7)
         self.output_net = MLP((ha + hc + 1) * d + extra, mlp_hidden, num_classes, rngs=rngs)  # g^o
         tau = _inverse_softplus(inverse_temperature)
         self.pointer_temperature = nnx.Param(jnp.full((ha,), tau, jnp.float32))  # softplus -> tau_a
@@ -560,6 +568,8 @@ class PANMDecoder(nnx.Module):
         ``logits_t = g^o([*p^a_t, *p^c_t, h^c_t])``. With ``controller_attention``,
         ``c_t = M softmax(v^T tanh(W_q h^c_{t-1} + W_k M))`` joins both:
         ``GRU_c([*p^a_t, *p^c_t, c_t (, z_t)])`` and ``g^o([*p^a_t, *p^c_t, h^c_t, c_t])``.
+        Without ``controller_reads_mode2`` the Controller's input leaves ``*p^c_t`` out
+        (``g^o`` still takes it), as in the authors' code.
 
         Args:
           carry: ``(h^a_{t-1} [B, H^a, D], p^a_{t-1} [B, H^a, A], h^c_{t-1} [B, D])``.
@@ -579,7 +589,8 @@ class PANMDecoder(nnx.Module):
         if self.memory_attention is not None:  # c_t, queried by h^c_{t-1}
             w_m = self.memory_attention(carry.ctrl_hidden, context.attention_keys, context.mask)  # [B, L]
             extra = [jnp.einsum("bl,bld->bd", w_m.astype(context.memory.dtype), context.memory)]
-        ctrl_in = jnp.concatenate([values, *extra] + ([] if z is None else [z]), axis=-1)  # Eq. 7
+        read = values if self.controller_reads_mode2 else values[:, : self.pointer_heads * self.hidden]
+        ctrl_in = jnp.concatenate([read, *extra] + ([] if z is None else [z]), axis=-1)  # Eq. 7
         ctrl_hidden, _ = self.controller(carry.ctrl_hidden, ctrl_in)
         logits = self.output_net(jnp.concatenate([values, ctrl_hidden, *extra], axis=-1))  # g^o
         trace = (w_a, p_a, w_c) if return_traces else ()
