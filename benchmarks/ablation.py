@@ -16,7 +16,8 @@ steps, the authors' RMSprop, checkpoint selected on L+1, tested at L, L+1, 2L+1,
   can (``true``, ``8``), else stay strings.
 
 Each (task, variant, seed) trains in its own folder,
-``<workdir>/<task>/<variant>-s<seed>``, resumable like any run: rerunning the
+``<workdir>/<task>/<variant>-s<seed>`` (a variant over 120 characters: its
+first 100 and a hash), resumable like any run: rerunning the
 command continues unfinished runs and reads finished ones back (a folder whose
 ``results.json`` holds the same config). The seeds of one (task, variant) train
 together in one compiled program (``panm_jax.train.seeds``: the same numbers as
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import re
 import statistics
@@ -91,8 +93,16 @@ def variant_config(task: str, variant: str, seed: int, minutes: float | None, st
     return config if steps is None else config.replace(num_steps=steps)
 
 
+SLUG_MAX = 120  # characters of a variant's folder name (with "-s<seed>" and ".log" under the OS's 255)
+
+
 def slug(variant: str) -> str:
-    return variant.replace("/", "_").replace(" ", "")
+    """The variant's folder name: the variant itself, or, past ``SLUG_MAX`` characters, its first 100
+    and a hash of the whole (a long list of changes would exceed the file system's 255 per name)."""
+    name = variant.replace("/", "_").replace(" ", "")
+    if len(name) <= SLUG_MAX:
+        return name
+    return f"{name[:100]}-{hashlib.sha256(variant.encode()).hexdigest()[:16]}"
 
 
 def run_folder(workdir: Path, task: str, variant: str, seed: int) -> Path:
