@@ -16,7 +16,8 @@ seed runs that checkout's own pipeline, unchanged, as its README gives it:
   RMSprop (lr 1e-4, alpha 0.95, momentum 0.9), gradient values clipped at 10;
   every 200 steps it validates on 10 batches at length 21 (2L+1) and keeps the
   checkpoint with the lowest error there;
-* testing: the same script with ``-mode=test -genlen=G`` for G = 0.9, 1, 2, 4,
+* testing (one process at a time: the script keeps the autograd graph in its
+  test mode too, about 9 GB at length 81): the same script with ``-mode=test -genlen=G`` for G = 0.9, 1, 2, 4,
   8, i.e. lengths int(10 G) + 1 = 10, 11, 21, 41, 81, on that best checkpoint,
   10 batches of 128 each. Its printed ``bit_error_per_sequence E --> R`` has
   ``R`` the mean fraction of wrong output tokens (argmax against the one-hot
@@ -26,7 +27,7 @@ The only thing added around it: ``tensorboard_logger`` (its logging of curves,
 which needs TensorFlow's protobufs) is replaced by a module whose two functions
 do nothing, put first on ``PYTHONPATH``. ``--threads`` sets ``OMP_NUM_THREADS``
 for each process (torch's CPU results depend on the thread count through the
-order of its sums, so it is recorded).
+order of its sums, so it is recorded: a training's in its ``train.done``).
 
 Each seed has a folder ``<workdir>/<task>-<steps>/s<seed>`` (the task file, the
 logs, the checkpoints, ``train.log``, ``test_<G>.log``); a finished training
@@ -76,8 +77,9 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> None:
         raise RuntimeError(f"{cmd[1]} exited with {done.returncode}; its output is in {log}")
 
 
-def run_seed(seed: int, args, root: Path, env: dict[str, str]) -> dict:
-    """Train one seed with the authors' pipeline (unless done), test it at the five lengths; its row."""
+def train_seed(seed: int, args, root: Path, env: dict[str, str]) -> dict:
+    """Train one seed with the authors' pipeline unless its ``train.done`` says it was; its row so far
+    (steps, and the training's minutes, threads and processes at once, kept in ``train.done``)."""
     folder = root / f"s{seed}"
     for sub in ("logs", "saved"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
@@ -95,17 +97,40 @@ def run_seed(seed: int, args, root: Path, env: dict[str, str]) -> dict:
         f"-save_dir={folder / 'saved'}",
     ]
     t0 = time.time()
-    if not (folder / "train.done").exists():
+    done = folder / "train.done"
+    if not done.exists():
         _run(base + ["-mode=train"], args.panm, env, folder / "train.log")
-        (folder / "train.done").write_text(f"{time.time() - t0:.0f} s\n")
-    train_s = float((folder / "train.done").read_text().split()[0])
-    row = {"seed": seed, "steps": args.steps, "train_minutes": round(train_s / 60, 1)}
+        record = {"seconds": round(time.time() - t0), "threads": args.threads, "processes": args.parallel}
+        done.write_text(json.dumps(record) + "\n")
+    record = json.loads(done.read_text())
+    return {
+        "seed": seed,
+        "steps": args.steps,
+        "train_minutes": round(record["seconds"] / 60, 1),
+        "train_threads": record["threads"],
+        "train_processes": record["processes"],
+    }
+
+
+def test_seed(row: dict, args, root: Path, env: dict[str, str]) -> dict:
+    """Test one trained seed at the five lengths (one process at a time: the authors' test keeps its
+    autograd graph, about 9 GB at length 81); its row with the accuracies."""
+    folder = root / f"s{row['seed']}"
+    base = [
+        args.peer_python,
+        "run_algo_task.py",
+        f"-task_json={folder / f'{args.task}.json'}",
+        "-model_name=panm",
+        f"-seed={row['seed']}",
+        f"-log_dir={folder / 'logs'}",
+        f"-save_dir={folder / 'saved'}",
+    ]
     for mode in MODES:
         log = folder / f"test_{GENLEN[mode]}.log"
         if not (log.exists() and RESULT.search(log.read_text())):
             _run(base + ["-mode=test", f"-genlen={GENLEN[mode]}"], args.panm, env, log)
         row[mode] = round(token_accuracy(log.read_text()), 2)
-    print(f"seed {seed}: " + " / ".join(f"{row[m]:g}" for m in MODES), flush=True)
+    print(f"seed {row['seed']}: " + " / ".join(f"{row[m]:g}" for m in MODES), flush=True)
     return row
 
 
@@ -168,15 +193,15 @@ def main(argv=None) -> int:
     ).stdout.strip()
     commit = subprocess.run(["git", "-C", str(args.panm), "rev-parse", "HEAD"], capture_output=True, text=True)
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
-        rows = list(pool.map(lambda s: run_seed(s, args, root, env), seeds))
+        trained = list(pool.map(lambda s: train_seed(s, args, root, env), seeds))
+    rows = [test_seed(row, args, root, env) for row in trained]
     cols = ["row", "steps", *MODES]
     table = summary_rows(args.task, rows)
     env_record = {
         **common.environment(),
         "torch": torch_version,
         "authors_code": commit.stdout.strip() or "(not a git checkout)",
-        "OMP_NUM_THREADS": args.threads,
-        "processes_at_once": args.parallel,
+        "OMP_NUM_THREADS (tests)": args.threads,
     }
     notes = (
         f"Token accuracy (%) of the authors' PANM (thaihungle/PANM, their run_algo_task.py unchanged) on "
@@ -184,8 +209,12 @@ def main(argv=None) -> int:
         "(batch 128, RMSprop lr 1e-4, alpha 0.95, momentum 0.9, gradient values clipped at 10; 128-wide GRUs, "
         "their tasks file), the checkpoint with the lowest error at length 21 (2L+1, validated every 200 steps "
         "on 10 batches) tested on 10 batches of 128 per length. Training minutes per seed: "
-        + ", ".join(f"seed {r['seed']} {r['train_minutes']}" for r in rows)
-        + f", {args.parallel} process(es) at once with {args.threads} thread(s) each. Published: Le et al. 2024, "
+        + ", ".join(
+            f"seed {r['seed']} {r['train_minutes']} ({r['train_processes']} process(es) at once, "
+            f"{r['train_threads']} thread(s) each)"
+            for r in rows
+        )
+        + f"; tests one at a time with {args.threads} thread(s). Published: Le et al. 2024, "
         "Pointer-Augmented Neural Memory, Tables 13-14, mean of 5 runs of 50,000 steps."
     )
     command = "python -m benchmarks.authors_panm " + " ".join(
