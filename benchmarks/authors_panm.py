@@ -77,6 +77,19 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> None:
         raise RuntimeError(f"{cmd[1]} exited with {done.returncode}; its output is in {log}")
 
 
+def pipeline_command(args, folder: Path, seed: int) -> list[str]:
+    """The authors' ``run_algo_task.py`` for one seed's folder, without its ``-mode``: train and test share it."""
+    return [
+        args.peer_python,
+        "run_algo_task.py",
+        f"-task_json={folder / f'{args.task}.json'}",
+        "-model_name=panm",
+        f"-seed={seed}",
+        f"-log_dir={folder / 'logs'}",
+        f"-save_dir={folder / 'saved'}",
+    ]
+
+
 def train_seed(seed: int, args, root: Path, env: dict[str, str]) -> dict:
     """Train one seed with the authors' pipeline unless its ``train.done`` says it was; its row so far
     (steps, and the training's minutes, threads and processes at once, kept in ``train.done``)."""
@@ -85,21 +98,11 @@ def train_seed(seed: int, args, root: Path, env: dict[str, str]) -> dict:
         (folder / sub).mkdir(parents=True, exist_ok=True)
     task = json.loads((args.panm / "tasks" / f"{args.task}.json").read_text())
     task["iter"] = args.steps
-    task_json = folder / f"{args.task}.json"
-    task_json.write_text(json.dumps(task, indent=1) + "\n")
-    base = [
-        args.peer_python,
-        "run_algo_task.py",
-        f"-task_json={task_json}",
-        "-model_name=panm",
-        f"-seed={seed}",
-        f"-log_dir={folder / 'logs'}",
-        f"-save_dir={folder / 'saved'}",
-    ]
+    (folder / f"{args.task}.json").write_text(json.dumps(task, indent=1) + "\n")
     t0 = time.time()
     done = folder / "train.done"
     if not done.exists():
-        _run(base + ["-mode=train"], args.panm, env, folder / "train.log")
+        _run(pipeline_command(args, folder, seed) + ["-mode=train"], args.panm, env, folder / "train.log")
         record = {"seconds": round(time.time() - t0), "threads": args.threads, "processes": args.parallel}
         done.write_text(json.dumps(record) + "\n")
     record = json.loads(done.read_text())
@@ -116,15 +119,7 @@ def test_seed(row: dict, args, root: Path, env: dict[str, str]) -> dict:
     """Test one trained seed at the five lengths (one process at a time: the authors' test keeps its
     autograd graph, about 9 GB at length 81); its row with the accuracies."""
     folder = root / f"s{row['seed']}"
-    base = [
-        args.peer_python,
-        "run_algo_task.py",
-        f"-task_json={folder / f'{args.task}.json'}",
-        "-model_name=panm",
-        f"-seed={row['seed']}",
-        f"-log_dir={folder / 'logs'}",
-        f"-save_dir={folder / 'saved'}",
-    ]
+    base = pipeline_command(args, folder, row["seed"])
     for mode in MODES:
         log = folder / f"test_{GENLEN[mode]}.log"
         if not (log.exists() and RESULT.search(log.read_text())):

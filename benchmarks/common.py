@@ -267,6 +267,8 @@ def page_fault_cost(repeats: int = 10, mib: int | None = None) -> float:
     for _ in range(2):
         block(fresh(x))
         y = block(inplace(y))
+    if minor_faults() is None:
+        return float("nan")
     t_fresh, t_inplace, faults = [], [], []
     for _ in range(max(3, repeats)):
         f0 = minor_faults()
@@ -278,8 +280,6 @@ def page_fault_cost(repeats: int = 10, mib: int | None = None) -> float:
         t0 = time.perf_counter()
         y = block(inplace(y))
         t_inplace.append(time.perf_counter() - t0)
-        if f0 is None or f1 is None:
-            return float("nan")
         faults.append(f1 - f0)
     per_call = statistics.median(faults)
     if per_call <= 0:

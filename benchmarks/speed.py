@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -337,10 +338,10 @@ def floor_of(counted: dict[str, float], rate_gflops: float, bandwidth_gbs: float
 def fault_columns(page_faults: float, fault_cost_s: float, median_s: float, floor_s: float) -> dict:
     """``page_faults`` per step, ``fault_s`` (those faults at the cost per fault measured in this run) and
     ``x_floor_less_faults`` = (median_s - fault_s) / floor_s; the last two empty where either is unknown."""
-    known = page_faults == page_faults and fault_cost_s == fault_cost_s  # neither is NaN
-    fault_s = page_faults * fault_cost_s if known else None
+    counted = not math.isnan(page_faults)
+    fault_s = page_faults * fault_cost_s if counted and not math.isnan(fault_cost_s) else None
     return {
-        "page_faults": round(page_faults) if page_faults == page_faults else "",
+        "page_faults": round(page_faults) if counted else "",
         "fault_s": fault_s if fault_s is not None else "",
         "x_floor_less_faults": (median_s - fault_s) / floor_s if fault_s is not None else "",
     }
@@ -483,7 +484,7 @@ def main(argv=None) -> int:
         "flop_floor_s = GFLOP / matmul rate, byte_floor_s = bytes / bandwidth (each a lower bound); "
         "floor_s is the larger, bound names it, x_floor = median_s / floor_s."
     )
-    if fault_cost == fault_cost:
+    if not math.isnan(fault_cost):
         notes += (
             f" page_faults: the process's minor page faults per step (pages the OS mapped and zeroed afresh "
             "because XLA's CPU runtime allocates a call's temporaries anew and glibc returns large blocks to the OS "
