@@ -55,7 +55,9 @@ COMPUTE_DTYPES = ("float32", "bfloat16")  # TrainConfig.compute_dtype: the forwa
 # Fields a resumed run may change: they do not alter what a run computes while its losses are finite.
 # num_steps only extends or shortens the run (the loop refuses one below the checkpoint's step), unless a
 # learning-rate schedule decays over it: a cosine run cannot change it (see ``resume_differences``).
-RESUMABLE_CHANGES = ("on_nan", "num_steps")
+# max_minutes is a wall-clock budget: it only says where this invocation stops, so a run stopped by its
+# budget may be resumed with another budget or none.
+RESUMABLE_CHANGES = ("on_nan", "num_steps", "max_minutes")
 
 
 class ConfigError(UserError):

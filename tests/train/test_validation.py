@@ -263,6 +263,14 @@ def test_a_finished_run_extends_to_more_steps_and_refuses_fewer(run_copy):
         train_and_evaluate(tiny_config(**{**FINISHED, "num_steps": 4}), run_copy, progress=False)
 
 
+def test_a_run_stopped_by_its_time_budget_goes_on_under_another_budget_or_none():
+    capped = tiny_config(max_minutes=5.0)
+    assert resume_differences(capped, capped.replace(max_minutes=None)) == []
+    assert resume_differences(capped, capped.replace(max_minutes=30.0, num_steps=100)) == []
+    # a setting that changes what the run computes is still refused beside it
+    assert [d[0] for d in resume_differences(capped, capped.replace(max_minutes=None, seed=1))] == ["seed"]
+
+
 def test_num_steps_may_change_on_resume_only_under_a_constant_schedule():
     assert resume_differences(tiny_config(), tiny_config(num_steps=100)) == []
     cosine = tiny_config(optimizer=OptimizerConfig(name="adam", schedule="cosine"))
