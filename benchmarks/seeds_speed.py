@@ -18,7 +18,9 @@ per bucket either way). The ratio is ``S * t_single / t_batched``, measured in o
 run; the goal on a GPU is at least 3x for 5 seeds. Both are also timed on one
 batch made before the timing and fed again at every step ("device only"): the
 difference from the loop's own batches is the host's share (generation,
-stacking, transfer) that the device's work does not hide.
+stacking, transfer) that the device's work does not hide. The batches alone,
+made and transferred without a training step ("host only"), show how near the
+host comes to setting the pace.
 """
 
 from __future__ import annotations
@@ -65,6 +67,24 @@ def time_batched(configs: list[TrainConfig], steps: int, reuse: bool = False) ->
     return time.perf_counter() - t0
 
 
+def time_host(configs: list[TrainConfig], steps: int) -> tuple[float, float]:
+    """Seconds for ``steps`` of the loop's batches alone, made and transferred, no training step: one seed's
+    (``training_batch`` and ``Run.shard``) and the S seeds' stacked batch (``SeedGroup.batch``)."""
+    run, group = Run(configs[0]), SeedGroup(configs)
+    times = []
+    for make in (
+        lambda step: run.shard(training_batch(run.task, configs[0], step, run.buckets)),
+        lambda step: group.batch([step] * len(configs)),
+    ):
+        jax.block_until_ready(make(0))
+        t0 = time.perf_counter()
+        for step in range(1, steps + 1):
+            batch = make(step)
+        jax.block_until_ready(batch)
+        times.append(time.perf_counter() - t0)
+    return times[0], times[1]
+
+
 def main(argv=None) -> int:
     allocator.configure_from_environment()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -105,6 +125,17 @@ def main(argv=None) -> int:
                 "ratio": f"{bat_rate / seq_rate:.2f}",
             },
         ]
+    h_single, h_batched = time_host(configs, args.steps)
+    for case, t in (("one seed's batch", h_single), (f"the {args.seeds} seeds' stacked batch", h_batched)):
+        rows.append(
+            {
+                "case": f"host only: {case} (generation, padding, transfer)",
+                "seconds_per_step": f"{t / args.steps:.4g}",
+                "seed_steps_per_s": "",
+                "sequences_per_s": "",
+                "ratio": "",
+            }
+        )
     cols = ["case", "seconds_per_step", "seed_steps_per_s", "sequences_per_s", "ratio"]
     command = "python -m benchmarks.seeds_speed " + " ".join(argv if argv is not None else sys.argv[1:])
     notes = (
@@ -114,7 +145,9 @@ def main(argv=None) -> int:
         "(host generation, padding and transfer included). 'seconds_per_step' is one step of one seed "
         "(sequential) or of all seeds at once (batched); 'ratio' is the batched throughput over the "
         "sequential (the row above), in seed-steps per second, both measured in this run. The 'device only' "
-        "rows feed one batch, made before the timing, at every step: what the host adds is the difference."
+        "rows feed one batch, made before the timing, at every step: what the host adds is the difference. "
+        "The 'host only' rows make the batches without training on them: where one is near its step's time, "
+        "the host, not the device, sets the pace."
     )
     name = f"seeds_speed_{args.model}_{args.task}_s{args.seeds}"
     common.write_results(

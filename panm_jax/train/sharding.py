@@ -171,10 +171,6 @@ def shard_batch(batch, mesh: Mesh, axis: int = 0):
             )
     sharding = NamedSharding(mesh, PartitionSpec(*([None] * axis), DATA_AXIS))
 
-    def put(x):
-        x = np.asarray(x)
-        if jax.process_count() == 1:
-            return jax.device_put(x, sharding)
-        return _global(x, sharding)
-
-    return jax.tree_util.tree_map(put, batch)
+    if jax.process_count() == 1:  # one call for every leaf: jax transfers them together
+        return jax.device_put(jax.tree_util.tree_map(np.asarray, batch), sharding)
+    return jax.tree_util.tree_map(lambda x: _global(np.asarray(x), sharding), batch)

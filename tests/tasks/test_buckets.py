@@ -63,3 +63,17 @@ def test_bucket_errors():
         bucket_length(task, 3, 1, (8, 4))
     with pytest.raises(ValueError, match=r"input_steps, output_steps: expected at least the batch's \(22, 20\)"):
         pad_batch(batch, 10, 10)
+
+
+@pytest.mark.parametrize("name", ["copy", "priority_sort", "scan"])
+def test_padding_appends_zeros_and_keeps_the_rest(name):
+    """Every leaf keeps its values, dtype and trailing axes; the new steps are zeros (false in the masks)."""
+    task = get_task(name)
+    batch = task.train_batch(np.random.default_rng(3), 3)
+    t_in, t_out = batch.inputs.shape[1], batch.targets.shape[1]
+    padded = pad_batch(batch, t_in + 5, t_out + 2)
+    for field, extra in (("inputs", 5), ("input_mask", 5), ("targets", 2), ("target_mask", 2)):
+        x, y = getattr(batch, field), getattr(padded, field)
+        want = np.concatenate([x, np.zeros((x.shape[0], extra, *x.shape[2:]), x.dtype)], axis=1)
+        assert y.dtype == x.dtype and y.shape == want.shape, field
+        np.testing.assert_array_equal(y, want, err_msg=field)
