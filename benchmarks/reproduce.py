@@ -68,7 +68,7 @@ from typing import Any
 
 from benchmarks import allocator, common
 from panm_jax.train.config import OptimizerConfig, TrainConfig, parse_overrides
-from panm_jax.train.io import atomic_write_text
+from panm_jax.train.io import atomic_write_text, read_jsonl
 from panm_jax.train.loop import train_and_evaluate
 from panm_jax.train.report import save_figure
 
@@ -171,11 +171,7 @@ def options_tag(options: dict[str, Any], sep: str = "=") -> str:
 
 def steps_trained(workdir: Path) -> int:
     """The last training step a run logged (its ``metrics.jsonl``): how far a capped run got."""
-    logged = [
-        json.loads(line)
-        for line in (workdir / "metrics.jsonl").read_text().splitlines()
-        if line.strip().startswith("{")
-    ]
+    logged = read_jsonl(workdir / "metrics.jsonl")  # a line torn by a crash is skipped
     return max((r.get("step", 0) for r in logged if "loss" in r), default=0)
 
 

@@ -3,8 +3,9 @@
 A file written with ``atomic_write_text`` is either the old version or the new
 one, never a torn mix: the text goes to a temporary file in the same folder,
 is flushed to disk, then renamed over the target (``os.replace`` is atomic on
-POSIX). The metrics log is append-only; a crash can at worst leave a partial
-last line, which ``read_jsonl`` skips.
+POSIX) and the folder flushed, so the rename itself survives a power cut. The
+metrics log is append-only; a crash can at worst leave a partial last line,
+which ``read_jsonl`` skips and the next ``append_jsonl`` closes.
 """
 
 from __future__ import annotations
@@ -34,6 +35,20 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Flush a folder's entries (the rename) to disk; a no-op where folders cannot be opened (Windows)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _umask() -> int:
@@ -47,11 +62,20 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 
 def append_jsonl(path: str | Path, record: dict[str, Any]) -> None:
-    """Append one JSON line and flush it to disk."""
+    """Append one JSON line and flush it to disk.
+
+    A torn last line (a crash in the middle of a write) is closed with a newline
+    first, so the record appended after a resume starts a line of its own
+    instead of being glued to, and lost with, the torn one.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
-        f.write(json.dumps(record) + "\n")
+    with open(path, "ab+") as f:
+        torn = False
+        if f.seek(0, os.SEEK_END) > 0:
+            f.seek(-1, os.SEEK_END)
+            torn = f.read(1) != b"\n"
+        f.write((("\n" if torn else "") + json.dumps(record) + "\n").encode())
         f.flush()
         os.fsync(f.fileno())
 

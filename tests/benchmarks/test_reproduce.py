@@ -17,6 +17,7 @@ from benchmarks.reproduce import (
     options_tag,
     parse_minutes,
     parse_model_sets,
+    steps_trained,
     summarize,
 )
 
@@ -207,3 +208,10 @@ def test_parallel_children_repeat_the_command_for_one_task_and_model(tmp_path, m
     ]
     with pytest.raises(SystemExit, match="--parallel: expected a positive number"):
         reproduce.main(["--parallel", "0"])
+
+
+def test_steps_trained_reads_past_a_line_torn_by_a_crash(tmp_path):
+    (tmp_path / "metrics.jsonl").write_text(
+        '{"step": 100, "loss": 1.0}\n{"step": 200, "validation": 0.5}\n{"step": 300, "loss": 0.5}\n{"step": 4'
+    )
+    assert steps_trained(tmp_path) == 300

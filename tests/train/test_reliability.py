@@ -26,7 +26,7 @@ from panm_jax.train import loop
 from panm_jax.train.checkpoint import Checkpointer, drop_closed_loop_callbacks
 from panm_jax.train.checksums import CHECKSUM_FILE, ChecksumError, verify_checksums, write_checksums
 from panm_jax.train.evaluate import TEST_SEED, eval_sets, mode_seed
-from panm_jax.train.io import read_jsonl
+from panm_jax.train.io import append_jsonl, read_jsonl
 from panm_jax.train.lock import WorkdirBusy, WorkdirLock
 from panm_jax.train.loop import NonFiniteLossError, Run, config_check, train_and_evaluate
 from tests.train.tiny import FINISHED, TINY, tiny_config
@@ -394,3 +394,23 @@ def test_a_step_saved_again_replaces_the_earlier_checkpoint(tmp_path):
     assert meta["score"] == 0.75 and state["w"].tolist() == [1.0, 1.0, 1.0]
     assert verify_checksums(tmp_path / "best" / "8")
     ckpt.close()
+
+
+def test_a_record_appended_after_a_torn_line_starts_a_line_of_its_own(tmp_path):
+    # A crash in the middle of a write leaves a last line without its newline; the resume's first record
+    # must not be glued to it (and lost with it when the log is read).
+    path = tmp_path / "metrics.jsonl"
+    append_jsonl(path, {"step": 1, "loss": 2.0})
+    with open(path, "a") as f:
+        f.write('{"step": 2, "lo')
+    append_jsonl(path, {"event": "resumed", "step": 1})
+    append_jsonl(path, {"step": 2, "loss": 1.5})
+    assert read_jsonl(path) == [
+        {"step": 1, "loss": 2.0},
+        {"event": "resumed", "step": 1},
+        {"step": 2, "loss": 1.5},
+    ]
+    assert path.read_text().count("\n") == 4  # the torn line closed, nothing else added
+    fresh = tmp_path / "new" / "metrics.jsonl"
+    append_jsonl(fresh, {"step": 0})
+    assert fresh.read_text() == '{"step": 0}\n'
