@@ -51,6 +51,7 @@ from panm_jax.train.config import TrainConfig, parse_overrides
 from panm_jax.train.io import atomic_write_text
 
 MODEL = "panm"
+PROTOCOL_STEPS = 50_000  # Le et al. 2024, Section 3.1, for Copy and Reverse
 
 
 def parse_variant(text: str) -> dict[str, dict[str, Any]]:
@@ -203,6 +204,23 @@ def summarize(task: str, variants: list[str], runs: dict[str, list[dict[str, Any
     return rows
 
 
+def table_notes(seeds: list[int], minutes: float | None, steps: int | None) -> str:
+    """The protocol, the statistics and the budget of an ablation table, in words."""
+    notes = (
+        "Token accuracy (%) of PANM under the paper protocol (batch 128, 50,000 steps, RMSprop 1e-4 with "
+        "momentum 0.9 and decay 0.95, gradient values clipped at 10, evaluation every 1,000 steps on 1,000 "
+        "examples), the checkpoint selected on 'selected_on', tested on 1,000 examples per length; mean ± "
+        f"sample standard deviation over seeds {seeds}. Each variant changes only what its name says from the "
+        "library's defaults. 'published' is Le et al. 2024 (Pointer-Augmented Neural Memory), Tables 13 "
+        "(Copy) and 14 (Reverse), means of 5 runs. Per-seed numbers are in the JSON file ('per_seed')."
+    )
+    if minutes:
+        notes += f" Each run capped at {minutes:g} minutes of training: 'steps' says how far it got."
+    if steps and steps != PROTOCOL_STEPS:
+        notes += f" Each run trained at most {steps:,} steps, not the protocol's {PROTOCOL_STEPS:,}."
+    return notes
+
+
 def main(argv=None) -> int:
     allocator.configure_from_environment()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -259,18 +277,7 @@ def main(argv=None) -> int:
     cols = ["task", "variant", "selected_on", "seeds", "steps", "best_step", *MODES]
     name = "ablation_panm_" + "_".join(tasks) + (f"_{args.name}" if args.name else "")
     command = "python -m benchmarks.ablation " + " ".join(argv if argv is not None else sys.argv[1:])
-    notes = (
-        "Token accuracy (%) of PANM under the paper protocol (batch 128, 50,000 steps, RMSprop 1e-4 with "
-        "momentum 0.9 and decay 0.95, gradient values clipped at 10, evaluation every 1,000 steps on 1,000 "
-        "examples), the checkpoint selected on 'selected_on', tested on 1,000 examples per length; mean ± "
-        f"sample standard deviation over seeds {seeds}. Each variant changes only what its name says from the "
-        "library's defaults. 'published' is Le et al. 2024 (Pointer-Augmented Neural Memory), Tables 13 "
-        "(Copy) and 14 (Reverse), means of 5 runs. Per-seed numbers are in the JSON file ('per_seed')."
-    )
-    if args.minutes:
-        notes += f" Each run capped at {args.minutes:g} minutes of training: 'steps' says how far it got."
-    if args.steps:
-        notes += f" Each run trained at most {args.steps:,} steps, not the protocol's 50,000."
+    notes = table_notes(seeds, args.minutes, args.steps)
     public = [
         {
             **{k: v for k, v in r.items() if not k.startswith("_")},

@@ -23,29 +23,9 @@ import jax
 
 from benchmarks import allocator
 from panm_jax.train.io import atomic_write_text
+from panm_jax.train.provenance import code_commit
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-
-
-def _commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        return out + ("+dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def device_slug() -> str:
@@ -102,7 +82,7 @@ def environment() -> dict[str, Any]:
         "python": platform.python_version(),
         "jax": jax.__version__,
         "flax": flax.__version__,
-        "commit": _commit(),
+        "commit": code_commit() or "unknown",
         "GLIBC_TUNABLES": os.environ.get("GLIBC_TUNABLES", ""),
         "malloc": allocator.malloc_settings() or "glibc defaults",  # benchmarks/allocator.py
         "transparent_hugepages": transparent_hugepages(),

@@ -23,6 +23,8 @@ Modules:
   processes (see ``docs/distributed.md``).
 * ``io``, ``lock``, ``checksums``: atomic writes, the work folder's lock, file
   checksums.
+* ``provenance``: what trains each part of a run (commit, versions, device),
+  logged at every start and resume.
 
 The ``panm-jax train``, ``eval`` and ``plot`` sub-commands that drive them are
 in ``panm_jax.cli``. Importing this package imports none of them (nor JAX): the

@@ -68,6 +68,7 @@ from panm_jax.train.config import TrainConfig, resume_differences
 from panm_jax.train.io import append_jsonl, atomic_write_text
 from panm_jax.train.lock import run_lock
 from panm_jax.train.optim import make_optimizer
+from panm_jax.train.provenance import segment_record
 from panm_jax.train.sharding import (
     all_agree,
     barrier,
@@ -351,9 +352,9 @@ def _train(run: Run, ckpt: Checkpointer, workdir: Path, *, progress: bool, conso
             )
         state = replicate(saved_state, run.mesh)
         console.print(f"resumed from step {meta['step']} ({workdir / 'checkpoints'})")
-        if primary:
-            append_jsonl(workdir / "metrics.jsonl", {"event": "resumed", "step": meta["step"]})
     if primary:
+        started = ("resumed", meta["step"]) if restored is not None else ("started", 0)
+        append_jsonl(workdir / "metrics.jsonl", segment_record(*started))
         atomic_write_text(workdir / "config.json", json.dumps(c.to_dict(), indent=2) + "\n")
     # The best checkpoint maximises the headline metric on the validation mode; ties
     # (several checkpoints at 100%) go to the lower validation loss.

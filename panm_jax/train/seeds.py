@@ -76,6 +76,7 @@ from panm_jax.train.loop import (
     training_batch,
 )
 from panm_jax.train.optim import make_optimizer
+from panm_jax.train.provenance import segment_record
 from panm_jax.train.sharding import (
     all_agree,
     barrier,
@@ -261,9 +262,9 @@ def _train(
                 )
             states[s] = saved
             console.print(f"seed {configs[s].seed}: resumed from step {meta['step']} ({workdirs[s] / 'checkpoints'})")
-            if primary:
-                append_jsonl(workdirs[s] / "metrics.jsonl", {"event": "resumed", "step": meta["step"]})
         if primary:
+            started = ("resumed", meta["step"]) if restored is not None else ("started", 0)
+            append_jsonl(workdirs[s] / "metrics.jsonl", segment_record(*started))
             atomic_write_text(workdirs[s] / "config.json", json.dumps(configs[s].to_dict(), indent=2) + "\n")
     state = replicate(stack(states), group.mesh)
     pos = [int(st.step) for st in states]  # each seed's steps taken

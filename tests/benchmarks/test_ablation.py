@@ -27,3 +27,10 @@ def test_a_long_variant_gets_a_short_distinct_folder_name():
     a, b = ablation.slug(long_a), ablation.slug(long_b)
     assert len(a) <= ablation.SLUG_MAX and len(b) <= ablation.SLUG_MAX and a != b
     assert a.startswith(long_a[:100]) and ablation.slug(long_a) == a  # readable, and the same every time
+
+
+def test_the_table_says_a_run_was_short_only_when_it_was():
+    full = ablation.table_notes([0, 1, 2], None, ablation.PROTOCOL_STEPS)
+    assert "not the protocol's" not in full and "seeds [0, 1, 2]" in full
+    assert "trained at most 10,000 steps, not the protocol's 50,000" in ablation.table_notes([0], None, 10_000)
+    assert "capped at 7 minutes" in ablation.table_notes([0], 7, None)

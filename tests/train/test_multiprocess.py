@@ -205,7 +205,7 @@ def test_two_processes_checkpoint_resume_and_match_one_process(tmp_path, single)
     assert sorted(p.name for p in (workdir / "checkpoints").iterdir()) == ["2", "3", "4", "corrupt-2"]  # keep 3
     assert "resumed from step 1" in resumed[0]["stdout"]
     events = [r for r in read_jsonl(workdir / "metrics.jsonl") if r.get("event") == "resumed"]
-    assert events == [{"event": "resumed", "step": 1}]
+    assert [(e["event"], e["step"], e["processes"]) for e in events] == [("resumed", 1, 2)]
     assert all(sorted(r["saved"]) == ["2", "3", "4"] for r in resumed)  # from step 1, not from the start
     _assert_same_state_everywhere(resumed, [2, 3, STEPS])
     assert {r["saved"]["2"] for r in resumed} == {first[0]["saved"]["2"]}  # step 2 retrained bit for bit

@@ -112,16 +112,16 @@ def test_three_seeds_batched_equal_three_single_runs(single_runs, batched_runs):
     assert _log(dirs[1])[0][1] != _log(dirs[2])[0][1]
 
 
-def _resumed_at(workdir):
+def _parts(workdir):
     rows = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines() if line.strip()]
-    return [r["step"] for r in rows if r.get("event") == "resumed"]
+    return [(r["event"], r["step"]) for r in rows if r.get("event") in ("started", "resumed")]
 
 
 def test_resume_per_seed_from_different_steps(batched_runs):
     """Seed 0 had trained alone to step 8, seeds 1 and 2 not at all: the batched run resumed seed 0 at step 8
     and started the others, and each ended where its single run did (the test above)."""
     dirs, _ = batched_runs
-    assert [_resumed_at(d) for d in dirs] == [[8], [], []]
+    assert [_parts(d) for d in dirs] == [[("started", 0), ("resumed", 8)], [("started", 0)], [("started", 0)]]
 
 
 def test_finished_seeds_are_not_trained_again(single_runs, batched_runs, tmp_path):
