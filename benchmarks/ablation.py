@@ -46,7 +46,15 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import allocator, common
-from benchmarks.reproduce import MODES, PUBLISHED, finished_results, make_config, steps_trained
+from benchmarks.reproduce import (
+    MODES,
+    PUBLISHED,
+    code_column,
+    finished_results,
+    make_config,
+    steps_trained,
+    trained_by,
+)
 from panm_jax.train.config import TrainConfig, parse_overrides
 from panm_jax.train.io import atomic_write_text
 
@@ -133,6 +141,7 @@ def read_run(
     if results is None:
         return None
     results["steps_trained"] = steps_trained(folder)
+    results["trained_by"] = trained_by(folder)
     return results
 
 
@@ -175,6 +184,7 @@ def summarize(task: str, variants: list[str], runs: dict[str, list[dict[str, Any
             "selected_on": results[0]["config"]["select_mode"] or "L+1",
             "steps": ",".join(str(r["steps_trained"]) for r in results),
             "best_step": ",".join(str(r["step"]) for r in results),
+            "code": code_column(results),
         }
         per_seed = {}
         for m in MODES:
@@ -212,7 +222,9 @@ def table_notes(seeds: list[int], minutes: float | None, steps: int | None) -> s
         "examples), the checkpoint selected on 'selected_on', tested on 1,000 examples per length; mean ± "
         f"sample standard deviation over seeds {seeds}. Each variant changes only what its name says from the "
         "library's defaults. 'published' is Le et al. 2024 (Pointer-Augmented Neural Memory), Tables 13 "
-        "(Copy) and 14 (Reverse), means of 5 runs. Per-seed numbers are in the JSON file ('per_seed')."
+        "(Copy) and 14 (Reverse), means of 5 runs. Per-seed numbers are in the JSON file ('per_seed'). "
+        "'code' is the commit and device of each part of the runs ('unrecorded' for parts logged before runs "
+        "recorded them)."
     )
     if minutes:
         notes += f" Each run capped at {minutes:g} minutes of training: 'steps' says how far it got."
@@ -274,7 +286,7 @@ def main(argv=None) -> int:
     for task in tasks:
         runs = {v: [read_run(task, v, s, args.minutes, args.steps, workdir) for s in seeds] for v in variants}
         rows += summarize(task, variants, runs)
-    cols = ["task", "variant", "selected_on", "seeds", "steps", "best_step", *MODES]
+    cols = ["task", "variant", "selected_on", "seeds", "steps", "best_step", *MODES, "code"]
     name = "ablation_panm_" + "_".join(tasks) + (f"_{args.name}" if args.name else "")
     command = "python -m benchmarks.ablation " + " ".join(argv if argv is not None else sys.argv[1:])
     notes = table_notes(seeds, args.minutes, args.steps)

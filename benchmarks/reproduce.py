@@ -175,6 +175,25 @@ def steps_trained(workdir: Path) -> int:
     return max((r.get("step", 0) for r in logged if "loss" in r), default=0)
 
 
+def trained_by(workdir: Path) -> list[str]:
+    """What trained each part of a run (its log's "started" and "resumed" records), in order: the code's
+    commit and the device, ``"fe33993 (cpu)"``; ``"unrecorded"`` for a part logged before runs recorded it."""
+    parts = []
+    for r in read_jsonl(workdir / "metrics.jsonl"):
+        if r.get("event") not in ("started", "resumed"):
+            continue
+        if "device" not in r:
+            parts.append("unrecorded")
+        else:
+            parts.append(f"{r.get('code') or 'not a checkout'} ({r['device']})")
+    return parts
+
+
+def code_column(runs: list[dict[str, Any]]) -> str:
+    """The ``code`` cell of a table row: what trained any part of its runs (``trained_by``), each once."""
+    return "; ".join(dict.fromkeys(part for r in runs for part in r.get("trained_by", [])))
+
+
 def finished_results(workdir: Path, config: TrainConfig) -> dict[str, Any] | None:
     """The results of a run that already ended in ``workdir`` with this exact config, else None."""
     path = workdir / "results.json"
@@ -206,6 +225,7 @@ def summarize(task: str, runs: dict[str, list[dict[str, Any]]], select: str = "L
             "seeds": len(results),
             "steps": ",".join(str(r["steps_trained"]) for r in results),
             "best_step": ",".join(str(r["step"]) for r in results),
+            "code": code_column(results),
         }
         for m in MODES:
             mean, std = _mean_std(per_mode[m])
@@ -451,9 +471,10 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
                 raise SystemExit(f"{workdir}: the run ended without its results.json (see its metrics.jsonl)")
             print(f"== {model} on {task}, seed {config.seed}: results in {workdir}", flush=True)
             results["steps_trained"] = steps_trained(workdir)
+            results["trained_by"] = trained_by(workdir)
             runs.setdefault(model, []).append(results)
     rows = summarize(task, runs, args.select)
-    cols = ["model", "row", "selected_on", "seeds", "steps", "best_step", *MODES]
+    cols = ["model", "row", "selected_on", "seeds", "steps", "best_step", *MODES, "code"]
     name = results_name(f"reproduce_{task}", args, minutes, model_sets)
     command = task_command(args, task)
     notes = (
@@ -462,7 +483,8 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
         "Pointer-Augmented Neural Memory), on fixed test sets at each "
         "length mode. 'published' rows are Le et al. 2024, Tables 13-18 (listed in docs/tasks.md); "
         "'steps' is the number of training steps run, 'best_step' the selected "
-        "checkpoint."
+        "checkpoint, 'code' the commit and device of each part of the runs ('unrecorded' for parts logged "
+        "before runs recorded them)."
     )
     if task == "copy":
         notes += (
@@ -530,7 +552,7 @@ def task_command(args, task: str) -> str:
 def write_summary(args, tables: dict[str, list[dict[str, Any]]], env, argv, minutes, model_sets) -> None:
     """One table of every task's rows (``reproduce_<table>[_quick]...{md,json}``, named as each task's files
     are): ours, published, the difference."""
-    cols = ["task", "model", "row", "selected_on", "seeds", "steps", "best_step", *MODES]
+    cols = ["task", "model", "row", "selected_on", "seeds", "steps", "best_step", *MODES, "code"]
     rows = [{"task": task, **row} for task, task_rows in tables.items() for row in task_rows]
     name = results_name(f"reproduce_{args.table}", args, minutes, model_sets)
     command = "python -m benchmarks.reproduce " + shlex.join(argv if argv is not None else sys.argv[1:])

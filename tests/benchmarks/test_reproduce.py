@@ -12,6 +12,7 @@ from benchmarks.reproduce import (
     AUTHORS_CODE_COPY_23MIN,
     MODES,
     PUBLISHED,
+    code_column,
     finished_results,
     make_config,
     options_tag,
@@ -19,6 +20,7 @@ from benchmarks.reproduce import (
     parse_model_sets,
     steps_trained,
     summarize,
+    trained_by,
 )
 
 
@@ -215,3 +217,23 @@ def test_steps_trained_reads_past_a_line_torn_by_a_crash(tmp_path):
         '{"step": 100, "loss": 1.0}\n{"step": 200, "validation": 0.5}\n{"step": 300, "loss": 0.5}\n{"step": 4'
     )
     assert steps_trained(tmp_path) == 300
+
+
+def test_a_table_row_names_what_trained_its_runs(tmp_path):
+    """Parts logged before runs recorded their code count as unrecorded; each part once per row."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (a / "metrics.jsonl").write_text(
+        '{"event": "resumed", "step": 10}\n{"step": 11, "loss": 1.0}\n'
+        '{"event": "resumed", "step": 20, "code": "abc1234", "device": "cpu"}\n'
+        '{"event": "time budget reached", "step": 30}\n'
+    )
+    (b / "metrics.jsonl").write_text(
+        '{"event": "started", "step": 0, "code": "abc1234", "device": "cpu"}\n'
+        '{"event": "resumed", "step": 5, "code": null, "device": "NVIDIA H200"}\n'
+    )
+    assert trained_by(a) == ["unrecorded", "abc1234 (cpu)"]
+    assert trained_by(b) == ["abc1234 (cpu)", "not a checkout (NVIDIA H200)"]
+    runs = [{"trained_by": trained_by(a)}, {"trained_by": trained_by(b)}]
+    assert code_column(runs) == "unrecorded; abc1234 (cpu); not a checkout (NVIDIA H200)"
