@@ -47,7 +47,7 @@ from typing import Any
 import jax
 
 from benchmarks import common
-from benchmarks.reproduce import options_tag, parse_model_sets, steps_trained
+from benchmarks.reproduce import options_tag, parse_model_sets, steps_trained, trained_by
 from panm_jax.tasks import get_task
 from panm_jax.train.config import OptimizerConfig, TrainConfig
 from panm_jax.train.io import atomic_write_text
@@ -226,6 +226,7 @@ def main(argv=None) -> int:
                         "difference": round(score - published, 1) if published is not None else "",
                         "compiles": record.get("compiles"),
                         "eval_seconds": round(record.get("wall_seconds", 0.0), 1),
+                        "code": "; ".join(dict.fromkeys(trained_by(workdir))),
                     }
                 )
                 per_task.setdefault(task, []).append({**record, "model": label})
@@ -244,6 +245,7 @@ def main(argv=None) -> int:
         "difference",
         "compiles",
         "eval_seconds",
+        "code",
     ]
     print(common.markdown_table(rows, cols))
     levels = per_level(rows)
@@ -263,7 +265,8 @@ def main(argv=None) -> int:
         "and 3 learning rates, so 'difference' measures the budget as much as the model. 'published': "
         "Delétang et al. 2023, Neural Networks and the Chomsky Hierarchy (ICLR 2023), token accuracy of the "
         "best run, where it gives one for that task and model. 'compiles': eval-step compilations of the range "
-        "evaluation (one per power-of-two length bucket); 'eval_seconds': its wall time."
+        "evaluation (one per power-of-two length bucket); 'eval_seconds': its wall time; 'code': the commit and "
+        "device of each part of the run ('unrecorded' for parts logged before runs recorded them)."
     )
     notes += (
         "\n\nMean score (%) per level of the hierarchy, over the tasks and seeds of this run:\n\n"

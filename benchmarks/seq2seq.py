@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import common
-from benchmarks.reproduce import finished_results, steps_trained
+from benchmarks.reproduce import code_column, finished_results, steps_trained, trained_by
 from panm_jax.train.config import OptimizerConfig, TrainConfig
 from panm_jax.train.io import atomic_write_text
 
@@ -103,6 +103,7 @@ def finished(path: Path, config: TrainConfig) -> dict[str, Any] | None:
     record = finished_results(path, config)
     if record is not None:
         record["steps_trained"] = steps_trained(path)
+        record["trained_by"] = trained_by(path)
     return record
 
 
@@ -166,6 +167,9 @@ def main(argv=None) -> int:
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     if not items or not models or not seeds:
         raise SystemExit("--cutoffs/--math, --models, --seeds: expected at least one of each")
+    for model in models:
+        if model not in MODELS:
+            raise SystemExit(f"--models: expected models among {', '.join(MODELS)}, got {model!r}")
     for item in items:  # every (task, model) config is valid before anything trains
         for model in models:
             try:
@@ -202,9 +206,21 @@ def main(argv=None) -> int:
                     "per_seed": ",".join(f"{v:.1f}" for v in values),
                     "published": "" if published is None else f"{published:g}",
                     "ours - published": "" if published is None else f"{mean - published:+.1f}",
+                    "code": code_column(records),
                 }
             )
-    cols = ["task", "model", "seeds", "steps", "best_step", "exact_match", "per_seed", "published", "ours - published"]
+    cols = [
+        "task",
+        "model",
+        "seeds",
+        "steps",
+        "best_step",
+        "exact_match",
+        "per_seed",
+        "published",
+        "ours - published",
+        "code",
+    ]
     print(common.markdown_table(rows, cols))
     if args.name:
         notes = (
@@ -218,7 +234,8 @@ def main(argv=None) -> int:
                 if args.decoder == "teacher_forcing"
                 else "blank inputs (z_t = 0), not the paper's teacher forcing"
             )
-            + ". 'published' is Le et al. 2024, Table 4."
+            + ". 'published' is Le et al. 2024, Table 4. 'code': the commit and device of each part of the runs "
+            "('unrecorded' for parts logged before runs recorded them)."
         )
         name = f"seq2seq_{args.name}"
         common.write_results(
