@@ -166,3 +166,18 @@ def test_import_is_cheap(package):
     """These packages load their names on first use: importing one imports no JAX."""
     code = f"import sys, {package}; assert 'jax' not in sys.modules, sorted(m for m in sys.modules if 'jax' in m)"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=120)
+
+
+def test_the_design_page_describes_every_training_config_field():
+    """docs/design.md's table of ``TrainConfig`` fields names each field, and no field that does not exist."""
+    from dataclasses import fields
+
+    from panm_jax.train.config import TrainConfig
+
+    text = (ROOT / "docs" / "design.md").read_text()
+    start = text.index("`TrainConfig` fields and defaults:")
+    lines = text[start:].splitlines()[2:]  # the heading, a blank line, then the table up to its first non-row
+    table = lines[: next(i for i, line in enumerate(lines) if not line.startswith("|"))]
+    named = {name for line in table[2:] for name in re.findall(r"`(\w+)`", line.split("|")[1])}
+    assert len(table) > 10, table
+    assert named == {f.name for f in fields(TrainConfig)}
