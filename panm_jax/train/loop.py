@@ -68,7 +68,7 @@ from panm_jax.train.config import TrainConfig, resume_differences
 from panm_jax.train.io import append_jsonl, atomic_write_text
 from panm_jax.train.lock import run_lock
 from panm_jax.train.optim import make_optimizer
-from panm_jax.train.provenance import segment_record
+from panm_jax.train.provenance import environment, segment_record
 from panm_jax.train.sharding import (
     all_agree,
     barrier,
@@ -171,21 +171,6 @@ class Run:
         return evaluation.evaluate(self.eval_step, params, self.task, sets, seed, shard=self.shard)
 
 
-def _environment() -> dict[str, Any]:
-    import platform
-
-    import flax
-
-    dev = jax.devices()[0]
-    return {
-        "device": dev.device_kind,
-        "num_devices": jax.device_count(),
-        "python": platform.python_version(),
-        "jax": jax.__version__,
-        "flax": flax.__version__,
-    }
-
-
 def results_record(run: Run, per_mode: dict[str, dict[str, Any]], step: int) -> dict[str, Any]:
     return {
         "task": run.config.task,
@@ -194,7 +179,7 @@ def results_record(run: Run, per_mode: dict[str, dict[str, Any]], step: int) -> 
         "step": step,
         "modes": [{"mode": mode, **row} for mode, row in per_mode.items()],
         "config": run.config.to_dict(),
-        "environment": _environment(),
+        "environment": environment(),
     }
 
 

@@ -9,7 +9,8 @@ on from and what goes on training it::
      "jax": "0.10.2", "flax": "0.12.8", "optax": "0.2.6", "python": "3.11.7",
      "device": "cpu", "platform": "cpu", "devices": 1, "processes": 1}
 
-so every number a run gives can be traced to the code that produced it.
+so every number a run gives can be traced to the code that produced it. The
+run's ``results.json`` records the same ``environment`` for its evaluation.
 ``code`` is the commit of the git checkout that holds this package ("+dirty"
 when tracked files differ from it), or None when the package was not imported
 from a checkout of its own (a wheel, or a folder inside another repository).
@@ -24,7 +25,7 @@ from typing import Any
 
 import jax
 
-__all__ = ["code_commit", "segment_record"]
+__all__ = ["code_commit", "environment", "segment_record"]
 
 _PACKAGE = Path(__file__).resolve().parents[1]  # the panm_jax folder
 
@@ -63,12 +64,10 @@ def _versions() -> dict[str, str | None]:
     return out
 
 
-def segment_record(event: str, step: int) -> dict[str, Any]:
-    """The metrics-log record that opens a part of a run: ``event`` ("started" or "resumed") at ``step``."""
+def environment() -> dict[str, Any]:
+    """What is training or evaluating here: the code's commit, the software's versions, the device."""
     device = jax.devices()[0]
     return {
-        "event": event,
-        "step": int(step),
         "code": code_commit(),
         **_versions(),
         "device": device.device_kind,
@@ -76,3 +75,8 @@ def segment_record(event: str, step: int) -> dict[str, Any]:
         "devices": jax.device_count(),
         "processes": jax.process_count(),
     }
+
+
+def segment_record(event: str, step: int) -> dict[str, Any]:
+    """The metrics-log record that opens a part of a run: ``event`` ("started" or "resumed") at ``step``."""
+    return {"event": event, "step": int(step), **environment()}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import platform
 import subprocess
 
@@ -28,6 +29,9 @@ def test_a_run_logs_what_started_it_and_what_resumed_it(run_copy):
         assert (p["platform"], p["devices"], p["processes"]) == ("cpu", jax.device_count(), 1)
         assert p["device"] == jax.devices()[0].device_kind
         assert p["code"] == provenance.code_commit()
+    # The results record the same for the evaluation that wrote them.
+    environment = json.loads((run_copy / "results.json").read_text())["environment"]
+    assert environment == {k: v for k, v in parts[-1].items() if k not in ("event", "step")}
 
 
 def test_the_commit_is_this_checkout_s_own():
