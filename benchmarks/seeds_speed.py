@@ -13,7 +13,14 @@ on this machine's devices:
 * batched: ``train.seeds.SeedGroup``'s ``jit(vmap(train_step))`` over the S
   seeds, fed the stacked batches of all S, ``--steps`` steps.
 
-Compilation is left out of both (a warm-up step first; each run compiles once
+* one seed at S times the batch: ``train_step`` of one seed at batch ``S*B``,
+  the batched step's sequences with one set of parameters. Its time against
+  the batched step's says what training S parameter sets rather than one
+  costs; its time against the single step's, how the device's time grows
+  with the work of a step (where the S-fold work takes nearly S times as
+  long, no way of batching makes S seeds much cheaper than S runs).
+
+Compilation is left out of all three (a warm-up step first; each run compiles once
 per bucket either way). The ratio is ``S * t_single / t_batched``, measured in one
 run; the goal on a GPU is at least 3x for 5 seeds. Both are also timed on one
 batch made before the timing and fed again at every step ("device only"): the
@@ -103,9 +110,11 @@ def main(argv=None) -> int:
     buckets = [get_task(args.task).train_lengths.hi]
     configs = [top.replace(seed=s, buckets=buckets) for s in range(args.seeds)]
     rows = []
+    wide = configs[0].replace(batch_size=args.seeds * configs[0].batch_size)
     for reuse in (False, True):
         t_single = time_single(configs[0], args.steps, reuse)
         t_batched = time_batched(configs, args.steps, reuse)
+        t_wide = time_single(wide, args.steps, reuse)
         seq_rate = args.steps / t_single  # steps/s of one seed alone; S seeds one after another: the same per seed
         bat_rate = args.seeds * args.steps / t_batched  # seed-steps/s
         how = ", one batch reused (device only)" if reuse else ""
@@ -123,6 +132,13 @@ def main(argv=None) -> int:
                 "seed_steps_per_s": f"{bat_rate:.1f}",
                 "sequences_per_s": f"{bat_rate * configs[0].batch_size:.4g}",
                 "ratio": f"{bat_rate / seq_rate:.2f}",
+            },
+            {
+                "case": f"one seed at batch {wide.batch_size} (the batched step's sequences){how}",
+                "seconds_per_step": f"{t_wide / args.steps:.4g}",
+                "seed_steps_per_s": "",
+                "sequences_per_s": f"{args.steps * wide.batch_size / t_wide:.4g}",
+                "ratio": f"{t_single * args.seeds / t_wide:.2f}",
             },
         ]
     h_single, h_batched = time_host(configs, args.steps)
@@ -144,7 +160,8 @@ def main(argv=None) -> int:
         "loop's own batches "
         "(host generation, padding and transfer included). 'seconds_per_step' is one step of one seed "
         "(sequential) or of all seeds at once (batched); 'ratio' is the batched throughput over the "
-        "sequential (the row above), in seed-steps per second, both measured in this run. The 'device only' "
+        "sequential (the row above), in seed-steps per second, both measured in this run; for the row of one "
+        f"seed at batch {wide.batch_size}, its sequences per second over the sequential's. The 'device only' "
         "rows feed one batch, made before the timing, at every step: what the host adds is the difference. "
         "The 'host only' rows make the batches without training on them: where one is near its step's time, "
         "the host, not the device, sets the pace."
