@@ -187,3 +187,34 @@ def test_cli_seeds_errors(flags, message, capsys):
     assert main(["train", "--task", "copy", *flags]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def _ops(compiled_text: str) -> dict[str, int]:
+    """How many of each operation a compiled program holds (``name = type op(``, tuple types too), fusions' bodies included."""
+    import collections
+    import re
+
+    found = collections.Counter()
+    for line in compiled_text.splitlines():
+        match = re.search(r"= .*? ([a-z][\w-]*)\(", line)
+        if match:
+            found[match.group(1)] += 1
+    return found
+
+
+def test_the_batched_program_holds_one_seeds_operations_with_a_seed_axis():
+    """``vmap`` over seeds adds no matrix products, gathers, scatters or loops to the step: the compiled
+    batched program has the single program's (at the seeds' summed batch), each over a leading seed axis."""
+    from panm_jax.train.loop import Run, training_batch
+    from panm_jax.train.seeds import SeedGroup
+
+    configs = [_config(s, buckets=[3]) for s in SEEDS]
+    wide = configs[0].replace(batch_size=len(SEEDS) * configs[0].batch_size)
+    run = Run(wide)
+    single = run.train_step.lower(run.state, run.shard(training_batch(run.task, wide, 0, run.buckets)))
+    group = SeedGroup(configs)
+    batched = group._step_all.lower(group.state, group.batch([0] * len(SEEDS)))
+    one, many = _ops(single.compile().as_text()), _ops(batched.compile().as_text())
+    assert one["dot"] > 0
+    for op in ("dot", "gather", "scatter", "while", "sort", "custom-call"):
+        assert many[op] == one[op], (op, one[op], many[op])
