@@ -11,6 +11,7 @@ so the padding path is exercised too.
 
 from __future__ import annotations
 
+import collections
 import json
 import shutil
 
@@ -19,6 +20,7 @@ import jax
 import numpy as np
 import pytest
 
+from benchmarks.profile import hlo_metadata
 from panm_jax.errors import UserError
 from panm_jax.train.checkpoint import Checkpointer
 from panm_jax.train.loop import train_and_evaluate
@@ -189,17 +191,9 @@ def test_cli_seeds_errors(flags, message, capsys):
     assert message in err and "Traceback" not in err
 
 
-def _ops(compiled_text: str) -> dict[str, int]:
-    """How many of each operation a compiled program holds (``name = type op(``, tuple types too), fusions' bodies included."""
-    import collections
-    import re
-
-    found = collections.Counter()
-    for line in compiled_text.splitlines():
-        match = re.search(r"= .*? ([a-z][\w-]*)\(", line)
-        if match:
-            found[match.group(1)] += 1
-    return found
+def _ops(compiled_text: str) -> collections.Counter:
+    """How many instructions of each opcode a compiled program holds, fused computations included."""
+    return collections.Counter(info["opcode"] for info in hlo_metadata(compiled_text).values())
 
 
 def test_the_batched_program_holds_one_seeds_operations_with_a_seed_axis():
