@@ -1,6 +1,7 @@
 """``panm-jax eval``: evaluate a run's checkpoint over length modes, or at every length of a range.
 
     panm-jax eval --workdir runs/copy-panm --modes L,2L+1 --with-traces
+    panm-jax eval --workdir runs/copy-panm --checkpoint 48000   # a kept checkpoint other than the best
     panm-jax eval --workdir runs/reverse_string-lstm-s0 --lengths 41-500 --examples-per-length 64
 
 Evaluating reads a run folder and never moves or deletes a checkpoint. A
@@ -30,15 +31,16 @@ def register(subparsers) -> None:
     e = subparsers.add_parser(
         "eval",
         help="evaluate a run's checkpoint over chosen length modes",
-        description="Evaluate the best (or latest) checkpoint of a run at chosen length modes.",
+        description="Evaluate the best, the latest or another kept checkpoint of a run at chosen length modes.",
     )
     e.add_argument("--workdir", required=True, help="a run folder written by panm-jax train")
     e.add_argument("--modes", help="comma-separated length modes (default: all of the task's)")
     e.add_argument(
         "--checkpoint",
-        choices=["best", "latest"],
         default="best",
-        help="which checkpoint (default best; the latest when the best is missing or corrupt)",
+        metavar="{best,latest,STEP}",
+        help="which checkpoint: best (default; the latest when the best is missing or corrupt), latest, or "
+        "the step of one the run kept (checkpoints/STEP or best/STEP)",
     )
     e.add_argument("--examples", type=int, help="examples per mode (default: the run's eval_examples)")
     e.add_argument(
@@ -46,7 +48,7 @@ def register(subparsers) -> None:
         action="store_true",
         help="also plot per-step attention (pointer positions, read weights) for one example",
     )
-    e.add_argument("--out", help="results stem (default WORKDIR/eval)")
+    e.add_argument("--out", help="results stem (default WORKDIR/eval, or WORKDIR/eval-STEP with --checkpoint STEP)")
     e.add_argument(
         "--lengths",
         metavar="LO-HI",
@@ -69,6 +71,7 @@ def _eval(args) -> int:
     from panm_jax.train.loop import Run, note
 
     console = Console()
+    _check_checkpoint_arg(args.checkpoint)
     lengths = _check_range_args(args)  # before anything is read: a mistyped range fails at once
     workdir = Path(args.workdir)
     config_path = workdir / "config.json"
@@ -134,6 +137,11 @@ def _check_range_args(args) -> tuple[int, int] | None:
     return lengths
 
 
+def _check_checkpoint_arg(value: str) -> None:
+    if value not in ("best", "latest") and not (value.isdigit() and int(value) > 0):
+        raise UserError(f"--checkpoint: expected best, latest or a step number, got {value!r}")
+
+
 def _restore_params(args, run, ckpt, workdir: Path):
     """The parameters of the checkpoint ``--checkpoint`` names (the latest when the best is missing or
     unreadable), replicated on the run's mesh, and its metadata."""
@@ -142,7 +150,15 @@ def _restore_params(args, run, ckpt, workdir: Path):
 
     template = jax.device_get(run.state)
     restored = None
-    if args.checkpoint == "best" and ckpt.best.latest_step() is None:
+    if args.checkpoint not in ("best", "latest"):
+        step = int(args.checkpoint)
+        if step not in ckpt.kept_steps():
+            raise UserError(
+                f"--checkpoint: expected best, latest or the step of a checkpoint kept in {str(workdir)!r} "
+                f"({ckpt.kept_steps()}), got {step}"
+            )
+        restored = ckpt.restore_step(step, template)  # no fallback: a corrupt one is the CheckpointError
+    elif args.checkpoint == "best" and ckpt.best.latest_step() is None:
         note(f"no best checkpoint in {workdir / 'best'}; evaluating the latest checkpoint instead")
     elif args.checkpoint == "best":
         restored = ckpt.restore_best(template, then="evaluating the latest checkpoint instead")
@@ -203,7 +219,8 @@ def _evaluate_checkpoint(args, run, ckpt, workdir: Path, console: Console) -> in
     params, meta = _restore_params(args, run, ckpt, workdir)
     per_mode = run.evaluate(params, modes, evaluation.TEST_SEED)
     results = results_record(run, per_mode, meta["step"])
-    stem = Path(args.out) if args.out else workdir / "eval"
+    default = "eval" if args.checkpoint in ("best", "latest") else f"eval-{int(args.checkpoint)}"
+    stem = Path(args.out) if args.out else workdir / default
     paths = report.write_results(results, stem)
     report.print_results(results, console)
     console.print("wrote " + ", ".join(str(p) for p in paths))

@@ -29,7 +29,8 @@ read. A checkpoint that fails to verify or to load is corrupt: it is reported
 (``notify``, one line naming its path), moved aside to ``corrupt-<step>`` in
 its folder (kept, never deleted) and the previous good one is used; a corrupt
 best checkpoint is moved aside the same way and the caller falls back to the
-latest. A checkpoint whose bytes verify but which this code cannot read (its
+latest. A checkpoint asked for by its step (``restore_step``) has no fallback:
+a corrupt one raises ``CheckpointError`` naming it, and is left in place. A checkpoint whose bytes verify but which this code cannot read (its
 arrays do not fit this version's state) is not corrupt: that raises
 ``CheckpointError`` and nothing is moved. With ``read_only=True`` (``panm-jax
 eval``) corrupt checkpoints are reported and skipped but left in place.
@@ -352,6 +353,29 @@ class Checkpointer:
         """``(state, meta)`` of the best checkpoint, or ``None`` (none, or corrupt: reported, ``then`` says
         what the caller does instead)."""
         return self._best(template, check, then)
+
+    def kept_steps(self) -> list[int]:
+        """The steps of every checkpoint kept: the latest ones and the best, sorted."""
+        return sorted(set(self.latest.all_steps()) | set(self.best.all_steps()))
+
+    def restore_step(self, step: int, template, check: Callable[[dict[str, Any]], None] | None = None):
+        """``(state, meta)`` of the checkpoint of ``step``: ``checkpoints/<step>``, else ``best/<step>``.
+
+        The caller asked for this one checkpoint, so there is no fallback: raises
+        ``CheckpointError`` when no checkpoint of that step is kept (naming those
+        that are) and when it is corrupt or unreadable (naming its path; it is left
+        in place).
+        """
+        for manager in (self.latest, self.best):
+            if step in manager.all_steps():
+                try:
+                    return self._read_agreed(manager, step, template, check)
+                except _Corrupt as err:
+                    path = Path(manager.directory) / str(step)
+                    raise CheckpointError(f"checkpoint {path} is corrupt or unreadable ({err})") from err
+        raise CheckpointError(
+            f"step {step}: no checkpoint of that step is kept in {self.workdir} (kept: {self.kept_steps()})"
+        )
 
     def best_meta(
         self, check: Callable[[dict[str, Any]], None] | None = None, *, then: str = "going on without a best checkpoint"

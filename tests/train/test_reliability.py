@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import re
 import subprocess
@@ -23,7 +24,7 @@ import pytest
 
 from panm_jax.cli import build_parser, main
 from panm_jax.train import loop
-from panm_jax.train.checkpoint import Checkpointer, drop_closed_loop_callbacks
+from panm_jax.train.checkpoint import Checkpointer, CheckpointError, drop_closed_loop_callbacks
 from panm_jax.train.checksums import CHECKSUM_FILE, ChecksumError, verify_checksums, write_checksums
 from panm_jax.train.evaluate import TEST_SEED, eval_sets, mode_seed
 from panm_jax.train.io import append_jsonl, read_jsonl
@@ -260,6 +261,56 @@ def test_eval_falls_back_to_the_latest_checkpoint_when_the_best_is_truncated(run
 
 
 # ---- another config in an existing workdir: refused, nothing touched ----------------------------
+
+
+def _eval_row(path: Path, mode: str = "L") -> dict:
+    return next(m for m in json.loads(path.read_text())["modes"] if m["mode"] == mode)
+
+
+def test_eval_of_a_kept_checkpoint_by_its_step(run_copy, capsys):
+    """``--checkpoint STEP`` evaluates that checkpoint (checkpoints/4 here, not the best, 8) into eval-STEP.*."""
+    assert main(["eval", "--workdir", str(run_copy), "--modes", "L", "--checkpoint", "4"]) == 0
+    assert main(["eval", "--workdir", str(run_copy), "--modes", "L", "--checkpoint", "8"]) == 0
+    assert main(["eval", "--workdir", str(run_copy), "--modes", "L", "--checkpoint", "latest"]) == 0
+    capsys.readouterr()
+    assert json.loads((run_copy / "eval-4.json").read_text())["step"] == 4
+    assert json.loads((run_copy / "eval-8.json").read_text())["step"] == 8
+    assert _eval_row(run_copy / "eval-8.json") == _eval_row(run_copy / "eval.json")  # the same checkpoint
+    assert _eval_row(run_copy / "eval-4.json")["loss"] != _eval_row(run_copy / "eval-8.json")["loss"]
+    ckpt = Checkpointer(run_copy, read_only=True)
+    assert ckpt.kept_steps() == [4, 8] and ckpt.restore_step(8, _template())[1]["step"] == 8
+    with pytest.raises(CheckpointError, match=r"step 5: no checkpoint of that step is kept in .* \(kept: \[4, 8\]\)"):
+        ckpt.restore_step(5, _template())
+    ckpt.close()
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("5", r"--checkpoint: expected best, latest or the step of a checkpoint kept in '.*run' \(\[4, 8\]\), got 5"),
+        ("four", r"--checkpoint: expected best, latest or a step number, got 'four'"),
+        ("0", r"--checkpoint: expected best, latest or a step number, got '0'"),
+    ],
+)
+def test_eval_of_a_step_that_is_not_kept_is_a_named_error(run_copy, capsys, value, message):
+    assert main(["eval", "--workdir", str(run_copy), "--checkpoint", value]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.fullmatch("error: " + message, err[0]), err
+    assert not list(run_copy.glob("eval*"))
+
+
+def test_eval_of_a_corrupt_checkpoint_by_its_step_names_it_and_does_not_fall_back(run_copy, capsys):
+    array_file = _largest_file(run_copy / "checkpoints" / "4")
+    data = bytearray(array_file.read_bytes())
+    data[-1] ^= 0xFF
+    array_file.write_bytes(bytes(data))
+    assert main(["eval", "--workdir", str(run_copy), "--modes", "L", "--checkpoint", "4"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.fullmatch(
+        r"error: checkpoint .*checkpoints/4 is corrupt or unreadable \(ChecksumError: .*\)", err[0]
+    ), err
+    assert array_file.exists() and not (run_copy / "checkpoints" / "corrupt-4").exists()  # left in place
+    assert not list(run_copy.glob("eval*"))
 
 
 def test_another_models_config_is_refused_and_the_workdir_left_as_it_was(run_copy, capsys):
