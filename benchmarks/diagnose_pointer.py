@@ -19,7 +19,9 @@ that follows the task's rule best:
   examples. At evaluation the base address is 0, and the Pointer Units never see
   the data (Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory,
   TMLR), §1, principle II), so every example of one length follows the
-  same pointer path and the misses sit at the same steps;
+  same pointer path and the misses sit at the same steps (a run with
+  ``random_base_at_eval`` draws a base per example, from a fixed key, so each
+  example has a path of its own);
 * the path itself (the slot of the largest weight at each step) for the first
   example at the longest mode, in the notes.
 
@@ -102,12 +104,14 @@ def diagnose(workdir: Path, modes, examples: int):
         raise SystemExit(f"run folder: no selected checkpoint under {workdir / 'best'}")
     state, meta = restored
     model = nnx.merge(run.graphdef, state.params)
-    forward = nnx.jit(lambda m, x, mask, steps: m(x, mask, steps, return_traces=True), static_argnums=3)
+    # The key draws the base addresses of a run with ``random_base_at_eval`` (fixed: a rerun sees the same
+    # bases); a run with base address 0 at evaluation does not use it.
+    forward = nnx.jit(lambda m, x, mask, steps, key: m(x, mask, steps, key=key, return_traces=True), static_argnums=3)
     rows, paths = [], {}
     for mode in modes:
         batch = next(iter(run.task.eval_batches(mode, examples, examples, seed=3)))
         steps = batch.targets.shape[1]
-        logits, traces = forward(model, batch.inputs, batch.input_mask, steps)
+        logits, traces = forward(model, batch.inputs, batch.input_mask, steps, jax.random.key(3))
         weights = np.asarray(traces.pointer_weights)  # [B, T, H, L]
         scored = np.asarray(batch.target_mask)
         token_ok = np.asarray(logits).argmax(-1) == batch.targets
@@ -161,7 +165,8 @@ def main(argv=None) -> int:
         "'pointer %': how often the Mode-1 head's largest weight sits on the slot holding the right token; "
         "'first miss': the first output step (from 0) at which it misses on most examples; 'max weight': "
         "the mean of that head's largest weight. Evaluation uses base address 0, so all examples of one "
-        "length share one pointer path. 'steps': the output steps counted (Mix: 'middle' for x_ceil(n/2), "
+        "length share one pointer path (runs with random_base_at_eval draw a base per example from a fixed "
+        "key: each example has its own path). 'steps': the output steps counted (Mix: 'middle' for x_ceil(n/2), "
         "'first' for x_1). Paths (slot 0 is the start delimiter; Copy's output t reads slot t+1):\n\n"
         + "\n".join(notes)
     )
