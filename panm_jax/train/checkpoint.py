@@ -30,9 +30,10 @@ read. A checkpoint that fails to verify or to load is corrupt: it is reported
 its folder (kept, never deleted) and the previous good one is used; a corrupt
 best checkpoint is moved aside the same way and the caller falls back to the
 latest. A checkpoint asked for by its step (``restore_step``) has no fallback:
-a corrupt one raises ``CheckpointError`` naming it, and is left in place. A checkpoint whose bytes verify but which this code cannot read (its
-arrays do not fit this version's state) is not corrupt: that raises
-``CheckpointError`` and nothing is moved. With ``read_only=True`` (``panm-jax
+a corrupt one raises ``CheckpointError`` naming it, and is left in place. A
+checkpoint whose bytes verify but which this code cannot read (its arrays do
+not fit this version's state) is not corrupt: that raises ``CheckpointError``
+and nothing is moved. With ``read_only=True`` (``panm-jax
 eval``) corrupt checkpoints are reported and skipped but left in place.
 Checkpoints written before checksums were stored restore unverified, with a
 note saying so.
