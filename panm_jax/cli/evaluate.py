@@ -151,11 +151,11 @@ def _restore_params(args, run, ckpt, workdir: Path):
     template = jax.device_get(run.state)
     restored = None
     if args.checkpoint not in ("best", "latest"):
-        step = int(args.checkpoint)
-        if step not in ckpt.kept_steps():
+        step, kept = int(args.checkpoint), ckpt.kept_steps()
+        if step not in kept:
             raise UserError(
                 f"--checkpoint: expected best, latest or the step of a checkpoint kept in {str(workdir)!r} "
-                f"({ckpt.kept_steps()}), got {step}"
+                f"({kept}), got {step}"
             )
         restored = ckpt.restore_step(step, template)  # no fallback: a corrupt one is the CheckpointError
     elif args.checkpoint == "best" and ckpt.best.latest_step() is None:
