@@ -162,6 +162,53 @@ def trace_events(logdir: Path) -> list[dict]:
     return [e for e in data["traceEvents"] if e.get("ph") == "X" and "dur" in e]
 
 
+_MATMUL_KERNEL = re.compile(r"gemm|xmma|cutlass|cublas|matmul|sm\d+_", re.I)
+
+
+def device_timeline(logdir: Path, steps: int, top: int = 8) -> dict:
+    """What an accelerator did, per step, from the newest trace under ``logdir``.
+
+    The device's processes are those the trace names ``/device:...`` (a GPU's
+    streams); a CPU run has none, and the result says so (``device_events`` 0).
+    Per step: the summed kernel time, the time at least one kernel ran (the
+    union of their intervals: busy), the number of kernels, and the share of
+    matrix-multiply kernels (cuBLAS/CUTLASS names); ``top``: the kernels that
+    took the most time, by name.
+    """
+    files = sorted(logdir.glob("plugins/profile/*/*.trace.json.gz"))
+    if not files:
+        raise FileNotFoundError(f"logdir: no *.trace.json.gz under {logdir}/plugins/profile")
+    with gzip.open(files[-1]) as f:
+        data = json.load(f)
+    names = {
+        e["pid"]: e.get("args", {}).get("name", "")
+        for e in data["traceEvents"]
+        if e.get("ph") == "M" and e.get("name") == "process_name"
+    }
+    device_pids = {pid for pid, name in names.items() if name.startswith("/device:")}
+    kernels = [e for e in data["traceEvents"] if e.get("ph") == "X" and "dur" in e and e.get("pid") in device_pids]
+    intervals = sorted((float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in kernels)
+    busy, end = 0.0, float("-inf")
+    for start, stop in intervals:
+        if stop > end:
+            busy += stop - max(start, end)
+            end = stop
+    per_name: collections.Counter = collections.Counter()
+    for e in kernels:
+        per_name[e["name"]] += float(e["dur"])
+    matmul = sum(us for name, us in per_name.items() if _MATMUL_KERNEL.search(name))
+    span = (intervals[-1][1] - intervals[0][0]) if intervals else 0.0
+    return {
+        "device_events": len(kernels),
+        "kernels_per_step": len(kernels) / steps,
+        "kernel_ms": sum(per_name.values()) / 1e3 / steps,
+        "busy_ms": busy / 1e3 / steps,
+        "span_ms": span / 1e3 / steps,
+        "matmul_ms": matmul / 1e3 / steps,
+        "top": [(name, us / 1e3 / steps) for name, us in per_name.most_common(top)],
+    }
+
+
 _CONTAINERS = ("while", "call", "conditional")  # their bodies' instructions carry the time
 
 

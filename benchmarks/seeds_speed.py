@@ -28,13 +28,22 @@ difference from the loop's own batches is the host's share (generation,
 stacking, transfer) that the device's work does not hide. The batches alone,
 made and transferred without a training step ("host only"), show how near the
 host comes to setting the pace.
+
+``--trace DIR`` then runs the three device-only programs under
+``jax.profiler.trace`` and records, per step, what the device did (from the
+trace's device timeline: busy time, summed kernel time, matrix-multiply
+kernels, kernel launches, the costliest kernels) beside the wall time:
+``seeds_trace_<model>_<task>_s<S>.{md,json}``. On a GPU it says whether the
+batched step waits on launches or on its kernels' work.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
+from pathlib import Path
 
 import jax
 
@@ -44,34 +53,81 @@ from panm_jax.train.loop import Run, training_batch
 from panm_jax.train.seeds import SeedGroup
 
 
+def single_stepper(config: TrainConfig, reuse: bool = False):
+    """One seed's training step as ``step(i)``, warmed up (compiled) here; ``reuse``: one batch for every step."""
+    run = Run(config)
+    first = run.shard(training_batch(run.task, config, 0, run.buckets))
+    state = run.state
+
+    def step(i: int):
+        nonlocal state
+        batch = first if reuse else run.shard(training_batch(run.task, config, i, run.buckets))
+        state, m = run.train_step(state, batch)
+        return state, m
+
+    jax.block_until_ready(step(0))
+    return step
+
+
+def batched_stepper(configs: list[TrainConfig], reuse: bool = False):
+    """The S seeds' ``jit(vmap(train_step))`` as ``step(i)``, warmed up here; ``reuse``: one stacked batch."""
+    group = SeedGroup(configs)
+    active = [True] * len(configs)
+    first = group.batch([0] * len(configs))
+    state = group.state
+
+    def step(i: int):
+        nonlocal state
+        batch = first if reuse else group.batch([i] * len(configs))
+        state, m = group.train_step(state, batch, active)
+        return state, m
+
+    jax.block_until_ready(step(0))
+    return step
+
+
+def time_steps(step, steps: int) -> float:
+    """Seconds for ``steps`` calls of a warmed-up ``step`` (steps 1..steps), up to the last result's readiness."""
+    t0 = time.perf_counter()
+    for i in range(1, steps + 1):
+        out = step(i)
+    jax.block_until_ready(out)
+    return time.perf_counter() - t0
+
+
 def time_single(config: TrainConfig, steps: int, reuse: bool = False) -> float:
     """Seconds for ``steps`` training steps of one seed; ``reuse``: one batch, made before the timing."""
-    run = Run(config)
-    state = run.state
-    first = run.shard(training_batch(run.task, config, 0, run.buckets))
-    state, m = run.train_step(state, first)
-    jax.block_until_ready(m)
-    t0 = time.perf_counter()
-    for step in range(1, steps + 1):
-        batch = first if reuse else run.shard(training_batch(run.task, config, step, run.buckets))
-        state, m = run.train_step(state, batch)
-    jax.block_until_ready((state, m))
-    return time.perf_counter() - t0
+    return time_steps(single_stepper(config, reuse), steps)
 
 
 def time_batched(configs: list[TrainConfig], steps: int, reuse: bool = False) -> float:
     """Seconds for ``steps`` steps of the S seeds together; ``reuse``: one stacked batch, made before the timing."""
-    group = SeedGroup(configs)
-    active = [True] * len(configs)
-    first = group.batch([0] * len(configs))
-    state, m = group.train_step(group.state, first, active)
-    jax.block_until_ready(m)
-    t0 = time.perf_counter()
-    for step in range(1, steps + 1):
-        batch = first if reuse else group.batch([step] * len(configs))
-        state, m = group.train_step(state, batch, active)
-    jax.block_until_ready((state, m))
-    return time.perf_counter() - t0
+    return time_steps(batched_stepper(configs, reuse), steps)
+
+
+def trace_programs(programs: dict, steps: int, logdir: Path) -> list[dict]:
+    """Each warmed-up program (device only: one batch) traced for ``steps`` steps; what the device did per step."""
+    from benchmarks.profile import device_timeline
+
+    rows = []
+    for label, step in programs.items():
+        where = logdir / re.sub(r"\W+", "_", label).strip("_")
+        wall = time_steps(step, steps) / steps
+        with jax.profiler.trace(str(where)):
+            time_steps(step, steps)
+        t = device_timeline(where, steps)
+        rows.append(
+            {
+                "program": label,
+                "wall_ms": round(1e3 * wall, 3),
+                "device_busy_ms": round(t["busy_ms"], 3),
+                "kernel_ms": round(t["kernel_ms"], 3),
+                "matmul_kernel_ms": round(t["matmul_ms"], 3),
+                "kernels_per_step": round(t["kernels_per_step"], 1),
+                "top_kernels_ms": "; ".join(f"{name} {ms:.3f}" for name, ms in t["top"]),
+            }
+        )
+    return rows
 
 
 def time_host(configs: list[TrainConfig], steps: int) -> tuple[float, float]:
@@ -99,9 +155,20 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=200, help="timed steps per run")
     p.add_argument("--model", default="panm")
     p.add_argument("--task", default="copy")
+    p.add_argument(
+        "--trace",
+        default="",
+        metavar="DIR",
+        help="also trace the three device-only programs (profiler traces under DIR) and record what the device "
+        "did per step: seeds_trace_<model>_<task>_s<S>.{md,json}",
+    )
+    p.add_argument("--trace-steps", type=int, default=5, help="steps per traced program")
     args = p.parse_args(argv)
-    if args.seeds < 1 or args.steps < 1:
-        raise SystemExit(f"--seeds, --steps: expected positive integers, got {args.seeds}, {args.steps}")
+    if args.seeds < 1 or args.steps < 1 or args.trace_steps < 1:
+        raise SystemExit(
+            "--seeds, --steps, --trace-steps: expected positive integers, got "
+            f"{args.seeds}, {args.steps}, {args.trace_steps}"
+        )
     # One bucket (the longest training length): every timed step has the warm-up step's shapes, so nothing
     # compiles inside the timing (at batch 128 nearly every Copy batch holds a length-10 example anyway).
     top = TrainConfig(task=args.task, model=args.model)
@@ -111,10 +178,21 @@ def main(argv=None) -> int:
     configs = [top.replace(seed=s, buckets=buckets) for s in range(args.seeds)]
     rows = []
     wide = configs[0].replace(batch_size=args.seeds * configs[0].batch_size)
+    programs = {}
     for reuse in (False, True):
-        t_single = time_single(configs[0], args.steps, reuse)
-        t_batched = time_batched(configs, args.steps, reuse)
-        t_wide = time_single(wide, args.steps, reuse)
+        single, batched, widened = (
+            single_stepper(configs[0], reuse),
+            batched_stepper(configs, reuse),
+            single_stepper(wide, reuse),
+        )
+        t_single = time_steps(single, args.steps)
+        t_batched = time_steps(batched, args.steps)
+        t_wide = time_steps(widened, args.steps)
+        programs = {
+            "one seed": single,
+            f"{args.seeds} seeds batched (vmap)": batched,
+            f"one seed at batch {wide.batch_size}": widened,
+        }
         seq_rate = args.steps / t_single  # steps/s of one seed alone; S seeds one after another: the same per seed
         bat_rate = args.seeds * args.steps / t_batched  # seed-steps/s
         how = ", one batch reused (device only)" if reuse else ""
@@ -172,6 +250,29 @@ def main(argv=None) -> int:
     )
     print(common.markdown_table(rows, cols))
     print("wrote", common.RESULTS_DIR / common.device_slug() / f"{name}.md")
+    if args.trace:
+        trace_rows = trace_programs(programs, args.trace_steps, Path(args.trace))
+        trace_cols = list(trace_rows[0])
+        trace_notes = (
+            f"The device-only programs of the table above (one batch made before the timing), each timed for "
+            f"{args.trace_steps} steps ('wall_ms', per step) and then run {args.trace_steps} more steps under "
+            "jax.profiler.trace. From the trace's device timeline (the processes it names /device:...; none on "
+            "a CPU, where the device columns are 0): 'device_busy_ms', the time per step at least one kernel "
+            "ran; 'kernel_ms', the kernels' summed time; 'matmul_kernel_ms', that of the cuBLAS/CUTLASS "
+            "matrix-multiply kernels; 'kernels_per_step', how many kernels a step launched; 'top_kernels_ms', "
+            "the kernels that took the most time. Where busy is far below wall, the device waits on the "
+            f"launches of a chain of small kernels; traces kept under {args.trace}."
+        )
+        common.write_results(
+            f"seeds_trace_{args.model}_{args.task}_s{args.seeds}",
+            "Seeds trained together against one seed: what the device does per step",
+            trace_rows,
+            trace_cols,
+            common.environment(),
+            trace_notes,
+            command,
+        )
+        print(common.markdown_table(trace_rows, trace_cols))
     return 0
 
 

@@ -56,3 +56,42 @@ def test_find_case_takes_an_exact_label_or_a_unique_fragment():
         find_case("no such case")
     with pytest.raises(ValueError, match=r"matches \d"):
         find_case("PANM")
+
+
+def _write_trace(logdir, events):
+    import gzip
+    import json
+
+    folder = logdir / "plugins" / "profile" / "run"
+    folder.mkdir(parents=True)
+    with gzip.open(folder / "host.trace.json.gz", "wt") as f:
+        json.dump({"traceEvents": events}, f)
+
+
+def test_device_timeline_counts_only_the_device_and_merges_overlapping_kernels(tmp_path):
+    meta = [
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "/device:GPU:0"}},
+        {"ph": "M", "name": "process_name", "pid": 2, "args": {"name": "/host:CPU"}},
+    ]
+    kernels = [
+        {"ph": "X", "pid": 1, "tid": 7, "ts": 0, "dur": 10, "name": "sm90_xmma_gemm_f32"},
+        {"ph": "X", "pid": 1, "tid": 8, "ts": 5, "dur": 10, "name": "loop_add_fusion"},  # overlaps: busy 0-15
+        {"ph": "X", "pid": 1, "tid": 7, "ts": 40, "dur": 20, "name": "loop_add_fusion"},
+        {"ph": "X", "pid": 2, "tid": 1, "ts": 0, "dur": 1000, "name": "ExecuteOnHost"},  # the host: not counted
+    ]
+    _write_trace(tmp_path, meta + kernels)
+    t = profile.device_timeline(tmp_path, steps=2)
+    assert t["device_events"] == 3 and t["kernels_per_step"] == 1.5
+    assert t["kernel_ms"] == pytest.approx(40 / 1e3 / 2)
+    assert t["busy_ms"] == pytest.approx(35 / 1e3 / 2)  # [0, 15] and [40, 60]
+    assert t["span_ms"] == pytest.approx(60 / 1e3 / 2)
+    assert t["matmul_ms"] == pytest.approx(10 / 1e3 / 2)
+    assert t["top"][0] == ("loop_add_fusion", pytest.approx(30 / 1e3 / 2))
+
+
+def test_device_timeline_of_a_trace_without_a_device_is_empty(tmp_path):
+    _write_trace(tmp_path, [{"ph": "X", "pid": 2, "ts": 0, "dur": 5, "name": "host"}])
+    t = profile.device_timeline(tmp_path, steps=1)
+    assert t["device_events"] == 0 and t["busy_ms"] == 0 and t["top"] == []
+    with pytest.raises(FileNotFoundError, match="logdir"):
+        profile.device_timeline(tmp_path / "missing", steps=1)

@@ -31,3 +31,15 @@ def test_the_table_times_the_seeds_alone_batched_and_one_seed_at_their_summed_ba
     assert abs(float(wide["ratio"]) - expected) <= 0.01 * expected + 0.01
     per_second = 256 / float(wide["seconds_per_step"])
     assert abs(float(wide["sequences_per_s"]) - per_second) <= 0.01 * per_second
+
+
+def test_trace_records_the_three_device_only_programs(tmp_path, monkeypatch):
+    monkeypatch.setattr(common, "RESULTS_DIR", tmp_path / "results")
+    argv = ["--seeds", "2", "--steps", "1", "--model", "lstm", "--trace", str(tmp_path / "tr"), "--trace-steps", "1"]
+    assert seeds_speed.main(argv) == 0
+    (written,) = (tmp_path / "results").glob("*/seeds_trace_lstm_copy_s2.json")
+    rows = json.loads(written.read_text())["rows"]
+    assert [r["program"] for r in rows] == ["one seed", "2 seeds batched (vmap)", "one seed at batch 256"]
+    for r in rows:
+        assert r["wall_ms"] > 0 and r["kernels_per_step"] >= 0
+    assert len(list((tmp_path / "tr").glob("*/plugins/profile/*/*.trace.json.gz"))) == 3
