@@ -13,8 +13,40 @@ def test_target_slots_of_copy_and_reverse():
     lengths = np.array([5, 4])  # n + 2 rows: n = 3 and n = 2
     np.testing.assert_array_equal(target_slots("copy", lengths, 3), [[1, 2, 3], [1, 2, 3]])
     np.testing.assert_array_equal(target_slots("reverse", lengths, 3), [[3, 2, 1], [2, 1, 0]])
-    with pytest.raises(SystemExit, match="--task: expected copy, reverse or mix"):
+    with pytest.raises(SystemExit, match="--task: expected one of copy, reverse, mix"):
+        target_slots("dyck", lengths, 3)
+    with pytest.raises(ValueError, match="needs the inputs"):
         target_slots("priority_sort", lengths, 3)
+
+
+@pytest.mark.parametrize("task", ["priority_sort", "id_sort", "dynamic_recall"])
+def test_the_slots_of_the_content_based_tasks_hold_the_target_tokens(task):
+    # The task's generator knows the answer; the slots are read from the inputs alone (priorities, ids,
+    # query). On every scored step the token in the slot named is the target token, at mixed lengths.
+    from panm_jax.tasks import get_task
+
+    gen = get_task(task)
+    lengths = np.array([2, 3, 7, 10, 21, 2, 9, 16])
+    batch = gen.sample(np.random.default_rng(5), len(lengths), lengths)
+    inputs, targets, scored = (np.asarray(a) for a in (batch.inputs, batch.targets, batch.target_mask))
+    want = target_slots(task, np.asarray(batch.input_mask).sum(1), targets.shape[1], inputs)
+    rows = np.arange(len(lengths))[:, None]
+    tokens = inputs[rows, want, :10].argmax(-1)
+    assert scored.sum() >= len(lengths)
+    np.testing.assert_array_equal(tokens[scored], targets[scored])
+    assert (want[scored] >= 1).all()  # never the start delimiter
+    if task != "dynamic_recall":  # a permutation of the tokens' slots (ID Sort: an involution)
+        for b, n in enumerate(lengths):
+            assert sorted(want[b, :n]) == list(range(1, n + 1))
+
+
+def test_id_sort_slots_are_the_partners():
+    # Hand-built: x_1, x_4 share an id, x_2, x_3 another, x_5 is paired with itself.
+    n, width = 5, 8
+    inputs = np.zeros((1, n + 2, 12 + width))
+    ids = np.eye(3, width)[[0, 1, 1, 0, 2]]
+    inputs[0, 1 : n + 1, 12:] = ids
+    np.testing.assert_array_equal(target_slots("id_sort", np.array([n + 2]), n, inputs), [[4, 3, 2, 1, 5]])
 
 
 def test_target_slots_and_step_groups_of_mix():
@@ -48,6 +80,7 @@ def test_pointer_summary_picks_the_following_head_and_the_first_miss():
     assert got["token if pointer right %"] == pytest.approx(100 * 5 / 6)  # one wrong token where it points right
     assert got["token if pointer wrong %"] == pytest.approx(50.0)
     assert got["max weight"] == pytest.approx(0.7)
+    assert got["weight on right slot"] == pytest.approx((6 * 0.7 + 2 * 0.0) / 8)  # step 2 weighs slot 3 with 0
     # Steps that are not scored (padding) are left out of every figure.
     scored[:, 2] = False
     got = pointer_summary(weights, token_ok, scored, want)
