@@ -95,16 +95,6 @@ def time_steps(step, steps: int) -> float:
     return time.perf_counter() - t0
 
 
-def time_single(config: TrainConfig, steps: int, reuse: bool = False) -> float:
-    """Seconds for ``steps`` training steps of one seed; ``reuse``: one batch, made before the timing."""
-    return time_steps(single_stepper(config, reuse), steps)
-
-
-def time_batched(configs: list[TrainConfig], steps: int, reuse: bool = False) -> float:
-    """Seconds for ``steps`` steps of the S seeds together; ``reuse``: one stacked batch, made before the timing."""
-    return time_steps(batched_stepper(configs, reuse), steps)
-
-
 def trace_programs(programs: dict, steps: int, logdir: Path) -> list[dict]:
     """Each warmed-up program (device only: one batch) traced for ``steps`` steps; what the device did per step."""
     from benchmarks.profile import device_timeline
