@@ -129,7 +129,7 @@ COMMANDS: dict[str, Make | Run | ParseOnly] = {
     "[--set panm.OPTION=VALUE]": ParseOnly(LONG),
     f"{PYTHON} -m benchmarks.ablation --tasks copy,reverse --seeds 0,1,2 --variant default "
     "--variant panm.OPTION=VALUE [--parallel 3]": ParseOnly(LONG + "; the paper's protocol wants a GPU"),
-    f"{PYTHON} -m benchmarks.seeds_speed [--seeds 5] [--steps 200]": ParseOnly(LONG),
+    f"{PYTHON} -m benchmarks.seeds_speed [--seeds 5] [--steps 200] [--trace DIR]": ParseOnly(LONG),
     f"{PYTHON} -m benchmarks.chomsky [--tasks parity_check,reverse_string] [--models lstm,stack_rnn] [--steps 1500] "
     "[--name NAME]": ParseOnly(LONG),
     f"{PYTHON} -m benchmarks.seq2seq [--cutoffs 22,24,25] [--math add_or_sub,place_value] [--seeds 0,1,2] "
