@@ -48,14 +48,13 @@ import numpy as np
 from flax import nnx
 
 from benchmarks import common
+from panm_jax.tasks.algorithmic import EXTRA_CHANNEL, ID_WIDTH, NUM_SYMBOLS
 
 MODES = ("2L+1", "4L+1", "8L+1")
 
 
 CONTENT_FREE = ("copy", "reverse", "mix")
 CONTENT_BASED = ("priority_sort", "id_sort", "dynamic_recall")
-EXTRA = 12  # the first task-specific input channel (panm_jax/tasks/algorithmic.py)
-ID_WIDTH = 8
 
 
 def target_slots(task: str, lengths: np.ndarray, steps: int, inputs: np.ndarray | None = None) -> np.ndarray:
@@ -81,17 +80,17 @@ def target_slots(task: str, lengths: np.ndarray, steps: int, inputs: np.ndarray 
     for b in range(B):
         if task == "dynamic_recall":
             n = int(lengths[b]) - 3  # the delimiters and the query row
-            x = inputs[b, 1 : n + 1, :10].argmax(-1)
-            query = int(inputs[b, n + 2, :10].argmax())
+            x = inputs[b, 1 : n + 1, :NUM_SYMBOLS].argmax(-1)
+            query = int(inputs[b, n + 2, :NUM_SYMBOLS].argmax())
             first = int(np.flatnonzero(x == query)[0])  # 0-indexed position of the first occurrence
             want[b, 0] = 1 + (first + 1 if n % 2 == 1 else first - 1)
             continue
         n = int(lengths[b]) - 2
         if task == "priority_sort":
-            order = np.argsort(inputs[b, 1 : n + 1, EXTRA], kind="stable")
+            order = np.argsort(inputs[b, 1 : n + 1, EXTRA_CHANNEL], kind="stable")
             want[b, :n] = 1 + order[:steps]
         else:  # id_sort: the other position with the same id vector, or the position itself
-            ids = inputs[b, 1 : n + 1, EXTRA : EXTRA + ID_WIDTH]
+            ids = inputs[b, 1 : n + 1, EXTRA_CHANNEL : EXTRA_CHANNEL + ID_WIDTH]
             same = (ids[:, None, :] == ids[None, :, :]).all(-1) & ~np.eye(n, dtype=bool)
             partner = np.where(same.any(1), same.argmax(1), np.arange(n))
             want[b, :n] = 1 + partner[:steps]
@@ -202,11 +201,11 @@ def main(argv=None) -> int:
     p.add_argument(
         "--pointer",
         default="auto",
+        choices=("auto", "mode1", "mode2"),
         help="mode1 (the Pointer Units' heads), mode2 (the content heads) or auto: the kind the task's rule uses "
         "(mode1 on Copy, Reverse, Mix; mode2 on Priority Sort, ID Sort, Dynamic Recall)",
     )
     args = p.parse_args(argv)
-    pointer_kind("copy", args.pointer)  # a bad --pointer fails before any run is loaded
     modes = [m for m in args.modes.split(",") if m]
     rows, notes = [], []
     for run in args.runs:

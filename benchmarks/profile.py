@@ -152,14 +152,18 @@ def _short_path(path: str) -> str:
     return Path(path).name
 
 
-def trace_events(logdir: Path) -> list[dict]:
-    """Complete ('X') events of the newest trace written under ``logdir``."""
+def _trace(logdir: Path) -> list[dict]:
+    """Every event of the newest trace written under ``logdir``."""
     files = sorted(logdir.glob("plugins/profile/*/*.trace.json.gz"))
     if not files:
         raise FileNotFoundError(f"logdir: no *.trace.json.gz under {logdir}/plugins/profile")
     with gzip.open(files[-1]) as f:
-        data = json.load(f)
-    return [e for e in data["traceEvents"] if e.get("ph") == "X" and "dur" in e]
+        return json.load(f)["traceEvents"]
+
+
+def trace_events(logdir: Path) -> list[dict]:
+    """Complete ('X') events of the newest trace written under ``logdir``."""
+    return [e for e in _trace(logdir) if e.get("ph") == "X" and "dur" in e]
 
 
 _MATMUL_KERNEL = re.compile(r"gemm|xmma|cutlass|cublas|matmul|sm\d+_", re.I)
@@ -175,18 +179,15 @@ def device_timeline(logdir: Path, steps: int, top: int = 8) -> dict:
     matrix-multiply kernels (cuBLAS/CUTLASS names); ``top``: the kernels that
     took the most time, by name.
     """
-    files = sorted(logdir.glob("plugins/profile/*/*.trace.json.gz"))
-    if not files:
-        raise FileNotFoundError(f"logdir: no *.trace.json.gz under {logdir}/plugins/profile")
-    with gzip.open(files[-1]) as f:
-        data = json.load(f)
-    names = {
-        e["pid"]: e.get("args", {}).get("name", "")
-        for e in data["traceEvents"]
-        if e.get("ph") == "M" and e.get("name") == "process_name"
+    events = _trace(logdir)
+    device_pids = {
+        e["pid"]
+        for e in events
+        if e.get("ph") == "M"
+        and e.get("name") == "process_name"
+        and e.get("args", {}).get("name", "").startswith("/device:")
     }
-    device_pids = {pid for pid, name in names.items() if name.startswith("/device:")}
-    kernels = [e for e in data["traceEvents"] if e.get("ph") == "X" and "dur" in e and e.get("pid") in device_pids]
+    kernels = [e for e in events if e.get("ph") == "X" and "dur" in e and e.get("pid") in device_pids]
     intervals = sorted((float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in kernels)
     busy, end = 0.0, float("-inf")
     for start, stop in intervals:
@@ -197,13 +198,11 @@ def device_timeline(logdir: Path, steps: int, top: int = 8) -> dict:
     for e in kernels:
         per_name[e["name"]] += float(e["dur"])
     matmul = sum(us for name, us in per_name.items() if _MATMUL_KERNEL.search(name))
-    span = (intervals[-1][1] - intervals[0][0]) if intervals else 0.0
     return {
         "device_events": len(kernels),
         "kernels_per_step": len(kernels) / steps,
         "kernel_ms": sum(per_name.values()) / 1e3 / steps,
         "busy_ms": busy / 1e3 / steps,
-        "span_ms": span / 1e3 / steps,
         "matmul_ms": matmul / 1e3 / steps,
         "top": [(name, us / 1e3 / steps) for name, us in per_name.most_common(top)],
     }
