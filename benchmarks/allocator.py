@@ -34,7 +34,7 @@ import ctypes
 import ctypes.util
 import os
 
-__all__ = ["ENV_VAR", "configure_from_environment", "keep_freed_memory", "malloc_settings"]
+__all__ = ["ENV_VAR", "configure_from_environment", "keep_freed_memory", "malloc_settings", "preloaded"]
 
 # The environment variable that chooses: "keep" applies keep_freed_memory, "system" (or unset) leaves malloc alone.
 ENV_VAR = "PANM_JAX_MALLOC"
@@ -94,6 +94,33 @@ def keep_freed_memory() -> dict[str, int]:
     return dict(_applied)
 
 
+# The malloc replacements that may be put in a process with LD_PRELOAD, by the file name of their library.
+_REPLACEMENTS = {"libtcmalloc": "tcmalloc", "libjemalloc": "jemalloc", "libmimalloc": "mimalloc"}
+
+
+def preloaded(maps: str | None = None) -> str:
+    """The malloc replacement mapped into this process (``tcmalloc``, ``jemalloc``, ``mimalloc``), else ``""``.
+
+    Read from ``/proc/self/maps`` (``maps``: that text, for tests); ``""`` where it cannot be read. Such a
+    library replaces glibc's ``malloc`` for XLA's CPU runtime when it is put in the process with
+    ``LD_PRELOAD`` (it must be there before the process starts).
+    """
+    if maps is None:
+        try:
+            with open("/proc/self/maps") as f:
+                maps = f.read()
+        except OSError:
+            return ""
+    for line in maps.splitlines():
+        name = line.rsplit("/", 1)[-1]
+        for prefix, found in _REPLACEMENTS.items():
+            if name.startswith((prefix + ".", prefix + "_")):
+                return found
+    return ""
+
+
 def malloc_settings() -> str:
-    """What ``keep_freed_memory`` applied in this process, for result records (``""`` if nothing)."""
-    return ",".join(f"{k}={v}" for k, v in _applied.items())
+    """What ``keep_freed_memory`` applied in this process, or the malloc replacement preloaded into it, for
+    result records (``""`` if neither)."""
+    applied = ",".join(f"{k}={v}" for k, v in _applied.items())
+    return ", ".join(x for x in (applied, preloaded() and f"{preloaded()} (LD_PRELOAD)") if x)

@@ -5,7 +5,7 @@ its own, never the library's)::
 
     python3 -m venv /tmp/peers-venv && /tmp/peers-venv/bin/pip install torch numpy tqdm
     python -m benchmarks.authors_panm --peer-python /tmp/peers-venv/bin/python --panm PATH/TO/PANM \\
-        [--task copy] [--seeds 0,1,2] [--steps 10000] [--parallel 3] [--threads 1]
+        [--task copy] [--seeds 0,1,2] [--steps 10000] [--parallel 3] [--threads 1] [--save-every 1000]
 
 ``--panm`` is a checkout of thaihungle/PANM (the code of Le et al. 2024). Each
 seed runs that checkout's own pipeline, unchanged, as its README gives it:
@@ -32,7 +32,18 @@ order of its sums, so it is recorded: a training's in its ``train.done``).
 Each seed has a folder ``<workdir>/<task>-<steps>/s<seed>`` (the task file, the
 logs, the checkpoints, ``train.log``, ``test_<G>.log``); a finished training
 (``train.done``) and a finished test (its log holds the result line) are not run
-again, so an interrupted command continues where it stopped. Writes
+again, so an interrupted command continues where it stopped.
+
+A training of 50,000 steps takes hours on a CPU, and the authors' script cannot
+resume one. ``--save-every K`` runs it under ``benchmarks/authors_resumable.py``,
+which adds only this: the training state (weights, optimiser, random states,
+best validation error, step) is saved every ``K`` steps and restored when the
+same command runs again. ``--check-resume`` (with ``--steps`` and
+``--save-every``) checks that a resumed training is the unbroken one. It trains
+the first seed unbroken, then again from the last state that run saved, and
+compares the final weights bit for bit and the validation lines logged after that
+step. It writes ``authors_panm_resume_check_<task>.{json,md}`` and exits 1 if
+they differ. Writes
 ``benchmarks/results/<device>/authors_panm_<task>_<steps>.{json,md}``: per seed,
 and mean ± sample std over the seeds, beside Le et al. 2024's published row.
 """
@@ -44,6 +55,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -68,8 +80,8 @@ def token_accuracy(log_text: str) -> float:
     return 100.0 * (1.0 - float(found[-1][1]))
 
 
-def _run(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> None:
-    with open(log, "w") as f:
+def _run(cmd: list[str], cwd: Path, env: dict[str, str], log: Path, append: bool = False) -> None:
+    with open(log, "a" if append else "w") as f:
         f.write("$ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
         f.flush()
         done = subprocess.run(cmd, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT, check=False)
@@ -90,9 +102,25 @@ def pipeline_command(args, folder: Path, seed: int) -> list[str]:
     ]
 
 
+RUNNER = Path(__file__).with_name("authors_resumable.py")
+TRAINED = re.compile(r"TRAINING SECONDS (\d+)")
+
+
+def train_command(args, folder: Path, seed: int) -> list[str]:
+    """The training command: the authors' script as it is, or under the resumable runner with ``--save-every``."""
+    cmd = pipeline_command(args, folder, seed) + ["-mode=train"]
+    if args.save_every:
+        cmd[1:2] = [str(RUNNER), str(args.save_every), "run_algo_task.py"]
+    return cmd
+
+
 def train_seed(seed: int, args, root: Path, env: dict[str, str]) -> dict:
     """Train one seed with the authors' pipeline unless its ``train.done`` says it was; its row so far
-    (steps, and the training's minutes, threads and processes at once, kept in ``train.done``)."""
+    (steps, and the training's minutes, threads and processes at once, kept in ``train.done``).
+
+    With ``--save-every`` an interrupted training resumes from its last saved state when the command is
+    run again (``benchmarks/authors_resumable.py``); its log is appended to, and its minutes are the sum
+    over the runs that made it up."""
     folder = root / f"s{seed}"
     for sub in ("logs", "saved"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
@@ -102,8 +130,11 @@ def train_seed(seed: int, args, root: Path, env: dict[str, str]) -> dict:
     t0 = time.time()
     done = folder / "train.done"
     if not done.exists():
-        _run(pipeline_command(args, folder, seed) + ["-mode=train"], args.panm, env, folder / "train.log")
-        record = {"seconds": round(time.time() - t0), "threads": args.threads, "processes": args.parallel}
+        log = folder / "train.log"
+        _run(train_command(args, folder, seed), args.panm, env, log, append=bool(args.save_every))
+        found = TRAINED.findall(log.read_text()) if args.save_every else []
+        seconds = int(found[-1]) if found else round(time.time() - t0)
+        record = {"seconds": seconds, "threads": args.threads, "processes": args.parallel}
         done.write_text(json.dumps(record) + "\n")
     record = json.loads(done.read_text())
     return {
@@ -155,6 +186,56 @@ def summary_rows(task: str, rows: list[dict]) -> list[dict]:
     return out
 
 
+ITERATION = re.compile(r"Iteration: (\d+)\tLoss: (\S+)\tError in bits per sequence: (\S+)")
+COMPARE_WEIGHTS = """
+import json, sys, torch
+a, b = (torch.load(path, map_location="cpu") for path in sys.argv[1:3])
+same = sorted(a) == sorted(b)
+print(json.dumps({"bitwise_equal": same and all(torch.equal(a[k], b[k]) for k in a),
+                  "max_abs_diff": max(float((a[k] - b[k]).abs().max()) for k in a) if same else None}))
+"""
+
+
+def check_resume(args, root: Path, env: dict[str, str]) -> list[dict]:
+    """Train one seed unbroken, then train it again from the state the unbroken run saved last; compare.
+
+    The unbroken run (``unbroken/``) saves its state every ``--save-every`` steps and goes on. Its last
+    saved state is copied into a fresh folder (``resumed/``), where the same command resumes from it. Rows:
+    the final weights (bit for bit, and the largest difference) and the validation lines each run logged
+    after that step (``Iteration: S  Loss: ...  Error ...``)."""
+    seed = args.seed_list[0]
+    unbroken, resumed = root / "unbroken", root / "resumed"
+    train_seed(seed, args, unbroken, env)
+    states = sorted((unbroken / f"s{seed}" / "saved").rglob("*.resume"))
+    if not states:
+        raise SystemExit("--check-resume: the unbroken run saved no state; expected --steps above --save-every")
+    state = states[0]
+    copy = resumed / f"s{seed}" / state.relative_to(unbroken / f"s{seed}")
+    if not (resumed / f"s{seed}" / "train.done").exists():
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(state, copy)
+    train_seed(seed, args, resumed, env)
+    texts = [(run / f"s{seed}" / "train.log").read_text() for run in (unbroken, resumed)]
+    step = int(re.findall(r"RESUME FROM STEP (\d+)", texts[1])[0])
+    logged = [[m for m in ITERATION.findall(t) if int(m[0]) >= step] for t in texts]
+    last = [next((run / f"s{seed}" / "saved").rglob("*-last.pt")) for run in (unbroken, resumed)]
+    compared = json.loads(
+        subprocess.run(
+            [args.peer_python, "-c", COMPARE_WEIGHTS, *map(str, last)], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    return [
+        {"check": "resumed from step", "value": step},
+        {"check": "final weights bit for bit equal", "value": compared["bitwise_equal"]},
+        {"check": "largest weight difference", "value": compared["max_abs_diff"]},
+        {
+            "check": "validation lines logged from that step (unbroken, resumed)",
+            "value": f"{len(logged[0])}, {len(logged[1])}",
+        },
+        {"check": "those lines equal", "value": bool(logged[0]) and logged[0] == logged[1]},
+    ]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--peer-python", required=True, help="a Python with torch, numpy and tqdm")
@@ -164,6 +245,19 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=10000, help="training steps (the task file's 'iter')")
     p.add_argument("--parallel", type=int, default=1, help="seeds run at once, each its own process")
     p.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of each process")
+    p.add_argument(
+        "--save-every",
+        type=int,
+        default=0,
+        help="train under benchmarks/authors_resumable.py, saving the training state every this many steps, "
+        "so that running the command again resumes an interrupted training (0: their script as it is)",
+    )
+    p.add_argument(
+        "--check-resume",
+        action="store_true",
+        help="instead of the table: train the first seed --steps steps unbroken and again from its last "
+        "saved state (--save-every), and compare the two",
+    )
     p.add_argument("--workdir", type=Path, default=Path("runs/authors_panm"))
     args = p.parse_args(argv)
     args.panm = args.panm.resolve()
@@ -176,17 +270,57 @@ def main(argv=None) -> int:
     for name in ("steps", "parallel", "threads"):
         if getattr(args, name) < 1:
             raise SystemExit(f"--{name}: expected a positive integer, got {getattr(args, name)}")
+    if args.save_every < 0:
+        raise SystemExit(f"--save-every: expected 0 or a positive integer, got {args.save_every}")
+    if args.check_resume and not 0 < args.save_every < args.steps:
+        raise SystemExit(
+            f"--check-resume: expected --save-every between 1 and --steps - 1 ({args.steps - 1}), got {args.save_every}"
+        )
     if not seeds:
         raise SystemExit("--seeds: expected at least one seed")
+    args.seed_list = seeds
     root = (args.workdir / f"{args.task}-{args.steps}").resolve()
+    if args.check_resume:
+        root = (args.workdir / f"check-resume-{args.task}-{args.steps}-every{args.save_every}").resolve()
     stub = root / "stub"
     stub.mkdir(parents=True, exist_ok=True)
     (stub / "tensorboard_logger.py").write_text(STUB)
-    env = {**os.environ, "PYTHONPATH": str(stub), "OMP_NUM_THREADS": str(args.threads)}
+    # PYTHONUNBUFFERED: the script's prints and tqdm's bar share one log, so each line is written whole.
+    env = {**os.environ, "PYTHONPATH": str(stub), "OMP_NUM_THREADS": str(args.threads), "PYTHONUNBUFFERED": "1"}
     torch_version = subprocess.run(
         [args.peer_python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True, check=True
     ).stdout.strip()
     commit = subprocess.run(["git", "-C", str(args.panm), "rev-parse", "HEAD"], capture_output=True, text=True)
+    command = "python -m benchmarks.authors_panm " + " ".join(
+        shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
+    )
+    if args.check_resume:
+        rows = check_resume(args, root, env)
+        env_record = {
+            **common.environment(),
+            "torch": torch_version,
+            "authors_code": commit.stdout.strip() or "(not a git checkout)",
+            "OMP_NUM_THREADS": args.threads,
+        }
+        notes = (
+            f"The authors' run_algo_task.py (thaihungle/PANM) on {args.task}, seed {seeds[0]}, {args.steps:,} "
+            f"steps, run twice under benchmarks/authors_resumable.py: once unbroken, saving its state every "
+            f"{args.save_every:,} steps, and once from the last state the first run saved. The resumed run "
+            "must give the unbroken run's weights and validation lines."
+        )
+        name = f"authors_panm_resume_check_{args.task}"
+        json_path, md_path = common.write_results(
+            name,
+            "Resuming the authors' training: the same as not stopping",
+            rows,
+            ["check", "value"],
+            env_record,
+            notes,
+            command,
+        )
+        print(common.markdown_table(rows, ["check", "value"]))
+        print("wrote", json_path, md_path)
+        return 0 if rows[1]["value"] and rows[4]["value"] else 1
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
         trained = list(pool.map(lambda s: train_seed(s, args, root, env), seeds))
     rows = [test_seed(row, args, root, env) for row in trained]
@@ -198,8 +332,15 @@ def main(argv=None) -> int:
         "authors_code": commit.stdout.strip() or "(not a git checkout)",
         "OMP_NUM_THREADS (tests)": args.threads,
     }
+    script = (
+        "their run_algo_task.py unchanged"
+        if not args.save_every
+        else f"their run_algo_task.py, trained under benchmarks/authors_resumable.py, which saves the training "
+        f"state every {args.save_every:,} steps and resumes from it and changes nothing else "
+        f"(authors_panm_resume_check_{args.task}.md)"
+    )
     notes = (
-        f"Token accuracy (%) of the authors' PANM (thaihungle/PANM, their run_algo_task.py unchanged) on "
+        f"Token accuracy (%) of the authors' PANM (thaihungle/PANM, {script}) on "
         f"{args.task} at lengths 10 / 11 / 21 / 41 / 81, trained {args.steps:,} steps with their pipeline "
         "(batch 128, RMSprop lr 1e-4, alpha 0.95, momentum 0.9, gradient values clipped at 10; 128-wide GRUs, "
         "their tasks file), the checkpoint with the lowest error at length 21 (2L+1, validated every 200 steps "
@@ -211,9 +352,6 @@ def main(argv=None) -> int:
         )
         + f"; tests one at a time with {args.threads} thread(s). Published: Le et al. 2024, "
         "Pointer-Augmented Neural Memory, Tables 13-14, mean of 5 runs of 50,000 steps."
-    )
-    command = "python -m benchmarks.authors_panm " + " ".join(
-        shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
     )
     name = f"authors_panm_{args.task}_{args.steps}"
     json_path, md_path = common.write_results(

@@ -69,3 +69,37 @@ def test_the_environment_variable_is_checked(monkeypatch):
     monkeypatch.setenv(allocator.ENV_VAR, "always")
     with pytest.raises(ValueError, match=r"PANM_JAX_MALLOC: expected 'keep' or 'system' \(or unset\), got 'always'"):
         allocator.configure_from_environment()
+
+
+def test_a_preloaded_malloc_is_named_from_the_process_maps():
+    maps = (
+        "7f00-7f01 r-xp 00000000 fd:01 1 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+        "7f02-7f03 r-xp 00000000 fd:01 2 /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4.5.10\n"
+    )
+    assert allocator.preloaded(maps) == "tcmalloc"
+    assert allocator.preloaded("7f-7f r-xp 0 0:0 3 /usr/lib/libjemalloc.so.2\n") == "jemalloc"
+    assert allocator.preloaded("7f-7f r-xp 0 0:0 3 /opt/libtcmallocator.so\n") == ""  # not the library's name
+    assert allocator.preloaded("") == ""
+
+
+_PRELOADED = """
+import json
+from benchmarks.allocator import malloc_settings, preloaded
+print(json.dumps({"preloaded": preloaded(), "record": malloc_settings()}))
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="the maps are Linux's /proc")
+def test_a_process_started_with_ld_preload_records_it():
+    import ctypes.util
+
+    lib = ctypes.util.find_library("tcmalloc_minimal") or ctypes.util.find_library("jemalloc")
+    if lib is None:
+        pytest.skip("neither libtcmalloc_minimal nor libjemalloc is installed here")
+    env = {**os.environ, "LD_PRELOAD": lib, "PYTHONPATH": str(REPO)}
+    out = subprocess.run(
+        [sys.executable, "-c", _PRELOADED], env=env, cwd=REPO, check=True, capture_output=True, text=True, timeout=120
+    ).stdout
+    got = json.loads(out.strip().splitlines()[-1])
+    name = "tcmalloc" if "tcmalloc" in lib else "jemalloc"
+    assert got == {"preloaded": name, "record": f"{name} (LD_PRELOAD)"}

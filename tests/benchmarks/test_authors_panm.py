@@ -51,3 +51,60 @@ def test_bad_arguments_are_named(tmp_path):
         authors_panm.main(["--peer-python", "python", "--panm", str(tmp_path), "--seeds", "a,b"])
     with pytest.raises(SystemExit, match="--steps: expected a positive integer"):
         authors_panm.main(["--peer-python", "python", "--panm", str(tmp_path), "--steps", "0"])
+
+
+def test_resumable_runner_inserts_the_restore_after_the_seeding_and_the_save_at_the_top_of_each_step():
+    from benchmarks import authors_resumable
+
+    source = (
+        "np.random.seed(args.seed)\nrandom.seed(args.seed)\n\nfor iter in tqdm(range(num_iter)):\n\tannelr = iter\n"
+    )
+    patched = authors_resumable.patch(source).splitlines()
+    assert patched == [
+        "np.random.seed(args.seed)",
+        "random.seed(args.seed)",
+        "_resume_from = _resume_load(globals())",
+        "",
+        "for iter in tqdm(range(_resume_from, num_iter)):",
+        "\t_resume_save(globals(), iter)",
+        "\tannelr = iter",
+    ]
+
+
+@pytest.mark.parametrize(
+    "source, name, count",
+    [
+        ("random.seed(args.seed)\nfor iter in tqdm(range(num_iter)):\n", "the seeding", 0),  # no newline before
+        ("\nrandom.seed(args.seed)\nfor i in range(9):\n", "the training loop", 0),
+        ("\nrandom.seed(args.seed)\n" * 2 + "for iter in tqdm(range(num_iter)):\n", "the seeding", 2),
+    ],
+)
+def test_resumable_runner_refuses_a_script_whose_anchors_are_not_there_exactly_once(source, name, count):
+    from benchmarks import authors_resumable
+
+    with pytest.raises(SystemExit, match=f"expected {name} .* exactly once, found it {count} times"):
+        authors_resumable.patch(source)
+
+
+def test_save_every_runs_the_training_under_the_resumable_runner(tmp_path):
+    import argparse
+
+    args = argparse.Namespace(peer_python="py", task="copy", save_every=0)
+    plain = authors_panm.train_command(args, tmp_path, 3)
+    assert plain[:2] == ["py", "run_algo_task.py"] and plain[-1] == "-mode=train" and "-seed=3" in plain
+    args.save_every = 500
+    resumable = authors_panm.train_command(args, tmp_path, 3)
+    assert resumable[:4] == ["py", str(authors_panm.RUNNER), "500", "run_algo_task.py"]
+    assert resumable[4:] == plain[2:]
+    assert authors_panm.RUNNER.is_file()
+
+
+def test_resume_arguments_are_checked(tmp_path):
+    (tmp_path / "baselines").mkdir()
+    (tmp_path / "run_algo_task.py").write_text("")
+    (tmp_path / "baselines" / "panm.py").write_text("")
+    base = ["--peer-python", "python", "--panm", str(tmp_path)]
+    with pytest.raises(SystemExit, match="--save-every: expected 0 or a positive integer, got -1"):
+        authors_panm.main(base + ["--save-every", "-1"])
+    with pytest.raises(SystemExit, match=r"--check-resume: expected --save-every between 1 and --steps - 1 \(399\)"):
+        authors_panm.main(base + ["--check-resume", "--steps", "400", "--save-every", "400"])
