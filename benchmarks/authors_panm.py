@@ -216,7 +216,12 @@ def check_resume(args, root: Path, env: dict[str, str]) -> list[dict]:
         shutil.copyfile(state, copy)
     train_seed(seed, args, resumed, env)
     texts = [(run / f"s{seed}" / "train.log").read_text() for run in (unbroken, resumed)]
-    step = int(re.findall(r"RESUME FROM STEP (\d+)", texts[1])[0])
+    resumed_from = re.findall(r"RESUME FROM STEP (\d+)", texts[1])
+    if not resumed_from:
+        raise SystemExit(
+            f"--check-resume: the second run did not resume; its log is {resumed / f's{seed}' / 'train.log'}"
+        )
+    step = int(resumed_from[0])
     logged = [[m for m in ITERATION.findall(t) if int(m[0]) >= step] for t in texts]
     last = [next((run / f"s{seed}" / "saved").rglob("*-last.pt")) for run in (unbroken, resumed)]
     compared = json.loads(
