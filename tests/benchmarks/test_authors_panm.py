@@ -108,3 +108,87 @@ def test_resume_arguments_are_checked(tmp_path):
         authors_panm.main(base + ["--save-every", "-1"])
     with pytest.raises(SystemExit, match=r"--check-resume: expected --save-every between 1 and --steps - 1 \(399\)"):
         authors_panm.main(base + ["--check-resume", "--steps", "400", "--save-every", "400"])
+
+
+# A stand-in for torch (the runner needs only these five functions) and a script shaped like the
+# authors' run_algo_task.py: its state moves with all three random generators at every step.
+_FAKE_TORCH = """
+import pickle
+_state = [12345]
+def get_rng_state(): return list(_state)
+def set_rng_state(s): _state[:] = s
+def draw():
+    _state[0] = (_state[0] * 1103515245 + 12345) % 2**31
+    return _state[0]
+def save(obj, path):
+    with open(path, "wb") as f: pickle.dump(obj, f)
+def load(path, map_location=None, weights_only=None):
+    with open(path, "rb") as f: return pickle.load(f)
+"""
+_FAKE_SCRIPT = """
+import os, random, sys
+import numpy as np
+import torch
+def tqdm(x): return x
+class Args: pass
+args = Args(); args.mode = sys.argv[1]; args.seed = 3
+num_iter = int(sys.argv[2]); save_dirlast = sys.argv[3]
+class Holder:
+    def __init__(self): self.w = 0
+    def state_dict(self): return {"w": self.w}
+    def load_state_dict(self, d): self.w = d["w"]
+model, optimizer = Holder(), Holder()
+best_loss = 10**9
+losses, errors, rel_errors, loss_pls = [], [], [], []
+
+np.random.seed(args.seed)
+random.seed(args.seed)
+for iter in tqdm(range(num_iter)):
+\tif os.environ.get("CRASH_AT") == str(iter):
+\t\tsys.exit(3)
+\tmodel.w = (model.w * 31 + torch.draw() % 97 + int(np.random.randint(1000)) + random.randint(0, 9)) % 10**9
+\toptimizer.w += 1
+\tlosses.append(model.w % 13)
+\tif iter % 2 == 0:
+\t\tprint(f"Iteration: {iter}\\tLoss: {sum(losses)}\\tError in bits per sequence: {model.w % 7}")
+\t\tbest_loss = min(best_loss, model.w % 11)
+\t\tlosses = []
+torch.save({"w": model.w, "opt": optimizer.w, "best": best_loss}, save_dirlast)
+"""
+
+
+def test_a_training_stopped_after_a_saved_state_and_run_again_ends_where_the_unbroken_one_does(tmp_path):
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    (tmp_path / "torch.py").write_text(_FAKE_TORCH)
+    (tmp_path / "run_algo_task.py").write_text(_FAKE_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+
+    def run(name, crash_at=None):
+        cmd = [sys.executable, str(authors_panm.RUNNER), "4", "run_algo_task.py", "train", "11", f"{name}.pt"]
+        extra = {"CRASH_AT": str(crash_at)} if crash_at is not None else {}
+        return subprocess.run(cmd, cwd=tmp_path, env={**env, **extra}, capture_output=True, text=True, timeout=120)
+
+    unbroken = run("unbroken")
+    assert unbroken.returncode == 0, unbroken.stderr
+    assert "RESUME STATE SAVED AT STEP 8" in unbroken.stdout and "TRAINING SECONDS" in unbroken.stdout
+    crashed = run("resumed", crash_at=7)  # stops after the state of step 4 was saved
+    assert crashed.returncode == 3 and "RESUME STATE SAVED AT STEP 4" in crashed.stdout
+    resumed = run("resumed")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "RESUME FROM STEP 4" in resumed.stdout
+    final = [pickle.loads((tmp_path / f"{name}.pt").read_bytes()) for name in ("unbroken", "resumed")]
+    assert final[0] == final[1] and final[0]["opt"] == 11
+    lines = [[x for x in run_.stdout.splitlines() if x.startswith("Iteration: ")] for run_ in (unbroken, resumed)]
+    assert lines[1] == [x for x in lines[0] if int(x.split()[1]) >= 4]  # the same lines from the resume point on
+
+
+def test_the_runner_refuses_a_missing_or_bad_every():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(authors_panm.RUNNER), "0", "x.py"], capture_output=True, text=True)
+    assert done.returncode != 0 and "EVERY a positive integer" in done.stderr
