@@ -36,7 +36,6 @@ import shlex
 import statistics
 import subprocess
 import sys
-import time
 
 import numpy as np
 
@@ -77,27 +76,17 @@ def setting_env(setting: str) -> dict[str, str]:
 
 def child(label: str, repeats: int) -> dict:
     """Run in the measuring process: compile the case, check its first loss, time it; one JSON-ready row."""
-    import jax
 
     from benchmarks import allocator, speed
 
     fn, state, batch, _ = speed.build_case(speed.find_case(label))
-    compiled = jax.jit(fn).lower(state, batch).compile()
-    out = common.block(compiled(state, batch))
+    t = common.time_compiled(fn, state, batch, warmup=WARMUP, repeats=repeats, keep_first=True)
+    out = t["first"]
     loss = np.asarray(out[1]["loss"]).item() if isinstance(out, tuple) and isinstance(out[1], dict) else float("nan")
-    for _ in range(WARMUP - 1):
-        common.block(compiled(state, batch))
-    faults = common.minor_faults()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        common.block(compiled(state, batch))
-        times.append(time.perf_counter() - t0)
-    after = common.minor_faults()
     return {
-        "median_s": statistics.median(times),
-        "min_s": min(times),
-        "page_faults": (after - faults) / repeats if faults is not None and after is not None else float("nan"),
+        "median_s": t["median_s"],
+        "min_s": t["min_s"],
+        "page_faults": t["page_faults"],
         "loss": loss,
         "malloc": allocator.malloc_settings()
         or ("glibc, GLIBC_TUNABLES=" + os.environ["GLIBC_TUNABLES"] if os.environ.get("GLIBC_TUNABLES") else "glibc"),

@@ -196,13 +196,13 @@ print(json.dumps({"bitwise_equal": same and all(torch.equal(a[k], b[k]) for k in
 """
 
 
-def check_resume(args, root: Path, env: dict[str, str]) -> list[dict]:
+def check_resume(args, root: Path, env: dict[str, str]) -> tuple[list[dict], bool]:
     """Train one seed unbroken, then train it again from the state the unbroken run saved last; compare.
 
     The unbroken run (``unbroken/``) saves its state every ``--save-every`` steps and goes on. Its last
     saved state is copied into a fresh folder (``resumed/``), where the same command resumes from it. Rows:
     the final weights (bit for bit, and the largest difference) and the validation lines each run logged
-    after that step (``Iteration: S  Loss: ...  Error ...``)."""
+    after that step (``Iteration: S  Loss: ...  Error ...``); and whether both agree."""
     seed = args.seed_list[0]
     unbroken, resumed = root / "unbroken", root / "resumed"
     train_seed(seed, args, unbroken, env)
@@ -229,7 +229,8 @@ def check_resume(args, root: Path, env: dict[str, str]) -> list[dict]:
             [args.peer_python, "-c", COMPARE_WEIGHTS, *map(str, last)], capture_output=True, text=True, check=True
         ).stdout
     )
-    return [
+    same_lines = bool(logged[0]) and logged[0] == logged[1]
+    rows = [
         {"check": "resumed from step", "value": step},
         {"check": "final weights bit for bit equal", "value": compared["bitwise_equal"]},
         {"check": "largest weight difference", "value": compared["max_abs_diff"]},
@@ -237,8 +238,9 @@ def check_resume(args, root: Path, env: dict[str, str]) -> list[dict]:
             "check": "validation lines logged from that step (unbroken, resumed)",
             "value": f"{len(logged[0])}, {len(logged[1])}",
         },
-        {"check": "those lines equal", "value": bool(logged[0]) and logged[0] == logged[1]},
+        {"check": "those lines equal", "value": same_lines},
     ]
+    return rows, compared["bitwise_equal"] and same_lines
 
 
 def main(argv=None) -> int:
@@ -299,14 +301,14 @@ def main(argv=None) -> int:
     command = "python -m benchmarks.authors_panm " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
     )
+    measured_on = {
+        **common.environment(),
+        "torch": torch_version,
+        "authors_code": commit.stdout.strip() or "(not a git checkout)",
+    }
     if args.check_resume:
-        rows = check_resume(args, root, env)
-        env_record = {
-            **common.environment(),
-            "torch": torch_version,
-            "authors_code": commit.stdout.strip() or "(not a git checkout)",
-            "OMP_NUM_THREADS": args.threads,
-        }
+        rows, agree = check_resume(args, root, env)
+        env_record = {**measured_on, "OMP_NUM_THREADS": args.threads}
         notes = (
             f"The authors' run_algo_task.py (thaihungle/PANM) on {args.task}, seed {seeds[0]}, {args.steps:,} "
             f"steps, run twice under benchmarks/authors_resumable.py: once unbroken, saving its state every "
@@ -325,18 +327,13 @@ def main(argv=None) -> int:
         )
         print(common.markdown_table(rows, ["check", "value"]))
         print("wrote", json_path, md_path)
-        return 0 if rows[1]["value"] and rows[4]["value"] else 1
+        return 0 if agree else 1
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
         trained = list(pool.map(lambda s: train_seed(s, args, root, env), seeds))
     rows = [test_seed(row, args, root, env) for row in trained]
     cols = ["row", "steps", *MODES]
     table = summary_rows(args.task, rows)
-    env_record = {
-        **common.environment(),
-        "torch": torch_version,
-        "authors_code": commit.stdout.strip() or "(not a git checkout)",
-        "OMP_NUM_THREADS (tests)": args.threads,
-    }
+    env_record = {**measured_on, "OMP_NUM_THREADS (tests)": args.threads}
     script = (
         "their run_algo_task.py unchanged"
         if not args.save_every

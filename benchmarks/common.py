@@ -109,19 +109,23 @@ def minor_faults() -> int | None:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-def time_compiled(fn: Callable, *args, warmup: int = 2, repeats: int = 20) -> dict[str, float]:
+def time_compiled(fn: Callable, *args, warmup: int = 2, repeats: int = 20, keep_first: bool = False) -> dict:
     """Compile ``jax.jit(fn)`` for ``args`` and time it.
 
     Returns ``compile_s`` (lowering + XLA compilation), the steady-state
     ``median_s``, ``min_s``, ``max_s`` over ``repeats`` calls after ``warmup``, and
     ``page_faults``: the process's minor page faults per timed call (NaN where the
-    OS does not count them).
+    OS does not count them). With ``keep_first`` (and ``warmup >= 1``), also
+    ``first``: what the first warm-up call returned.
     """
     t0 = time.perf_counter()
     compiled = jax.jit(fn).lower(*args).compile()
     compile_s = time.perf_counter() - t0
-    for _ in range(warmup):
-        block(compiled(*args))
+    first = None
+    for i in range(warmup):
+        out = block(compiled(*args))
+        if keep_first and i == 0:
+            first = out
     times = []
     faults = minor_faults()
     for _ in range(repeats):
@@ -135,6 +139,7 @@ def time_compiled(fn: Callable, *args, warmup: int = 2, repeats: int = 20) -> di
         "min_s": min(times),
         "max_s": max(times),
         "page_faults": (after - faults) / repeats if faults is not None and after is not None else float("nan"),
+        **({"first": first} if keep_first else {}),
     }
 
 

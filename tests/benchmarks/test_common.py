@@ -32,3 +32,10 @@ def test_page_fault_cost_is_a_positive_time_per_fault():
 def test_fault_counter_is_none_or_a_count():
     n = common.minor_faults()
     assert n is None or (isinstance(n, int) and n >= 0)
+
+
+def test_time_compiled_keeps_the_first_warm_up_output_only_when_asked():
+    counter = jnp.arange(3.0)
+    t = common.time_compiled(lambda x: x + 1.0, counter, warmup=2, repeats=1, keep_first=True)
+    assert t["first"].tolist() == [1.0, 2.0, 3.0]
+    assert "first" not in common.time_compiled(lambda x: x + 1.0, counter, warmup=1, repeats=1)
