@@ -5,7 +5,7 @@ its own, never the library's)::
 
     python3 -m venv /tmp/peers-venv && /tmp/peers-venv/bin/pip install torch numpy tqdm
     python -m benchmarks.authors_panm --peer-python /tmp/peers-venv/bin/python --panm PATH/TO/PANM \\
-        [--task copy] [--seeds 0,1,2] [--steps 10000] [--parallel 3] [--threads 1] [--save-every 1000]
+        [--task copy] [--seeds 0,1,2] [--steps 10000] [--parallel 3] [--threads 1] [--save-every 1000] [--test-last]
 
 ``--panm`` is a checkout of thaihungle/PANM (the code of Le et al. 2024). Each
 seed runs that checkout's own pipeline, unchanged, as its README gives it:
@@ -45,7 +45,11 @@ compares the final weights bit for bit and the validation lines logged after tha
 step. It writes ``authors_panm_resume_check_<task>.{json,md}`` and exits 1 if
 they differ. Writes
 ``benchmarks/results/<device>/authors_panm_<task>_<steps>.{json,md}``: per seed,
-and mean ± sample std over the seeds, beside Le et al. 2024's published row.
+and mean ± sample std over the seeds, beside Le et al. 2024's published row,
+with the step each seed's kept checkpoint was saved at (read from its training
+log). ``--test-last`` also tests each seed's final weights the same way: the
+script keeps only its best checkpoint for testing, so this shows what the
+selection on 2L+1 changes.
 """
 
 from __future__ import annotations
@@ -89,8 +93,9 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], log: Path, append: bool
         raise RuntimeError(f"{cmd[1]} exited with {done.returncode}; its output is in {log}")
 
 
-def pipeline_command(args, folder: Path, seed: int) -> list[str]:
-    """The authors' ``run_algo_task.py`` for one seed's folder, without its ``-mode``: train and test share it."""
+def pipeline_command(args, folder: Path, seed: int, saved: Path | None = None) -> list[str]:
+    """The authors' ``run_algo_task.py`` for one seed's folder, without its ``-mode``: train and test share it.
+    ``saved``: the checkpoints' folder, ``<folder>/saved`` unless given (``--test-last`` tests a copy)."""
     return [
         args.peer_python,
         "run_algo_task.py",
@@ -98,7 +103,7 @@ def pipeline_command(args, folder: Path, seed: int) -> list[str]:
         "-model_name=panm",
         f"-seed={seed}",
         f"-log_dir={folder / 'logs'}",
-        f"-save_dir={folder / 'saved'}",
+        f"-save_dir={saved or folder / 'saved'}",
     ]
 
 
@@ -146,28 +151,83 @@ def train_seed(seed: int, args, root: Path, env: dict[str, str]) -> dict:
     }
 
 
-def test_seed(row: dict, args, root: Path, env: dict[str, str]) -> dict:
-    """Test one trained seed at the five lengths (one process at a time: the authors' test keeps its
-    autograd graph, about 9 GB at length 81); its row with the accuracies."""
-    folder = root / f"s{row['seed']}"
-    base = pipeline_command(args, folder, row["seed"])
+EVAL_STEP = re.compile(r"Iteration: (\d+)\t|SAVE MODEL BEST")
+
+
+def selected_step(log_text: str) -> int | None:
+    """The step whose weights the authors' script kept as its best: that of the last ``SAVE MODEL BEST`` in
+    its training log, each validation following the ``Iteration: N`` line it prints at step N (every 200
+    steps; tqdm's bar shares those lines, so the patterns are found anywhere in them). None if never saved."""
+    step, best = None, None
+    for found in EVAL_STEP.finditer(log_text):
+        if found.group(1) is not None:
+            step = int(found.group(1))
+        else:
+            best = step
+    return best
+
+
+def _test_lengths(base: list[str], folder: Path, prefix: str, args, env: dict[str, str]) -> dict[str, float]:
+    accuracies = {}
     for mode in MODES:
-        log = folder / f"test_{GENLEN[mode]}.log"
+        log = folder / f"{prefix}{GENLEN[mode]}.log"
         if not (log.exists() and RESULT.search(log.read_text())):
             _run(base + ["-mode=test", f"-genlen={GENLEN[mode]}"], args.panm, env, log)
-        row[mode] = round(token_accuracy(log.read_text()), 2)
+        accuracies[mode] = round(token_accuracy(log.read_text()), 2)
+    return accuracies
+
+
+def test_seed(row: dict, args, root: Path, env: dict[str, str]) -> dict:
+    """Test one trained seed at the five lengths (one process at a time: the authors' test keeps its
+    autograd graph, about 9 GB at length 81); its row with the accuracies and the selected checkpoint's step.
+
+    With ``--test-last`` the training's final weights are tested too (``last_<mode>``): the script's test
+    mode loads ``<save_dir>/<task>panm-onehot/panm-<seed>-best.pt``, so a copy of the final weights under
+    that name in ``<folder>/last/`` is what it tests."""
+    folder = root / f"s{row['seed']}"
+    row.update(_test_lengths(pipeline_command(args, folder, row["seed"]), folder, "test_", args, env))
+    row["selected_step"] = selected_step((folder / "train.log").read_text())
     print(f"seed {row['seed']}: " + " / ".join(f"{row[m]:g}" for m in MODES), flush=True)
+    if args.test_last:
+        kept = f"{args.task}panm-onehot"
+        last = folder / "last" / "saved" / kept
+        last.mkdir(parents=True, exist_ok=True)
+        (folder / "last" / "logs").mkdir(exist_ok=True)
+        shutil.copyfile(folder / "saved" / kept / f"panm-{row['seed']}-last.pt", last / f"panm-{row['seed']}-best.pt")
+        base = pipeline_command(args, folder, row["seed"], saved=folder / "last" / "saved")
+        base[base.index(f"-log_dir={folder / 'logs'}")] = f"-log_dir={folder / 'last' / 'logs'}"
+        found = _test_lengths(base, folder, "test_last_", args, env)
+        row.update({f"last_{m}": v for m, v in found.items()})
+        print(f"seed {row['seed']}, final weights: " + " / ".join(f"{v:g}" for v in found.values()), flush=True)
     return row
 
 
+def _mean_std(rows: list[dict], keys: list[str]) -> tuple[dict, dict]:
+    mean = {m: statistics.fmean(r[k] for r in rows) for m, k in zip(MODES, keys, strict=True)}
+    std = {
+        m: statistics.stdev([r[k] for r in rows]) if len(rows) > 1 else 0.0 for m, k in zip(MODES, keys, strict=True)
+    }
+    return mean, std
+
+
 def summary_rows(task: str, rows: list[dict]) -> list[dict]:
-    """The per-seed rows, then mean ± sample std over them, the published row and ours - published."""
-    out = [{"row": f"seed {r['seed']}", "steps": r["steps"], **{m: f"{r[m]:.2f}" for m in MODES}} for r in rows]
-    mean = {m: statistics.fmean(r[m] for r in rows) for m in MODES}
-    std = {m: statistics.stdev([r[m] for r in rows]) if len(rows) > 1 else 0.0 for m in MODES}
+    """The per-seed rows (the step of the checkpoint each kept), then mean ± sample std over them, the
+    published row and ours - published; where the final weights were tested too (``last_<mode>``), their
+    rows and their mean ± std follow."""
+    out = [
+        {
+            "row": f"seed {r['seed']}",
+            "steps": r["steps"],
+            "selected_step": r.get("selected_step", ""),
+            **{m: f"{r[m]:.2f}" for m in MODES},
+        }
+        for r in rows
+    ]
+    mean, std = _mean_std(rows, list(MODES))
+    n = len(rows)
     out.append(
         {
-            "row": f"mean ± std ({len(rows)} seeds)",
+            "row": f"mean ± std ({n} seeds)",
             "steps": rows[0]["steps"],
             **{m: f"{mean[m]:.1f} ± {std[m]:.1f}" for m in MODES},
         }
@@ -183,6 +243,32 @@ def summary_rows(task: str, rows: list[dict]) -> list[dict]:
             **{m: f"{mean[m] - p:+.1f}" for m, p in zip(MODES, published, strict=True)},
         }
     )
+    if all(f"last_{MODES[0]}" in r for r in rows):
+        keys = [f"last_{m}" for m in MODES]
+        out += [
+            {
+                "row": f"seed {r['seed']}, final weights",
+                "steps": r["steps"],
+                "selected_step": r["steps"],
+                **{m: f"{r[k]:.2f}" for m, k in zip(MODES, keys, strict=True)},
+            }
+            for r in rows
+        ]
+        last_mean, last_std = _mean_std(rows, keys)
+        out.append(
+            {
+                "row": f"final weights, mean ± std ({n} seeds)",
+                "steps": rows[0]["steps"],
+                **{m: f"{last_mean[m]:.1f} ± {last_std[m]:.1f}" for m in MODES},
+            }
+        )
+        out.append(
+            {
+                "row": "final weights, mean - published",
+                "steps": "",
+                **{m: f"{last_mean[m] - p:+.1f}" for m, p in zip(MODES, published, strict=True)},
+            }
+        )
     return out
 
 
@@ -265,6 +351,11 @@ def main(argv=None) -> int:
         help="instead of the table: train the first seed --steps steps unbroken and again from its last "
         "saved state (--save-every), and compare the two",
     )
+    p.add_argument(
+        "--test-last",
+        action="store_true",
+        help="also test each seed's final weights, beside the checkpoint the script kept (its lowest error at 2L+1)",
+    )
     p.add_argument("--workdir", type=Path, default=Path("runs/authors_panm"))
     args = p.parse_args(argv)
     args.panm = args.panm.resolve()
@@ -331,7 +422,7 @@ def main(argv=None) -> int:
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
         trained = list(pool.map(lambda s: train_seed(s, args, root, env), seeds))
     rows = [test_seed(row, args, root, env) for row in trained]
-    cols = ["row", "steps", *MODES]
+    cols = ["row", "steps", "selected_step", *MODES]
     table = summary_rows(args.task, rows)
     env_record = {**measured_on, "OMP_NUM_THREADS (tests)": args.threads}
     script = (
@@ -346,7 +437,14 @@ def main(argv=None) -> int:
         f"{args.task} at lengths 10 / 11 / 21 / 41 / 81, trained {args.steps:,} steps with their pipeline "
         "(batch 128, RMSprop lr 1e-4, alpha 0.95, momentum 0.9, gradient values clipped at 10; 128-wide GRUs, "
         "their tasks file), the checkpoint with the lowest error at length 21 (2L+1, validated every 200 steps "
-        "on 10 batches) tested on 10 batches of 128 per length. Training minutes per seed: "
+        "on 10 batches; selected_step: the step it was saved at, read from the training log) tested on 10 "
+        "batches of 128 per length"
+        + (
+            "; the rows 'final weights' test the weights at the last step the same way (--test-last)"
+            if args.test_last
+            else ""
+        )
+        + ". Training minutes per seed: "
         + ", ".join(
             f"seed {r['seed']} {r['train_minutes']} ({r['train_processes']} process(es) at once, "
             f"{r['train_threads']} thread(s) each)"

@@ -41,6 +41,48 @@ def test_summary_has_each_seed_the_mean_and_std_and_the_difference_from_the_pape
     assert table[3]["4L+1"] == 52 and table[4]["4L+1"] == "+0.0" and table[4]["L+1"] == "-0.5"
 
 
+def test_final_weights_rows_follow_with_their_own_mean_when_tested():
+    rows = [
+        {
+            "seed": s,
+            "steps": 50000,
+            "selected_step": 4400 * (s + 1),
+            **dict(zip(authors_panm.MODES, v)),
+            **{f"last_{m}": x + 1 for m, x in zip(authors_panm.MODES, v)},
+        }
+        for s, v in enumerate([(100, 100, 86, 50, 33), (100, 99, 88, 54, 35)])
+    ]
+    table = authors_panm.summary_rows("copy", rows)
+    assert [r["row"] for r in table][5:] == [
+        "seed 0, final weights",
+        "seed 1, final weights",
+        "final weights, mean ± std (2 seeds)",
+        "final weights, mean - published",
+    ]
+    assert table[0]["selected_step"] == 4400 and table[1]["selected_step"] == 8800
+    assert table[5]["selected_step"] == 50000 and table[5]["8L+1"] == "34.00"
+    assert table[7]["4L+1"] == "53.0 ± 2.8"
+    assert table[8]["8L+1"] == "-1.0"  # mean 35 against 36
+
+
+# The training log as the authors' script writes it: tqdm's bar (carriage returns, no newline) on the
+# same lines as its prints; each validation follows the "Iteration: N" line of step N.
+TRAIN_LOG = (
+    "\r  0%|  | 0/600 [00:00<?, ?it/s]Iteration: 0\tLoss: 0.70\tError in bits per sequence: 5.0\nEVAL ...\n"
+    "SAVE MODEL BEST TO:\n x-best.pt\n\r 33%|  | 200/600 [00:01<00:02, 9it/s]Iteration: 200\tLoss: 0.1\t"
+    "Error in bits per sequence: 1.0\nEVAL ...\nSAVE MODEL BEST TO:\n x-best.pt\n"
+    "\r 67%|  | 400/600 [00:02<00:01, 9it/s]Iteration: 400\tLoss: 0.05\tError in bits per sequence: 0.5\n"
+    "EVAL ...\n\r100%|  | 600/600 [00:03<00:00, 9it/s]SAVE LAST MODEL TO:\n x-last.pt\n"
+)
+
+
+def test_the_selected_step_is_that_of_the_last_best_save():
+    assert authors_panm.selected_step(TRAIN_LOG) == 200
+    assert authors_panm.selected_step(TRAIN_LOG.replace("SAVE MODEL BEST", "no save")) is None
+    resumed = TRAIN_LOG + "RESUME FROM STEP 400: x\n\rIteration: 400\tLoss: 0.05\tE\nEVAL ...\nSAVE MODEL BEST TO:\n"
+    assert authors_panm.selected_step(resumed) == 400
+
+
 def test_bad_arguments_are_named(tmp_path):
     with pytest.raises(SystemExit, match="--panm: expected a checkout"):
         authors_panm.main(["--peer-python", "python", "--panm", str(tmp_path)])
