@@ -103,30 +103,34 @@ def measure(label: str, setting: str, repeats: int) -> dict:
     return json.loads(lines[-1])
 
 
-def compare(label: str, settings: list[str], rounds: int, repeats: int) -> list[dict]:
-    """Every setting on one case, in turn, ``rounds`` times; one row per setting."""
+def compare(label: str, settings: list[str], rounds: int, repeats: int, run=None, rtol: float = 0.0) -> list[dict]:
+    """Every setting on one case, in turn, ``rounds`` times; one row per setting.
+
+    ``run(label, setting, repeats)`` measures one process (``measure`` unless given); every process's
+    first-step loss must equal the first's, bit for bit, or within the relative tolerance ``rtol``."""
+    run = run or measure
     runs: dict[str, list[dict]] = {s: [] for s in settings}
     for r in range(rounds):
         for s in settings:
-            runs[s].append(measure(label, s, repeats))
+            runs[s].append(run(label, s, repeats))
             print(f"{label} | {s} | round {r + 1}: {runs[s][-1]['median_s'] * 1e3:.1f} ms", flush=True)
-    losses = {run["loss"] for s in settings for run in runs[s]}
-    if len(losses) != 1:
-        raise RuntimeError(f"{label!r}: the first step's loss differs between allocators: {sorted(losses)}")
-    base = statistics.median(run["median_s"] for run in runs[settings[0]])
+    losses = [one["loss"] for s in settings for one in runs[s]]
+    if any(abs(loss - losses[0]) > rtol * abs(losses[0]) or loss != loss for loss in losses):
+        raise RuntimeError(f"{label!r}: the first step's loss differs between settings: {sorted(set(losses))}")
+    base = statistics.median(one["median_s"] for one in runs[settings[0]])
     rows = []
     for s in settings:
-        step = statistics.median(run["median_s"] for run in runs[s])
+        step = statistics.median(one["median_s"] for one in runs[s])
         rows.append(
             {
                 "case": label,
                 "setting": s,
                 "malloc": runs[s][0]["malloc"],
                 "step_s": step,
-                "min_s": min(run["min_s"] for run in runs[s]),
-                "page_faults": statistics.median(run["page_faults"] for run in runs[s]),
+                "min_s": min(one["min_s"] for one in runs[s]),
+                "page_faults": statistics.median(one["page_faults"] for one in runs[s]),
                 f"speedup_vs_{settings[0]}": base / step,
-                "rounds_s": [run["median_s"] for run in runs[s]],
+                "rounds_s": [one["median_s"] for one in runs[s]],
                 "loss": runs[s][0]["loss"],
             }
         )

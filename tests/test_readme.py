@@ -142,7 +142,7 @@ COMMANDS: dict[str, Make | Run | ParseOnly] = {
     ),
     f'{PYTHON} -m benchmarks.profile --case "NTM ctrl 100, 128x20, Copy n=20, B=128" [--record NAME]': ParseOnly(LONG),
     f"{PYTHON} -m benchmarks.authors_panm --peer-python P --panm D [--task copy] [--seeds 0,1,2] [--steps 10000] "
-    "[--parallel 3] [--save-every 1000]": ParseOnly(
+    "[--parallel 3] [--save-every 1000] [--test-last]": ParseOnly(
         "needs torch and a checkout of the authors' code; trains for hours"
     ),
     f"{PYTHON} -m benchmarks.allocators [--settings glibc,hugetlb,tcmalloc,jemalloc] [--rounds 3]": ParseOnly(LONG),

@@ -49,7 +49,7 @@ def test_rows_take_the_median_over_rounds_and_the_speedup_over_the_first_setting
 def test_a_loss_that_differs_between_allocators_is_an_error(monkeypatch):
     measure, _ = _fake_measure({"glibc": [1.0], "hugetlb": [1.0]}, losses={"hugetlb": 1.5})
     monkeypatch.setattr(allocators, "measure", measure)
-    with pytest.raises(RuntimeError, match="the first step's loss differs between allocators"):
+    with pytest.raises(RuntimeError, match="the first step's loss differs between settings"):
         allocators.compare("a case", ["glibc", "hugetlb"], rounds=1, repeats=1)
 
 
