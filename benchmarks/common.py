@@ -12,6 +12,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import statistics
 import subprocess
 import time
@@ -52,10 +53,10 @@ def transparent_hugepages() -> str:
 
 
 def env_prefix() -> str:
-    """``GLIBC_TUNABLES=... ``, ``PANM_JAX_MALLOC=...`` and ``PANM_JAX_DNC_LINK=...`` when set, for a recorded
-    command line that reruns as it ran."""
-    names = ("GLIBC_TUNABLES", allocator.ENV_VAR, "PANM_JAX_DNC_LINK")
-    return "".join(f"{name}={os.environ[name]} " for name in names if os.environ.get(name))
+    """``GLIBC_TUNABLES=... ``, ``PANM_JAX_MALLOC=...``, ``PANM_JAX_DNC_LINK=...``, ``LD_PRELOAD=...`` and
+    ``XLA_FLAGS=...`` when set, for a recorded command line that reruns as it ran."""
+    names = ("GLIBC_TUNABLES", allocator.ENV_VAR, "PANM_JAX_DNC_LINK", "LD_PRELOAD", "XLA_FLAGS")
+    return "".join(f"{name}={shlex.quote(os.environ[name])} " for name in names if os.environ.get(name))
 
 
 def _dnc_link_path() -> str:

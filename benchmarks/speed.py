@@ -42,6 +42,10 @@ faults cost: ``page_faults`` per step, counted by the OS over the timed steps;
 from its floor once that estimate is taken off. The faults are the runtime's and
 the OS's, not the step's arithmetic: what is left is the part the kernels own.
 
+With several devices (on a CPU, ``XLA_FLAGS=--xla_force_host_platform_device_count=K``)
+every step is data parallel over them, placed as ``panm-jax train`` places it
+(``devices`` says how many; ``benchmarks/host_devices.py`` compares the counts).
+
 ``peer_s`` and ``speedup_vs_peer`` come only from ``peers.json`` in the same
 results folder, written by ``benchmarks/peers.py``, which times the peers' own
 PyTorch models and ours alternately on one machine in one run; the table's
@@ -66,6 +70,7 @@ from benchmarks import allocator, common, cost
 from panm_jax.models import build_model
 from panm_jax.tasks import get_task
 from panm_jax.train.optim import paper_optimizer
+from panm_jax.train.sharding import make_mesh, replicate, shard_batch
 from panm_jax.train.steps import cast_floating, init_train_state, make_train_step
 
 
@@ -349,6 +354,10 @@ def fault_columns(page_faults: float, fault_cost_s: float, median_s: float, floo
 
 def run_case(case: Case, quick: bool, bw: float, fault_cost_s: float = float("nan")) -> dict:
     fn, state, batch, params = build_case(case)
+    if jax.device_count() > 1:  # data parallel over every device, placed as panm-jax train places them
+        mesh = make_mesh()
+        state, batch = replicate(state, mesh), shard_batch(batch, mesh)
+    devices = len(jax.device_put(batch.inputs).sharding.device_set)  # the devices the batch is split over
     repeats = 3 if quick else case.repeats
     t = common.time_compiled(fn, state, batch, warmup=warmup_of(case), repeats=repeats)
     counted = cost.count(fn, state, batch)
@@ -361,6 +370,7 @@ def run_case(case: Case, quick: bool, bw: float, fault_cost_s: float = float("na
         "model": case.model,
         "params": params,
         "B": case.batch,
+        "devices": devices,
         "T_in": int(batch.inputs.shape[1]),
         "T_out": int(batch.targets.shape[1]),
         "compile_s": t["compile_s"],
@@ -454,6 +464,7 @@ def main(argv=None) -> int:
     cols = [
         "case",
         "params",
+        "devices",
         "compile_s",
         "median_s",
         "min_s",

@@ -1,13 +1,20 @@
-"""The speed suite's bookkeeping: per-platform goals and the accelerator throughput sweep (no timing here)."""
+"""The speed suite's bookkeeping: per-platform goals and the accelerator throughput sweep (no timing here), and a
+step placed on several host devices."""
 
 from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from benchmarks import speed
 
 
-def test_goals_differ_by_platform_only_where_the_issue_gives_an_accelerator_goal():
+def test_goals_differ_by_platform_only_where_a_case_has_an_accelerator_goal():
     panm256 = speed.find_case("PANM D=256, Copy n=10, B=128")
     assert speed.goal_of(panm256, accelerator=False) == 0.200
     assert speed.goal_of(panm256, accelerator=True) == 0.010
@@ -80,3 +87,22 @@ def test_fault_columns_subtract_the_faults_time_and_stay_empty_where_unknown():
         "x_floor_less_faults": "",
     }
     assert speed.fault_columns(nan, nan, 0.12, 0.03) == {"page_faults": "", "fault_s": "", "x_floor_less_faults": ""}
+
+
+def test_a_step_runs_data_parallel_over_every_host_device():
+    # Its own process: the device count is fixed when JAX starts.
+    code = (
+        "import json; from benchmarks import speed; "
+        "case = speed.Case('ntm', 'tiny', 'ntm', {'hidden': 8, 'num_slots': 4, 'word_size': 3}, 2, 4, repeats=2); "
+        "row = speed.run_case(case, True, 10.0); print(json.dumps({'devices': row['devices'], 's': row['median_s']}))"
+    )
+    env = {
+        **os.environ,
+        "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2",
+        "JAX_PLATFORMS": "cpu",
+    }
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    row = json.loads(done.stdout.strip().splitlines()[-1])
+    assert row["devices"] == 2 and row["s"] > 0
