@@ -138,8 +138,10 @@ def main(argv=None) -> int:
         f"page faults per timed step; {speedup}: the step of {counts[0]} device(s) over this row's. The first "
         f"step's loss agreed between the counts to a relative {RTOL:g}."
     )
-    command = "python -m benchmarks.host_devices " + " ".join(
-        shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
+    command = (
+        common.env_prefix()
+        + "python -m benchmarks.host_devices "
+        + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     )
     name = "host_devices" + (f"_{args.name}" if args.name else "")
     env = {k: v for k, v in common.environment().items() if k not in ("num_devices",)}

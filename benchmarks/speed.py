@@ -44,7 +44,8 @@ the OS's, not the step's arithmetic: what is left is the part the kernels own.
 
 With several devices (on a CPU, ``XLA_FLAGS=--xla_force_host_platform_device_count=K``)
 every step is data parallel over them, placed as ``panm-jax train`` places it
-(``devices`` says how many; ``benchmarks/host_devices.py`` compares the counts).
+where they divide its batch (``devices`` says how many; ``benchmarks/host_devices.py``
+compares the counts).
 
 ``peer_s`` and ``speedup_vs_peer`` come only from ``peers.json`` in the same
 results folder, written by ``benchmarks/peers.py``, which times the peers' own
@@ -354,7 +355,9 @@ def fault_columns(page_faults: float, fault_cost_s: float, median_s: float, floo
 
 def run_case(case: Case, quick: bool, bw: float, fault_cost_s: float = float("nan")) -> dict:
     fn, state, batch, params = build_case(case)
-    if jax.device_count() > 1:  # data parallel over every device, placed as panm-jax train places them
+    # Data parallel over every device, placed as panm-jax train places them, where they divide the batch
+    # (elsewhere, as at B = 1, the step runs on one device).
+    if jax.device_count() > 1 and case.batch % jax.device_count() == 0:
         mesh = make_mesh()
         state, batch = replicate(state, mesh), shard_batch(batch, mesh)
     devices = len(jax.device_put(batch.inputs).sharding.device_set)  # the devices the batch is split over
