@@ -146,6 +146,7 @@ COMMANDS: dict[str, Make | Run | ParseOnly] = {
         "needs torch and a checkout of the authors' code; trains for hours"
     ),
     f"{PYTHON} -m benchmarks.allocators [--settings glibc,hugetlb,tcmalloc,jemalloc] [--rounds 3]": ParseOnly(LONG),
+    f"{PYTHON} -m benchmarks.host_devices [--devices 1,2] [--rounds 2]": ParseOnly(LONG),
 }
 
 # After the commands above ran, in the working directory: what the README says they write.
