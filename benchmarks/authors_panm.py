@@ -42,7 +42,9 @@ same command runs again. ``--check-resume`` (with ``--steps`` and
 ``--save-every``) checks that a resumed training is the unbroken one. It trains
 the first seed unbroken, then again from the last state that run saved, and
 compares the final weights bit for bit and the validation lines logged after that
-step. It writes ``authors_panm_resume_check_<task>.{json,md}`` and exits 1 if
+step; a third run trains the seed from the start again, which shows whether
+``-seed`` repeats a run (the script seeds torch after building the model, so its
+initial weights are drawn afresh). It writes ``authors_panm_resume_check_<task>.{json,md}`` and exits 1 if
 they differ. Writes
 ``benchmarks/results/<device>/authors_panm_<task>_<steps>.{json,md}``: per seed,
 and mean ± sample std over the seeds, beside Le et al. 2024's published row,
@@ -288,9 +290,14 @@ def check_resume(args, root: Path, env: dict[str, str]) -> tuple[list[dict], boo
     The unbroken run (``unbroken/``) saves its state every ``--save-every`` steps and goes on. Its last
     saved state is copied into a fresh folder (``resumed/``), where the same command resumes from it. Rows:
     the final weights (bit for bit, and the largest difference) and the validation lines each run logged
-    after that step (``Iteration: S  Loss: ...  Error ...``); and whether both agree."""
+    after that step (``Iteration: S  Loss: ...  Error ...``); and whether both agree.
+
+    A third run (``again/``) trains the same seed unbroken from the start once more, and its final weights
+    are compared with the first's. That row says whether the script's ``-seed`` makes a run repeatable: it
+    seeds torch after it builds the model, so the initial weights are not seeded. It is not part of the
+    agreement, which is about resuming."""
     seed = args.seed_list[0]
-    unbroken, resumed = root / "unbroken", root / "resumed"
+    unbroken, resumed, again = root / "unbroken", root / "resumed", root / "again"
     train_seed(seed, args, unbroken, env)
     states = sorted((unbroken / f"s{seed}" / "saved").rglob("*.resume"))
     if not states:
@@ -309,12 +316,9 @@ def check_resume(args, root: Path, env: dict[str, str]) -> tuple[list[dict], boo
         )
     step = int(resumed_from[0])
     logged = [[m for m in ITERATION.findall(t) if int(m[0]) >= step] for t in texts]
-    last = [next((run / f"s{seed}" / "saved").rglob("*-last.pt")) for run in (unbroken, resumed)]
-    compared = json.loads(
-        subprocess.run(
-            [args.peer_python, "-c", COMPARE_WEIGHTS, *map(str, last)], capture_output=True, text=True, check=True
-        ).stdout
-    )
+    compared = _compare_weights(args, seed, unbroken, resumed)
+    train_seed(seed, args, again, env)
+    repeated = _compare_weights(args, seed, unbroken, again)
     same_lines = bool(logged[0]) and logged[0] == logged[1]
     rows = [
         {"check": "resumed from step", "value": step},
@@ -325,8 +329,22 @@ def check_resume(args, root: Path, env: dict[str, str]) -> tuple[list[dict], boo
             "value": f"{len(logged[0])}, {len(logged[1])}",
         },
         {"check": "those lines equal", "value": same_lines},
+        {
+            "check": "a second unbroken run of the seed: final weights bit for bit equal to the first's",
+            "value": repeated["bitwise_equal"],
+        },
+        {"check": "its largest weight difference from the first", "value": repeated["max_abs_diff"]},
     ]
     return rows, compared["bitwise_equal"] and same_lines
+
+
+def _compare_weights(args, seed: int, a: Path, b: Path) -> dict:
+    """``{"bitwise_equal": ..., "max_abs_diff": ...}`` of the final weights (``*-last.pt``) of two runs' folders."""
+    last = [next((run / f"s{seed}" / "saved").rglob("*-last.pt")) for run in (a, b)]
+    done = subprocess.run(
+        [args.peer_python, "-c", COMPARE_WEIGHTS, *map(str, last)], capture_output=True, text=True, check=True
+    )
+    return json.loads(done.stdout)
 
 
 def main(argv=None) -> int:
@@ -404,7 +422,9 @@ def main(argv=None) -> int:
             f"The authors' run_algo_task.py (thaihungle/PANM) on {args.task}, seed {seeds[0]}, {args.steps:,} "
             f"steps, run twice under benchmarks/authors_resumable.py: once unbroken, saving its state every "
             f"{args.save_every:,} steps, and once from the last state the first run saved. The resumed run "
-            "must give the unbroken run's weights and validation lines."
+            "must give the unbroken run's weights and validation lines. A third run trains the seed unbroken "
+            "once more, which says whether the script's seed makes a run repeatable (it seeds torch after "
+            "building the model)."
         )
         name = f"authors_panm_resume_check_{args.task}"
         json_path, md_path = common.write_results(
