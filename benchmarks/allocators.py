@@ -93,14 +93,37 @@ def child(label: str, repeats: int) -> dict:
     }
 
 
-def measure(label: str, setting: str, repeats: int) -> dict:
-    """One child process of ``setting`` on ``label``; its row."""
-    cmd = [sys.executable, "-m", "benchmarks.allocators", "--child", label, "--repeats", str(repeats)]
-    done = subprocess.run(cmd, env=setting_env(setting), capture_output=True, text=True, check=False)
+def run_child(module: str, label: str, repeats: int, env: dict[str, str], what: str) -> dict:
+    """``python -m <module> --child <label>`` in a process of its own with ``env``; the JSON row it printed
+    last. ``what`` names the setting in the error raised when the process fails."""
+    cmd = [sys.executable, "-m", module, "--child", label, "--repeats", str(repeats)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode or not lines:
-        raise RuntimeError(f"{setting} on {label!r} exited with {done.returncode}:\n{done.stderr[-2000:]}")
+        raise RuntimeError(f"{what} on {label!r} exited with {done.returncode}:\n{done.stderr[-2000:]}")
     return json.loads(lines[-1])
+
+
+def measure(label: str, setting: str, repeats: int) -> dict:
+    """One child process of ``setting`` on ``label``; its row."""
+    return run_child("benchmarks.allocators", label, repeats, setting_env(setting), setting)
+
+
+def process_arguments(p: argparse.ArgumentParser, cases: tuple[str, ...], rounds: int) -> None:
+    """The arguments of a comparison of processes (``--cases``, ``--rounds``, ``--repeats``, ``--name`` and the
+    hidden ``--child``), added to ``p``."""
+    p.add_argument("--cases", default=";".join(cases), help="';'-separated labels of benchmarks.speed.CASES")
+    p.add_argument("--rounds", type=int, default=rounds, help=f"alternations per case (default {rounds})")
+    p.add_argument("--repeats", type=int, default=5, help="timed steps per process (default 5)")
+    p.add_argument("--name", default="", help="suffix of the result files")
+    p.add_argument("--child", default=None, help=argparse.SUPPRESS)
+
+
+def check_counts(args: argparse.Namespace) -> None:
+    """A named error for a ``--rounds`` or ``--repeats`` below 1."""
+    for name in ("rounds", "repeats"):
+        if getattr(args, name) < 1:
+            raise SystemExit(f"--{name}: expected a positive integer, got {getattr(args, name)}")
 
 
 def compare(label: str, settings: list[str], rounds: int, repeats: int, run=None, rtol: float = 0.0) -> list[dict]:
@@ -139,16 +162,10 @@ def compare(label: str, settings: list[str], rounds: int, repeats: int, run=None
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--cases", default=";".join(DEFAULT_CASES), help="';'-separated labels of benchmarks.speed.CASES")
     p.add_argument("--settings", default=None, help="comma-separated, from " + ", ".join(SETTINGS))
-    p.add_argument("--rounds", type=int, default=3, help="alternations of the settings per case (default 3)")
-    p.add_argument("--repeats", type=int, default=5, help="timed steps per process (default 5)")
-    p.add_argument("--name", default="", help="suffix of the result files")
-    p.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    process_arguments(p, DEFAULT_CASES, rounds=3)
     args = p.parse_args(argv)
-    for name in ("rounds", "repeats"):
-        if getattr(args, name) < 1:
-            raise SystemExit(f"--{name}: expected a positive integer, got {getattr(args, name)}")
+    check_counts(args)
     if args.child is not None:
         print(json.dumps(child(args.child, args.repeats)), flush=True)
         return 0

@@ -33,7 +33,6 @@ import json
 import os
 import re
 import shlex
-import subprocess
 import sys
 
 import numpy as np
@@ -81,12 +80,8 @@ def child(label: str, repeats: int) -> dict:
 
 def measure(label: str, setting: str, repeats: int) -> dict:
     """One child process with ``setting`` (a device count) host devices on ``label``; its row."""
-    cmd = [sys.executable, "-m", "benchmarks.host_devices", "--child", label, "--repeats", str(repeats)]
-    done = subprocess.run(cmd, env=devices_env(int(setting)), capture_output=True, text=True, check=False)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode or not lines:
-        raise RuntimeError(f"{setting} host devices on {label!r} exited with {done.returncode}:\n{done.stderr[-2000:]}")
-    row = json.loads(lines[-1])
+    env = devices_env(int(setting))
+    row = allocators.run_child("benchmarks.host_devices", label, repeats, env, f"{setting} host devices")
     if row["devices"] != int(setting):
         raise RuntimeError(f"asked for {setting} host devices, the process had {row['devices']}")
     return row
@@ -94,16 +89,10 @@ def measure(label: str, setting: str, repeats: int) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--cases", default=";".join(DEFAULT_CASES), help="';'-separated labels of benchmarks.speed.CASES")
     p.add_argument("--devices", default="1,2", help="comma-separated host device counts (default 1,2)")
-    p.add_argument("--rounds", type=int, default=2, help="alternations of the counts per case (default 2)")
-    p.add_argument("--repeats", type=int, default=5, help="timed steps per process (default 5)")
-    p.add_argument("--name", default="", help="suffix of the result files")
-    p.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    allocators.process_arguments(p, DEFAULT_CASES, rounds=2)
     args = p.parse_args(argv)
-    for name in ("rounds", "repeats"):
-        if getattr(args, name) < 1:
-            raise SystemExit(f"--{name}: expected a positive integer, got {getattr(args, name)}")
+    allocators.check_counts(args)
     if args.child is not None:
         print(json.dumps(child(args.child, args.repeats)), flush=True)
         return 0
