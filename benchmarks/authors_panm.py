@@ -95,17 +95,19 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], log: Path, append: bool
         raise RuntimeError(f"{cmd[1]} exited with {done.returncode}; its output is in {log}")
 
 
-def pipeline_command(args, folder: Path, seed: int, saved: Path | None = None) -> list[str]:
+def pipeline_command(args, folder: Path, seed: int, run_dir: Path | None = None) -> list[str]:
     """The authors' ``run_algo_task.py`` for one seed's folder, without its ``-mode``: train and test share it.
-    ``saved``: the checkpoints' folder, ``<folder>/saved`` unless given (``--test-last`` tests a copy)."""
+    ``run_dir``: the folder of its ``logs/`` and ``saved/`` checkpoints, ``folder`` unless given
+    (``--test-last`` tests a copy of the final weights in ``<folder>/last``)."""
+    run_dir = run_dir or folder
     return [
         args.peer_python,
         "run_algo_task.py",
         f"-task_json={folder / f'{args.task}.json'}",
         "-model_name=panm",
         f"-seed={seed}",
-        f"-log_dir={folder / 'logs'}",
-        f"-save_dir={saved or folder / 'saved'}",
+        f"-log_dir={run_dir / 'logs'}",
+        f"-save_dir={run_dir / 'saved'}",
     ]
 
 
@@ -196,8 +198,7 @@ def test_seed(row: dict, args, root: Path, env: dict[str, str]) -> dict:
         last.mkdir(parents=True, exist_ok=True)
         (folder / "last" / "logs").mkdir(exist_ok=True)
         shutil.copyfile(folder / "saved" / kept / f"panm-{row['seed']}-last.pt", last / f"panm-{row['seed']}-best.pt")
-        base = pipeline_command(args, folder, row["seed"], saved=folder / "last" / "saved")
-        base[base.index(f"-log_dir={folder / 'logs'}")] = f"-log_dir={folder / 'last' / 'logs'}"
+        base = pipeline_command(args, folder, row["seed"], run_dir=folder / "last")
         found = _test_lengths(base, folder, "test_last_", args, env)
         row.update({f"last_{m}": v for m, v in found.items()})
         print(f"seed {row['seed']}, final weights: " + " / ".join(f"{v:g}" for v in found.values()), flush=True)
