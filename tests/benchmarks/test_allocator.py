@@ -16,10 +16,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 # Counts the minor page faults of a jitted call whose 64 MiB output is freed before the next
 # call, in a fresh process (the settings are process-wide and come before the first
-# computation): how many of calls 9 to 24 faulted in a whole buffer (over 4,096 pages). Under
-# keep, glibc's heap grows for the first calls (one to twelve of them in eight runs), and now
-# and then for two more later, while freed blocks are still on their way back; otherwise it
-# reuses them.
+# computation): how many of calls 25 to 64 faulted in a whole buffer (over 4,096 pages). Under
+# keep, glibc's heap grows for the first calls (up to 16 of them in our runs, more on a loaded
+# machine), and now and then for one or two more later, while freed blocks are still on their
+# way back; otherwise it reuses them. Under glibc's defaults every call faults.
 _SCRIPT = """
 import json, resource
 from benchmarks.allocator import configure_from_environment, malloc_settings
@@ -28,13 +28,13 @@ import jax, jax.numpy as jnp
 double = jax.jit(lambda x: x * 2.0)
 x = jnp.ones((16, 1024, 1024))
 faults = []
-for _ in range(24):
+for _ in range(64):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     y = double(x)
     y.block_until_ready()
     del y
     faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
-print(json.dumps({"applied": applied, "record": malloc_settings(), "faulting": sum(f > 4096 for f in faults[8:])}))
+print(json.dumps({"applied": applied, "record": malloc_settings(), "faulting": sum(f > 4096 for f in faults[24:])}))
 """
 
 
@@ -56,11 +56,13 @@ def test_keep_freed_memory_stops_a_large_buffer_faulting_in_every_call():
     # the freed block is reused, already mapped, by most calls.
     system = _run("system")
     assert system["applied"] == {} and system["record"] == ""
-    assert system["faulting"] == 16, system  # every call maps its buffer afresh
+    assert system["faulting"] == 40, system  # every call maps its buffer afresh
     kept = _run("keep")
     assert kept["applied"] == {"M_ARENA_MAX": 1, "M_MMAP_MAX": 0, "M_TRIM_THRESHOLD": 2**31 - 1}, kept
     assert kept["record"] == "M_ARENA_MAX=1,M_MMAP_MAX=0,M_TRIM_THRESHOLD=2147483647"
-    assert kept["faulting"] < 8, kept  # most calls reuse mapped pages (at most 6 of 16 seen in our runs)
+    # Most calls reuse mapped pages: at most 2 of these 40 faulted in ten runs, five of them with
+    # both cores busy with other work (a run of this test under CI once saw 8 of calls 9 to 24).
+    assert kept["faulting"] < 20, kept
 
 
 def test_the_environment_variable_is_checked(monkeypatch):
