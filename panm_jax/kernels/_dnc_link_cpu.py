@@ -233,7 +233,7 @@ def link_and_directions(prev_link, prev_precedence, weights, prev_read_weights):
 
 
 def _check(prev_link, prev_precedence, weights, prev_read_weights) -> None:
-    """Shapes and dtypes at trace time: the C++ kernel trusts them (a wrong size would read out of bounds)."""
+    """Shapes and dtypes at trace time (the C++ kernel trusts them), and the kernel registered."""
     n = prev_link.shape[-1] if prev_link.ndim >= 2 else None
     lead = tuple(prev_link.shape[:-2])
     check_shape("prev_link", prev_link, (*lead, n, n), "..., N, N")
@@ -249,6 +249,9 @@ def _check(prev_link, prev_precedence, weights, prev_read_weights) -> None:
             raise ValueError(f"{name}: expected dtype {prev_link.dtype} (prev_link's), got {x.dtype}")
     if not supports(prev_link.dtype):
         raise ValueError(f"prev_link: expected dtype float32 or float64 (the kernel's), got {prev_link.dtype}")
+    reason = _register()  # a direct call may come before anything asked whether the kernel is available
+    if reason is not None:
+        raise RuntimeError(f"the DNC link's CPU kernel cannot be built: {reason}")
 
 
 def _forward(prev_link, prev_precedence, weights, prev_read_weights):

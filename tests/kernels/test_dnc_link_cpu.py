@@ -17,6 +17,9 @@ missing kernel fails.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -208,3 +211,23 @@ def test_wrong_shapes_and_dtypes_are_named_before_the_kernel_runs():
         ValueError, match="prev_link: expected dtype float32 or float64 \\(the kernel's\\), got bfloat16"
     ):
         _dnc_link_cpu.link_and_directions(*(x.astype(jnp.bfloat16) for x in (link, vec, vec, reads)))
+
+
+def test_a_direct_first_call_registers_the_kernel():
+    # In a fresh process where nothing has asked whether the kernel is available (dnc.step asks),
+    # calling it directly must build and register its FFI targets, not fail with XLA's
+    # "No FFI handler registered".
+    script = (
+        "import jax.numpy as jnp\n"
+        "from panm_jax.kernels import _dnc_link_cpu\n"
+        "p = jnp.array([0.5, 0.3, 0.2])\n"
+        "out = _dnc_link_cpu.link_and_directions(jnp.zeros((3, 3)), p, jnp.full(3, 0.2), jnp.ones((1, 3)) / 3)\n"
+        "print(round(float(out.link[0, 1]), 6), round(float(out.link[1, 1]), 6))\n"
+    )
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo), "JAX_PLATFORMS": "cpu"}
+    env.pop(_dnc_link_cpu._ENV, None)
+    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=repo, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    # L_t[0, 1] = (1 - w_0 - w_1) L_{t-1}[0, 1] + w_0 p_1 = 0.2 * 0.3 (L_{t-1} = 0); the diagonal stays 0.
+    assert done.stdout.split() == ["0.06", "0.0"]
