@@ -36,3 +36,12 @@ def test_only_the_full_run_or_a_named_one_is_recorded(recorded, argv, names, cap
 def test_a_quick_run_times_a_few_real_batches(capsys):
     assert tasks_speed.main(["--quick", "--tasks", "copy"]) == 0
     assert "copy" in capsys.readouterr().out
+
+
+def test_each_task_is_timed_at_its_longest_test_length():
+    # The Chomsky-hierarchy tasks list their long test mode (41-500) before 1-40: the longest,
+    # not the last, is timed.
+    (parity,) = tasks_speed.run(1, 2, ["parity_check"])
+    assert (parity["mode"], parity["length"]) == ("41-500", 500)
+    (copy,) = tasks_speed.run(1, 2, ["copy"])
+    assert (copy["mode"], copy["length"]) == ("8L+1", 81)
