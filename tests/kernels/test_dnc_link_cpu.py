@@ -227,7 +227,9 @@ def test_a_direct_first_call_registers_the_kernel():
     repo = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(repo), "JAX_PLATFORMS": "cpu"}
     env.pop(_dnc_link_cpu._ENV, None)
-    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=repo, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, cwd=repo, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     # L_t[0, 1] = (1 - w_0 - w_1) L_{t-1}[0, 1] + w_0 p_1 = 0.2 * 0.3 (L_{t-1} = 0); the diagonal stays 0.
     assert done.stdout.split() == ["0.06", "0.0"]
