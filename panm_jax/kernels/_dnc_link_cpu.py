@@ -196,10 +196,18 @@ def flops(target_name: str, link_shape: tuple[int, ...], read_heads: int) -> flo
     return None
 
 
+def _target(direction: str, dtype) -> str:
+    """The FFI target's name, registered first: a direct call may come before anything asked ``available()``."""
+    reason = _register()
+    if reason is not None:
+        raise RuntimeError(f"the DNC link's CPU kernel cannot be built: {reason}")
+    return _TARGETS[direction, jnp.dtype(dtype).name]
+
+
 def _forward_call(prev_link, prev_precedence, weights, reads):
     out = jax.ShapeDtypeStruct(reads.shape, reads.dtype)
     call = jax.ffi.ffi_call(
-        _TARGETS["forward", prev_link.dtype.name],
+        _target("forward", prev_link.dtype),
         (jax.ShapeDtypeStruct(prev_link.shape, prev_link.dtype), out, out),
         vmap_method="broadcast_all",
     )
@@ -208,7 +216,7 @@ def _forward_call(prev_link, prev_precedence, weights, reads):
 
 def _backward_call(prev_link, prev_precedence, weights, reads, g_link, g_forward, g_backward):
     like = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in (prev_link, prev_precedence, weights, reads)]
-    call = jax.ffi.ffi_call(_TARGETS["backward", prev_link.dtype.name], tuple(like), vmap_method="broadcast_all")
+    call = jax.ffi.ffi_call(_target("backward", prev_link.dtype), tuple(like), vmap_method="broadcast_all")
     return call(prev_link, prev_precedence, weights, reads, g_link, g_forward, g_backward)
 
 
@@ -233,7 +241,7 @@ def link_and_directions(prev_link, prev_precedence, weights, prev_read_weights):
 
 
 def _check(prev_link, prev_precedence, weights, prev_read_weights) -> None:
-    """Shapes and dtypes at trace time (the C++ kernel trusts them), and the kernel registered."""
+    """Shapes and dtypes at trace time: the C++ kernel trusts them (a wrong size would read out of bounds)."""
     n = prev_link.shape[-1] if prev_link.ndim >= 2 else None
     lead = tuple(prev_link.shape[:-2])
     check_shape("prev_link", prev_link, (*lead, n, n), "..., N, N")
@@ -249,9 +257,6 @@ def _check(prev_link, prev_precedence, weights, prev_read_weights) -> None:
             raise ValueError(f"{name}: expected dtype {prev_link.dtype} (prev_link's), got {x.dtype}")
     if not supports(prev_link.dtype):
         raise ValueError(f"prev_link: expected dtype float32 or float64 (the kernel's), got {prev_link.dtype}")
-    reason = _register()  # a direct call may come before anything asked whether the kernel is available
-    if reason is not None:
-        raise RuntimeError(f"the DNC link's CPU kernel cannot be built: {reason}")
 
 
 def _forward(prev_link, prev_precedence, weights, prev_read_weights):
