@@ -73,6 +73,7 @@ class PANMConfig:
     encoder: str = "lstm"  # the backbone writing M (§3.1: LSTM; "bigru": the authors' code; "transformer(_rpe)")
     score: str = "cosine"  # Eq. 2/5 "cosine", or "scaled_dot" (authors' code)
     inverse_temperature: float = 5.0  # initial tau of the pointer attentions (learned)
+    learn_temperature: bool = True  # False: tau held at inverse_temperature (1: Eq. 2/5 as printed)
     random_base_at_eval: bool = False  # draw a_B at evaluation too (authors' code)
     distractors: int = 0  # off-bank addresses added to Eq. 2 in training (ours; modules/panm.py)
     distractor_sampling: str = "uniform"  # "uniform" off the bank, or "neighbours": one bit away from it
@@ -98,6 +99,7 @@ class PANMConfig:
             mlp_hidden=self.mlp_hidden,
             score=self.score,
             inverse_temperature=self.inverse_temperature,
+            learn_temperature=self.learn_temperature,
             distractors=self.distractors,
             distractor_sampling=self.distractor_sampling,
             controller_start=self.controller_start,
@@ -172,6 +174,7 @@ def build_decoder(config: PANMConfig, output_size: int, rngs: nnx.Rngs, input_fe
         mlp_hidden=config.mlp_hidden,
         score=config.score,
         inverse_temperature=config.inverse_temperature,
+        learn_temperature=config.learn_temperature,
         distractors=config.distractors,
         distractor_sampling=config.distractor_sampling,
         remat=config.remat,

@@ -24,6 +24,8 @@ Choices where the paper is silent or differs from its authors' code (docs/design
   head) multiply the cosine: Eq. 2/5 put a bare cosine in [-1, 1] inside the
   softmax, which cannot point sharply into a long memory. They are learned,
   positive (``softplus`` of a parameter) and start at ``inverse_temperature``;
+  ``learn_temperature=False`` holds them at ``inverse_temperature`` instead, so
+  that ``inverse_temperature=1, learn_temperature=False`` is Eq. 2/5 as printed;
   ``score="scaled_dot"`` selects the authors' code's scaled dot product instead.
 * ``z_t = 0`` (no teacher forcing): the zero decoder input is left out of the
   controller's input rather than multiplied by weights; a decoder built with
@@ -157,6 +159,7 @@ def check_decoder_options(
     distractor_sampling,
     controller_start,
     input_features=0,
+    learn_temperature=True,
     eq3_addresses="own",
     controller_attention=False,
     mode2_dropout=0.0,
@@ -168,8 +171,9 @@ def check_decoder_options(
     The one check of these options: ``PANMDecoder`` calls it, and so does
     ``models.panm.PANMConfig`` so that a bad configuration fails when it is made.
     ``address_bits`` lies in ``[1, pointer.MAX_ADDRESS_BITS]``; ``score`` is one of
-    ``pointer.SCORES``; ``inverse_temperature`` (the initial ``tau``) is a finite
-    positive number; ``mode2_heads``, ``distractors`` and ``input_features`` may be 0.
+    ``pointer.SCORES``; ``inverse_temperature`` (the initial ``tau``, or the fixed
+    one without ``learn_temperature``) is a finite positive number; ``mode2_heads``,
+    ``distractors`` and ``input_features`` may be 0.
     """
     checks.positive_int("hidden", hidden)
     checks.integer("address_bits", address_bits, 1, pointer.MAX_ADDRESS_BITS)
@@ -178,6 +182,7 @@ def check_decoder_options(
     checks.positive_int("mlp_hidden", mlp_hidden)
     checks.one_of("score", score, pointer.SCORES)
     checks.positive_number("inverse_temperature", inverse_temperature)
+    checks.boolean("learn_temperature", learn_temperature)
     checks.nonnegative_int("distractors", distractors)
     checks.one_of("distractor_sampling", distractor_sampling, DISTRACTOR_SAMPLING)
     checks.one_of("controller_start", controller_start, CONTROLLER_STARTS)
@@ -291,6 +296,7 @@ class PANMDecoder(nnx.Module):
         mlp_hidden: int = 128,
         score: str = "cosine",
         inverse_temperature: float = 5.0,
+        learn_temperature: bool = True,
         distractors: int = 0,
         distractor_sampling: str = "uniform",
         remat: bool = False,
@@ -311,6 +317,7 @@ class PANMDecoder(nnx.Module):
             mlp_hidden=mlp_hidden,
             score=score,
             inverse_temperature=inverse_temperature,
+            learn_temperature=learn_temperature,
             distractors=distractors,
             distractor_sampling=distractor_sampling,
             controller_start=controller_start,
@@ -352,9 +359,11 @@ class PANMDecoder(nnx.Module):
         read = (ha + hc) * d if controller_reads_mode2 else ha * d  # the reads Eq. 7's Controller takes
         self.controller = GRUCell(read + input_features + extra, d, rngs=rngs)  # Ctrl (Eq. 7)
         self.output_net = MLP((ha + hc + 1) * d + extra, mlp_hidden, num_classes, rngs=rngs)  # g^o
-        tau = _inverse_softplus(inverse_temperature)
-        self.pointer_temperature = nnx.Param(jnp.full((ha,), tau, jnp.float32))  # softplus -> tau_a
-        self.mode2_temperature = nnx.Param(jnp.full((max(hc, 1),), tau, jnp.float32))  # softplus -> tau_c
+        if learn_temperature:
+            tau = _inverse_softplus(inverse_temperature)
+            self.pointer_temperature = nnx.Param(jnp.full((ha,), tau, jnp.float32))  # softplus -> tau_a
+            self.mode2_temperature = nnx.Param(jnp.full((max(hc, 1),), tau, jnp.float32))  # softplus -> tau_c
+        self.fixed_temperature = None if learn_temperature else float(inverse_temperature)  # tau_a = tau_c, held
 
     # ---- the start (t = 0) ----------------------------------------------------------------
 
@@ -598,6 +607,18 @@ class PANMDecoder(nnx.Module):
 
     # ---- the whole decoder --------------------------------------------------------------
 
+    def _temperatures(self) -> dict[str, jax.Array]:
+        # _Context's tau_a [H^a] and tau_c [max(H^c, 1)]: learned (softplus of a parameter), or held.
+        if self.fixed_temperature is None:
+            return {
+                "tau_a": jax.nn.softplus(self.pointer_temperature[...]),
+                "tau_c": jax.nn.softplus(self.mode2_temperature[...]),
+            }
+        return {
+            "tau_a": jnp.full((self.pointer_heads,), self.fixed_temperature, jnp.float32),
+            "tau_c": jnp.full((max(self.mode2_heads, 1),), self.fixed_temperature, jnp.float32),
+        }
+
     def _projected(self, keys: jax.Array, memory: jax.Array) -> dict[str, jax.Array]:
         # With attention_projections: _Context's projected keys and values, once per sequence.
         if self.pointer_projections is None:
@@ -675,8 +696,7 @@ class PANMDecoder(nnx.Module):
             keys=keys,
             codes=codes,
             candidates=candidates,
-            tau_a=jax.nn.softplus(self.pointer_temperature[...]),
-            tau_c=jax.nn.softplus(self.mode2_temperature[...]),
+            **self._temperatures(),
             attention_keys=None if self.memory_attention is None else self.memory_attention.project_keys(memory),
             **self._projected(keys, memory),
         )

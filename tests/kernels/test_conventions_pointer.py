@@ -187,6 +187,35 @@ def test_module_learns_a_positive_inverse_temperature_starting_at_the_config_val
         PANMConfig(inverse_temperature=0.0)
 
 
+def test_held_temperature_one_is_eq_2_and_5_as_printed_and_is_not_trained():
+    # learn_temperature=False: tau_a = tau_c = inverse_temperature, no parameter. At 1 it is the
+    # paper's bare cosine: the same function as the learned module with softplus(param) set to 1.
+    small = dict(hidden=4, mlp_hidden=4, address_bits=4)
+    held = PANM(PANMConfig(**small, inverse_temperature=1.0, learn_temperature=False), 3, 2, rngs=nnx.Rngs(0))
+    learned = PANM(PANMConfig(**small), 3, 2, rngs=nnx.Rngs(0))
+    assert not hasattr(held.decoder, "pointer_temperature") and not hasattr(held.decoder, "mode2_temperature")
+    n_held = sum(np.size(x) for x in jax.tree_util.tree_leaves(nnx.state(held, nnx.Param)))
+    n_learned = sum(np.size(x) for x in jax.tree_util.tree_leaves(nnx.state(learned, nnx.Param)))
+    assert n_learned - n_held == 2 + 1  # tau_a for 2 Mode-1 heads, tau_c for 1 Mode-2 head
+    inverse_softplus_one = math.log(math.e - 1.0)
+    learned.decoder.pointer_temperature[...] = jnp.full((2,), inverse_softplus_one, jnp.float32)
+    learned.decoder.mode2_temperature[...] = jnp.full((1,), inverse_softplus_one, jnp.float32)
+    x = jax.nn.one_hot(np.random.default_rng(7).integers(0, 3, size=(2, 6)), 3)
+    mask = jnp.ones((2, 6))
+    out_held, traces_held = held(x, mask, 6, return_traces=True)
+    out_learned, traces_learned = learned(x, mask, 6, return_traces=True)
+    np.testing.assert_allclose(np.asarray(out_held), np.asarray(out_learned), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(traces_held.pointer_weights), np.asarray(traces_learned.pointer_weights), atol=1e-6
+    )
+    # At the default 5.0 the weights differ: the held temperature is what is used.
+    sharp = PANM(PANMConfig(**small, learn_temperature=False), 3, 2, rngs=nnx.Rngs(0))
+    _, traces_sharp = sharp(x, mask, 6, return_traces=True)
+    assert np.max(np.abs(np.asarray(traces_sharp.pointer_weights) - np.asarray(traces_held.pointer_weights))) > 0.01
+    with pytest.raises(ValueError, match="learn_temperature: expected"):
+        PANMConfig(learn_temperature="no")
+
+
 # ---- relational_access return order ---------------------------------------------------------
 
 
