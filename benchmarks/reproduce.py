@@ -85,6 +85,8 @@ PUBLISHED: dict[str, dict[str, tuple[float, ...]]] = {
         "stack_lstm": (100, 90, 47, 29, 17),
     },
     "reverse": {"panm": (100, 100, 84, 51, 33), "best other": (100, 98, 65, 35, 22)},
+    # Table 15 repeats four of Table 14's rows digit for digit (LSTM, Transformer, NTM, ESBN);
+    # its 65 at 2(L+1) is the NTM's repeated row, 58 (DNC) without them (docs/tasks.md).
     "mix": {"panm": (100, 100, 98, 54, 54), "best other": (100, 98, 65, 45, 30)},
     "dynamic_recall": {"panm": (92, 89, 45, 22, 16), "best other": (90, 86, 30, 19, 13)},
     "priority_sort": {"panm": (97, 97, 86, 32, 27), "best other": (97, 96, 57, 30, 23)},
