@@ -41,7 +41,15 @@ extended with more models) without repeating the runs in it.
 ``--set MODEL.OPTION=VALUE`` (repeatable) changes one model option of one model,
 e.g. ``--set panm.score=scaled_dot``; the options join the run folder's name
 (``-score=scaled_dot``) and the table's (``_panm-score-scaled_dot``), so a variant
-never overwrites the default runs or their record.
+never overwrites the default runs or their record. ``--set task.OPTION=VALUE``
+changes a task option for every model (a reading of the task, e.g.
+``--set task.middle=fixed`` on Mix; ``panm_jax.tasks.algorithmic``), likewise
+named; the table's columns are then the task's own test modes (``2(L+1)`` ...
+under ``task.test_lengths=k(L+1)``), the published numbers beside them by position.
+
+``--steps N`` sets a step budget instead of the protocol's (under ``--quick``, instead
+of the minutes, unless ``--minutes`` is given too); a model's seeds then train
+together under ``--quick`` as well, their budget being the same steps.
 
 The paper reports the mean of 5 runs (the best checkpoint of each); ``--seeds``
 runs several and reports mean and standard deviation. Under the paper protocol
@@ -107,14 +115,23 @@ TABLES = {"algorithmic": ("copy", "reverse", "mix", "dynamic_recall", "priority_
 
 
 def make_config(
-    task: str, model: str, seed: int, quick: bool, minutes: float | None, select: str = "L+1"
+    task: str,
+    model: str,
+    seed: int,
+    quick: bool,
+    minutes: float | None,
+    select: str = "L+1",
+    steps: int | None = None,
+    task_options: dict[str, Any] | None = None,
 ) -> TrainConfig:
+    task_options = dict(task_options or {})
     if quick:
         return TrainConfig(
             task=task,
+            task_options=task_options,
             model=model,
             seed=seed,
-            num_steps=1_000_000,
+            num_steps=steps or 1_000_000,
             max_minutes=minutes,
             optimizer=OptimizerConfig(name="adam", learning_rate=1e-3, clip_value=None, clip_norm=1.0),
             eval_every=500,
@@ -123,8 +140,30 @@ def make_config(
             log_every=50,
             select_mode=select,
         )
-    steps = 100_000 if task == "id_sort" else 50_000
-    return TrainConfig(task=task, model=model, seed=seed, num_steps=steps, select_mode=select, max_minutes=minutes)
+    steps = steps or (100_000 if task == "id_sort" else 50_000)
+    return TrainConfig(
+        task=task,
+        task_options=task_options,
+        model=model,
+        seed=seed,
+        num_steps=steps,
+        select_mode=select,
+        max_minutes=minutes,
+    )
+
+
+TASK = "task"  # the pseudo-model of ``--set task.OPTION=VALUE``
+
+
+def task_modes(task: str, model_sets: dict[str, dict[str, Any]]) -> tuple[str, ...]:
+    """The test modes of ``task`` with the task options of ``--set task.X=...``, in order (five for the six
+    algorithmic tasks: ``MODES`` unless ``test_lengths`` says otherwise)."""
+    from panm_jax.tasks import get_task
+
+    try:
+        return tuple(get_task(task, **model_sets.get(TASK, {})).test_modes)
+    except (TypeError, ValueError) as err:
+        raise SystemExit(f"--set task.OPTION: {err}") from None
 
 
 def parse_minutes(text: str, models: list[str]) -> dict[str, float]:
@@ -159,9 +198,9 @@ def parse_model_sets(items: list[str], models: list[str]) -> dict[str, dict[str,
     for key, value in parse_overrides(items):
         model, sep, option = key.partition(".")
         if not sep or not option:
-            raise SystemExit(f"--set: expected MODEL.OPTION=VALUE, got {key!r}")
-        if model not in models:
-            raise SystemExit(f"--set: {model!r} is not one of --models {models}")
+            raise SystemExit(f"--set: expected MODEL.OPTION=VALUE or task.OPTION=VALUE, got {key!r}")
+        if model not in models and model != TASK:
+            raise SystemExit(f"--set: {model!r} is neither 'task' nor one of --models {models}")
         out.setdefault(model, {})[option] = value
     return out
 
@@ -211,14 +250,18 @@ def _mean_std(values):
     return statistics.mean(values), statistics.stdev(values)
 
 
-def summarize(task: str, runs: dict[str, list[dict[str, Any]]], select: str = "L+1") -> list[dict[str, Any]]:
+def summarize(
+    task: str, runs: dict[str, list[dict[str, Any]]], select: str = "L+1", modes: tuple[str, ...] = MODES
+) -> list[dict[str, Any]]:
+    """Rows of ours (mean ± std over seeds per mode), the published row and ``ours - published`` per model;
+    ``modes`` are the task's five test modes, matched to the published numbers by position."""
     rows = []
     published = PUBLISHED.get(task, {})
     for model, results in runs.items():
-        per_mode = {m: [] for m in MODES}
+        per_mode: dict[str, list[float]] = {m: [] for m in modes}
         for res in results:
             by_mode = {r["mode"]: r for r in res["modes"]}
-            for m in MODES:
+            for m in modes:
                 per_mode[m].append(100 * by_mode[m][res["metric"]])
         row = {
             "model": model,
@@ -229,7 +272,7 @@ def summarize(task: str, runs: dict[str, list[dict[str, Any]]], select: str = "L
             "best_step": ",".join(str(r["step"]) for r in results),
             "code": code_column(results),
         }
-        for m in MODES:
+        for m in modes:
             mean, std = _mean_std(per_mode[m])
             row[m] = f"{mean:.1f}" + (f" ± {std:.1f}" if len(results) > 1 else "")
             row[f"_{m}"] = mean
@@ -244,17 +287,17 @@ def summarize(task: str, runs: dict[str, list[dict[str, Any]]], select: str = "L
                     "model": model,
                     "row": f"published ({ref_name})",
                     "selected_on": "L+1",
-                    **{m: f"{v:g}" for m, v in zip(MODES, ref, strict=True)},
+                    **{m: f"{v:g}" for m, v in zip(modes, ref, strict=True)},
                 }
             )
             rows.append(
                 {
                     "model": model,
                     "row": "ours - published",
-                    **{m: f"{row[f'_{m}'] - v:+.1f}" for m, v in zip(MODES, ref, strict=True)},
+                    **{m: f"{row[f'_{m}'] - v:+.1f}" for m, v in zip(modes, ref, strict=True)},
                 }
             )
-    if task == "copy":
+    if task == "copy" and modes == MODES:
         rows.append(
             {
                 "model": "panm",
@@ -266,27 +309,27 @@ def summarize(task: str, runs: dict[str, list[dict[str, Any]]], select: str = "L
     return rows
 
 
-def plot(task: str, rows: list[dict[str, Any]], out: Path) -> None:
+def plot(task: str, rows: list[dict[str, Any]], out: Path, modes: tuple[str, ...] = MODES) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.5, 4), dpi=120)
-    xs = range(len(MODES))
+    xs = range(len(modes))
     for r in rows:
         if r["row"] == "ours":
-            ax.plot(xs, [r[f"_{m}"] for m in MODES], marker="o", label=f"{r['model']} (ours)")
+            ax.plot(xs, [r[f"_{m}"] for m in modes], marker="o", label=f"{r['model']} (ours)")
         elif r["row"].startswith("published"):
             ax.plot(
                 xs,
-                [float(r[m]) for m in MODES],
+                [float(r[m]) for m in modes],
                 linestyle="--",
                 marker="x",
                 alpha=0.7,
                 label=f"{r['model']} {r['row']}",
             )
-    ax.set_xticks(list(xs), MODES)
+    ax.set_xticks(list(xs), modes)
     ax.set_ylim(0, 105)
     ax.set_xlabel("test length mode")
     ax.set_ylabel("token accuracy (%)")
@@ -310,6 +353,13 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", default="0", help="comma-separated seeds")
     p.add_argument("--quick", action="store_true", help="the CPU budget protocol (see the module docstring)")
     p.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="a step budget instead of the protocol's 50,000 (100,000 for ID Sort) or --quick's minutes; "
+        "the seeds of a model then train together",
+    )
+    p.add_argument(
         "--minutes",
         default=None,
         help="training minutes per model and seed: a default and/or MODEL=MINUTES items, e.g. "
@@ -328,7 +378,8 @@ def main(argv=None) -> int:
         action="append",
         default=[],
         metavar="MODEL.OPTION=VALUE",
-        help="change one model option of one model, e.g. panm.score=scaled_dot (repeatable)",
+        help="change one model option of one model, e.g. panm.score=scaled_dot, or one task option for every "
+        "model, e.g. task.middle=fixed (repeatable)",
     )
     p.add_argument("--workdir", default="runs/reproduce")
     p.add_argument(
@@ -354,12 +405,14 @@ def main(argv=None) -> int:
     args.argv = list(argv) if argv is not None else sys.argv[1:]
     if args.parallel < 1:
         raise SystemExit(f"--parallel: expected a positive number of processes, got {args.parallel}")
+    if args.steps is not None and args.steps < 1:
+        raise SystemExit(f"--steps: expected a positive number of steps, got {args.steps}")
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     seeds = [int(s) for s in args.seeds.split(",")]
     if args.minutes is not None:
         minutes: dict[str, float | None] = parse_minutes(args.minutes, models)
     else:
-        minutes = {m: 20.0 if args.quick else None for m in models}
+        minutes = {m: 20.0 if args.quick and args.steps is None else None for m in models}
     model_sets = parse_model_sets(args.set, models)
     if args.one is not None:
         task, model = json.loads(args.one)
@@ -381,18 +434,18 @@ def run_plan(args, task: str, model: str, seeds, minutes, model_sets) -> list[tu
     """Each seed's config and run folder for ``model`` on ``task`` under ``args``' protocol."""
     plan = []
     for seed in seeds:
-        config = make_config(task, model, seed, args.quick, minutes[model], args.select)
+        task_options = model_sets.get(TASK, {})
+        config = make_config(task, model, seed, args.quick, minutes[model], args.select, args.steps, task_options)
         options = model_sets.get(model, {})
         if options:
             config = config.replace(model_options={**config.model_options, **options})
         # One folder per protocol, budget, selection and option set: a variant is a new run, not a clash.
         tag = (
-            (
-                f"quick{minutes[model]:g}m"
-                if args.quick
-                else "paper" + (f"{minutes[model]:g}m" if minutes[model] is not None else "")
-            )
+            ("quick" if args.quick else "paper")
+            + (f"{minutes[model]:g}m" if minutes[model] is not None else "")
+            + (f"{args.steps}steps" if args.steps is not None else "")
             + ("" if args.select == "L+1" else f"-select{args.select}")
+            + options_tag({f"{TASK}.{k}": v for k, v in task_options.items()})
             + options_tag(options)
         )
         plan.append((config, Path(args.workdir) / task / f"{model}-s{seed}-{tag}"))
@@ -400,8 +453,9 @@ def run_plan(args, task: str, model: str, seeds, minutes, model_sets) -> list[tu
 
 
 def together(args) -> bool:
-    """Whether the seeds of one model train together (``train_seeds``) or one after another."""
-    return not (args.quick or args.one_by_one)
+    """Whether the seeds of one model train together (``train_seeds``) or one after another: together under
+    the paper protocol or a ``--steps`` budget, unless ``--one-by-one``."""
+    return not (args.one_by_one or (args.quick and args.steps is None))
 
 
 def train_model(args, task: str, model: str, seeds, minutes, model_sets) -> None:
@@ -475,8 +529,9 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
             results["steps_trained"] = steps_trained(workdir)
             results["trained_by"] = trained_by(workdir)
             runs.setdefault(model, []).append(results)
-    rows = summarize(task, runs, args.select)
-    cols = ["model", "row", "selected_on", "seeds", "steps", "best_step", *MODES, "code"]
+    modes = task_modes(task, model_sets)
+    rows = summarize(task, runs, args.select, modes)
+    cols = ["model", "row", "selected_on", "seeds", "steps", "best_step", *modes, "code"]
     name = results_name(f"reproduce_{task}", args, minutes, model_sets)
     command = task_command(args, task)
     notes = (
@@ -493,15 +548,28 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
             " The authors' code row is its default pipeline, which picks its checkpoint on length 21 (2L+1) "
             "(measured with the authors' code on this CPU class)."
         )
-    if model_sets:
+    if model_sets.get(TASK):
+        notes += (
+            " Task options changed from their defaults (a reading of the task; panm_jax.tasks.algorithmic): "
+            + ", ".join(f"{k}={v}" for k, v in model_sets[TASK].items())
+            + "; published numbers are matched to the test modes by position."
+        )
+    if any(m != TASK for m in model_sets):
         notes += (
             " Model options changed from their defaults: "
-            + "; ".join(f"{m}: {', '.join(f'{k}={v}' for k, v in o.items())}" for m, o in model_sets.items())
+            + "; ".join(
+                f"{m}: {', '.join(f'{k}={v}' for k, v in o.items())}" for m, o in model_sets.items() if m != TASK
+            )
             + "."
         )
+    if args.steps is not None:
+        notes += f" Step budget: {args.steps} steps per run."
     if args.quick:
-        budgets = ", ".join(f"{m} {v:g}" for m, v in minutes.items())
-        notes += f" --quick: Adam 1e-3, global-norm clip 1; minutes of training per model and seed: {budgets}."
+        notes += " --quick: Adam 1e-3, global-norm clip 1, evaluation every 500 steps on 512 examples per length"
+        if any(v is not None for v in minutes.values()):
+            budgets = ", ".join(f"{m} {v:g}" for m, v in minutes.items() if v is not None)
+            notes += f"; minutes of training per model and seed: {budgets}"
+        notes += "."
     elif any(v is not None for v in minutes.values()):
         budgets = ", ".join(f"{m} {v:g}" for m, v in minutes.items() if v is not None)
         notes += (
@@ -513,7 +581,7 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
     out_dir = common.RESULTS_DIR / common.device_slug()
     lines = [",".join(cols)] + [",".join(str(r.get(c, "")).replace(",", ";") for c in cols) for r in public_rows]
     atomic_write_text(out_dir / f"{name}.csv", "\n".join(lines) + "\n")
-    plot(task, rows, out_dir / f"{name}.png")
+    plot(task, rows, out_dir / f"{name}.png", modes)
     print(common.markdown_table(public_rows, cols))
     print("wrote", out_dir / f"{name}.md", ".json", ".csv", ".png")
     return public_rows
@@ -527,6 +595,7 @@ def results_name(prefix: str, args, minutes, model_sets) -> str:
         + ("_quick" if args.quick else "")
         + ("" if args.select == "L+1" else f"_select{args.select.replace('+', 'p')}")
         + ("" if args.quick or all(v is None for v in minutes.values()) else "_capped")
+        + (f"_{args.steps}steps" if args.steps is not None else "")
         + "".join(f"_{m}{options_tag(o, sep='-')}" for m, o in sorted(model_sets.items()))
         + (f"_{args.name}" if args.name else "")
     )
@@ -539,6 +608,8 @@ def task_command(args, task: str) -> str:
         parts.append(f"--seeds {args.seeds}")
     if args.quick:
         parts.append("--quick")
+    if args.steps is not None:
+        parts.append(f"--steps {args.steps}")
     if args.minutes is not None:
         parts.append(f"--minutes {args.minutes}")
     if args.select != "L+1":

@@ -18,14 +18,24 @@ predictions emitted after the whole input with a zero decoder input
 (``output_mode = "after_input"``, no teacher forcing); the metric is token
 accuracy. Training lengths are ``n ~ U{1..L}`` (``L = 10``), one fresh length
 per batch; the test modes are ``L, L+1, 2L+1, 4L+1, 8L+1`` (the authors' code
-evaluates at ``k L + 1``; the paper's Copy headers print 9/10/20/40/80).
+evaluates at ``k L + 1``). Le et al. 2024 state the test lengths two other ways:
+§3.1 says ``L+1, 2(L+1), 4(L+1), 8(L+1)``, and the headers of their Tables 13-16
+print ``9 (L), 10 (L+1), 20, 40, 80`` (Table 17, Priority Sort, prints 10, 11, 21,
+41, 81). Option ``test_lengths="k(L+1)"`` gives the modes ``L, L+1, 2(L+1),
+4(L+1), 8(L+1)``; with ``max_train_length=9`` they are the headers' lengths.
 
 Targets (1-indexed as in the paper):
 
 * Copy: ``y = x`` (``n`` outputs).
 * Reverse: ``y_t = x_{n+1-t}``.
 * Mix: ``n`` outputs, ``y_t = x_{ceil(n/2)}`` for odd ``t`` and ``y_t = x_1`` for
-  even ``t``: Mix of ``[3 1 4 1 5]`` is ``[4 3 4 3 4]``.
+  even ``t``: Mix of ``[3 1 4 1 5]`` is ``[4 3 4 3 4]``. Le et al. 2024, §3.1,
+  print ``x_{ceil(L/2)}``: we read ``L`` as the example's length ``n`` (the
+  middle moves with the length). Option ``middle="fixed"`` reads it as the
+  training maximum: ``y_t = x_{min(ceil(L/2), n)}`` (a fixed position; an example
+  shorter than ``ceil(L/2)`` points at its last token). Option ``t_from=0``
+  counts ``t`` from 0, so the odd steps are the second, fourth, ... outputs:
+  ``[3 4 3 4 3]``.
 * Dynamic Recall: one output, the token right *after* the first occurrence of the
   query ``q`` in ``x`` if ``n`` is odd, right *before* it if ``n`` is even (our
   reading of App. D.1 and of the App. D.5 prompt "E V y D m I e V u f _ V" ->
@@ -37,9 +47,15 @@ Targets (1-indexed as in the paper):
   a sequence with no such position (``n = 2`` with ``x_1 = x_2``, or all tokens
   equal for even ``n``) is redrawn, so ``x`` is uniform conditioned on
   admitting a query. ``n = 1`` admits none: the minimum length is 2 and the
-  training range ``U{2..L}``.
+  training range ``U{2..L}``. App. D.1 also says the first target token is
+  the neighbour "following its succeeding tokens in the input": option
+  ``answer="onwards"`` reads that as ``n - s + 1`` outputs, the neighbour
+  ``x_s`` and every token after it (``x_s, x_{s+1}, ..., x_n``).
 * Priority Sort: each token carries a priority ``~ N(0, 1)`` on channel 12
-  (zero on delimiter rows); ``y`` is ``x`` sorted by ascending priority.
+  (zero on delimiter rows); ``y`` is ``x`` sorted by ascending priority. Options
+  ``priority="uniform"`` (``U[-1, 1]``) and ``order="descending"``: the Priority
+  Sort of the same authors' earlier memory models (their public SAM code),
+  which sorts uniform priorities in ``[-1, 1]`` highest first.
 * ID Sort: positions are paired at random (a random permutation, consecutive
   entries paired; an odd ``n`` leaves its last one paired with itself), each
   pair shares an id ``~ N(0, I_8)`` on channels 12..19; ``y_i`` is the token that
@@ -60,6 +76,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from panm_jax import checks
 from panm_jax.tasks import metrics as _metrics
 from panm_jax.tasks.base import (
     Batch,
@@ -68,6 +85,7 @@ from panm_jax.tasks.base import (
     Task,
     TaskOptionError,
     check_int_option,
+    check_option,
     check_option_names,
     step_mask,
 )
@@ -91,6 +109,12 @@ EXTRA_CHANNEL = 12  # first task-specific channel
 ID_WIDTH = 8  # ID Sort's id vectors ~ N(0, I_8)
 ADDRESS_SLOTS = 2**10  # PANM memory slots with A = 10 address bits (Le et al. 2024, §3)
 
+# The test modes of each convention, name -> length, for a longest training length L (module docstring).
+TEST_LENGTHS = {
+    "kL+1": lambda L: {"L": L, "L+1": L + 1, "2L+1": 2 * L + 1, "4L+1": 4 * L + 1, "8L+1": 8 * L + 1},
+    "k(L+1)": lambda L: {"L": L, "L+1": L + 1, "2(L+1)": 2 * (L + 1), "4(L+1)": 4 * (L + 1), "8(L+1)": 8 * (L + 1)},
+}
+
 
 class AlgorithmicTask(Task):
     """Shared layout, options and metric of the six tasks (see the module docstring).
@@ -99,36 +123,41 @@ class AlgorithmicTask(Task):
       max_train_length: ``L``, the longest training length (default 10).
       max_length: the longest length ``sample`` accepts (default: what fits
         1024 PANM address slots).
+      test_lengths: ``"kL+1"`` (default; modes ``L, L+1, 2L+1, 4L+1, 8L+1``) or
+        ``"k(L+1)"`` (modes ``L, L+1, 2(L+1), 4(L+1), 8(L+1)``, Le et al. 2024, §3.1).
     """
 
     extra_channels: ClassVar[int] = 0
     extra_rows: ClassVar[int] = 0  # rows after the end delimiter
+    _own_options: ClassVar[tuple[str, ...]] = ()  # the options a subclass's __init__ takes (for error messages)
     min_length: ClassVar[int] = 1
     output_size = NUM_SYMBOLS
 
-    def __init__(self, max_train_length: int = 10, max_length: int | None = None, **unknown: Any):
-        check_option_names(self.name, unknown, ("max_train_length", "max_length"))
+    def __init__(
+        self,
+        max_train_length: int = 10,
+        max_length: int | None = None,
+        test_lengths: str = "kL+1",
+        **unknown: Any,
+    ):
+        check_option_names(self.name, unknown, ("max_train_length", "max_length", "test_lengths", *self._own_options))
         L = check_int_option(self.name, "max_train_length", max_train_length, self.min_length)
         fixed = 2 + self.extra_rows
         if max_length is None:
             max_length = ADDRESS_SLOTS - fixed
         max_length = check_int_option(self.name, "max_length", max_length, self.min_length)
-        if 8 * L + 1 > max_length:
+        test_lengths = check_option(self.name, "test_lengths", checks.one_of, test_lengths, TEST_LENGTHS)
+        modes = TEST_LENGTHS[test_lengths](L)
+        if max(modes.values()) > max_length:
             raise TaskOptionError(
-                f"{self.name}: option max_train_length: expected 8 * L + 1 <= max_length = {max_length} "
-                f"(the longest test mode), got L = {L}"
+                f"{self.name}: option max_train_length: expected the longest test mode "
+                f"({test_lengths}: {max(modes.values())}) <= max_length = {max_length}, got L = {L}"
             )
-        self._options = {"max_train_length": L, "max_length": max_length}
+        self._options = {"max_train_length": L, "max_length": max_length, "test_lengths": test_lengths}
         self.input_size = NUM_SYMBOLS + 2 + self.extra_channels
         self.lengths = LengthRange(self.min_length, max_length)
         self.train_lengths = LengthRange(self.min_length, L)
-        self.test_modes = {
-            "L": LengthRange(L, L),
-            "L+1": LengthRange(L + 1, L + 1),
-            "2L+1": LengthRange(2 * L + 1, 2 * L + 1),
-            "4L+1": LengthRange(4 * L + 1, 4 * L + 1),
-            "8L+1": LengthRange(8 * L + 1, 8 * L + 1),
-        }
+        self.test_modes = {name: LengthRange(n, n) for name, n in modes.items()}
 
     def input_steps(self, length: int) -> int:
         return length + 2 + self.extra_rows
@@ -237,16 +266,33 @@ class ReverseTask(AlgorithmicTask):
 
 
 class MixTask(AlgorithmicTask):
-    """Mix: ``y_t = x_{ceil(n/2)}`` at odd ``t``, ``x_1`` at even ``t`` (1-indexed)."""
+    """Mix: ``y_t = x_{ceil(n/2)}`` at odd ``t``, ``x_1`` at even ``t`` (1-indexed).
+
+    Options (besides the shared ones; the module docstring says why):
+      middle: ``"own"`` (default): ``ceil(n/2)`` of the example's own length ``n``;
+        ``"fixed"``: ``min(ceil(L/2), n)`` for the longest training length ``L``.
+      t_from: 1 (default; the first output is the middle) or 0 (the first is ``x_1``).
+    """
 
     name = "mix"
+    _own_options = ("middle", "t_from")
+
+    def __init__(self, middle: str = "own", t_from: int = 1, **options: Any):
+        super().__init__(**options)
+        self.middle = check_option(self.name, "middle", checks.one_of, middle, ("own", "fixed"))
+        self.t_from = check_int_option(self.name, "t_from", t_from, 0, 1)
+        self._options.update(middle=self.middle, t_from=self.t_from)
 
     def _targets(self, x, lengths, valid):  # type: ignore[override]
         B = x.shape[0]
-        middle = x[np.arange(B), (lengths - 1) // 2]  # 1-indexed ceil(n/2) is 0-indexed (n-1)//2
+        if self.middle == "own":
+            position = (lengths - 1) // 2  # 1-indexed ceil(n/2) is 0-indexed (n-1)//2
+        else:
+            position = np.minimum((self._options["max_train_length"] + 1) // 2, lengths) - 1
+        middle = x[np.arange(B), position]
         first = x[:, 0]
-        odd_t = (np.arange(x.shape[1]) % 2 == 0)[None, :]  # 0-indexed even = 1-indexed odd
-        y = np.where(odd_t, middle[:, None], first[:, None])
+        t = np.arange(x.shape[1]) + self.t_from  # the step number of each output
+        y = np.where((t % 2 == 1)[None, :], middle[:, None], first[:, None])
         return None, np.where(valid, y, 0), valid
 
 
@@ -269,9 +315,17 @@ class DynamicRecallTask(AlgorithmicTask):
     extra_channels = 1  # channel 12 marks the query row
     extra_rows = 1  # the query row, after the end delimiter
     min_length = 2
+    _own_options = ("answer",)
+
+    def __init__(self, answer: str = "neighbour", **options: Any):
+        """``answer``: ``"neighbour"`` (default, one output) or ``"onwards"`` (the neighbour and every token
+        after it; the module docstring says why)."""
+        super().__init__(**options)
+        self.answer = check_option(self.name, "answer", checks.one_of, answer, ("neighbour", "onwards"))
+        self._options["answer"] = self.answer
 
     def output_steps(self, length: int) -> int:
-        return 1
+        return 1 if self.answer == "neighbour" else length
 
     def _candidates(self, x, lengths, valid):
         """``[B, n]`` bool: positions whose token's first occurrence has the needed neighbour."""
@@ -302,7 +356,14 @@ class DynamicRecallTask(AlgorithmicTask):
                 f"{'after' if lengths[~ok][0] % 2 else 'before'} it, got {int(query[~ok][0])}"
             )
         neighbour = np.where(lengths % 2 == 1, first + 1, first - 1)  # odd n: after, even n: before
-        return None, x[ar, neighbour][:, None], np.ones((B, 1), dtype=bool)
+        if self.answer == "neighbour":
+            return None, x[ar, neighbour][:, None], np.ones((B, 1), dtype=bool)
+        # "onwards": x_s, x_{s+1}, ..., x_n from the neighbour s on, padded to n_max outputs.
+        t = np.arange(x.shape[1])[None, :]
+        source = neighbour[:, None] + t
+        mask = source < lengths[:, None]
+        y = np.take_along_axis(x, np.minimum(source, x.shape[1] - 1), axis=1)
+        return None, np.where(mask, y, 0), mask
 
     def _build(self, x, lengths, valid, extras):
         batch = super()._build(x, lengths, valid, extras)
@@ -324,16 +385,31 @@ class DynamicRecallTask(AlgorithmicTask):
 
 
 class PrioritySortTask(AlgorithmicTask):
-    """Priority Sort: tokens sorted by ascending priority ``~ N(0, 1)`` (channel 12)."""
+    """Priority Sort: tokens sorted by ascending priority ``~ N(0, 1)`` (channel 12).
+
+    Options (besides the shared ones; the module docstring says why):
+      priority: ``"normal"`` (default, ``N(0, 1)``) or ``"uniform"`` (``U[-1, 1]``).
+      order: ``"ascending"`` (default) or ``"descending"``.
+    """
 
     name = "priority_sort"
     extra_channels = 1
+    _own_options = ("priority", "order")
+
+    def __init__(self, priority: str = "normal", order: str = "ascending", **options: Any):
+        super().__init__(**options)
+        self.priority = check_option(self.name, "priority", checks.one_of, priority, ("normal", "uniform"))
+        self.order = check_option(self.name, "order", checks.one_of, order, ("ascending", "descending"))
+        self._options.update(priority=self.priority, order=self.order)
 
     def _draw(self, rng, x, lengths, valid):
-        return x, {"priority": rng.standard_normal(x.shape, dtype=np.float32)}
+        if self.priority == "normal":
+            return x, {"priority": rng.standard_normal(x.shape, dtype=np.float32)}
+        return x, {"priority": rng.uniform(-1.0, 1.0, size=x.shape).astype(np.float32)}
 
     def _targets(self, x, lengths, valid, priority):  # type: ignore[override]
-        order = np.argsort(np.where(valid, priority, np.inf), axis=1, kind="stable")
+        key = priority if self.order == "ascending" else -priority
+        order = np.argsort(np.where(valid, key, np.inf), axis=1, kind="stable")
         y = np.take_along_axis(x, order, axis=1)
         return priority[..., None], np.where(valid, y, 0), valid
 

@@ -100,7 +100,10 @@ def test_model_options_are_parsed_per_model_and_name_the_run():
     assert sets == {"panm": {"score": "scaled_dot", "address_bits": 8}, "lstm": {"hidden": 64}}
     assert options_tag(sets["panm"]) == "-address_bits=8-score=scaled_dot"
     assert options_tag({"random_base_at_eval": True}, sep="-") == "-random_base_at_eval-true"
-    for bad, says in [(["score=x"], "MODEL.OPTION=VALUE"), (["ntm.hidden=3"], "'ntm' is not one of --models")]:
+    for bad, says in [
+        (["score=x"], "MODEL.OPTION=VALUE"),
+        (["ntm.hidden=3"], "'ntm' is neither 'task' nor one of --models"),
+    ]:
         with pytest.raises(SystemExit, match=re.escape(says)):
             parse_model_sets(bad, ["panm", "lstm"])
 
@@ -117,6 +120,7 @@ def test_a_table_runs_its_tasks_in_the_papers_order_and_names_each_tasks_command
         minutes="8,lstm=4",
         select="L+1",
         set=[],
+        steps=None,
         workdir="runs/reproduce",
         name="8m",
     )
@@ -137,7 +141,7 @@ def test_the_summary_table_holds_every_tasks_rows_and_names_missing_models(tmp_p
         "copy": summarize("copy", {"panm": [_result([1.0, 1.0, 0.8, 0.5, 0.3])]}),
         "mix": summarize("mix", {"lstm": [_result([1.0, 0.9, 0.5, 0.3, 0.2])]}),
     }
-    args = SimpleNamespace(table="algorithmic", quick=True, name="8m", select="L+1")
+    args = SimpleNamespace(table="algorithmic", quick=True, name="8m", select="L+1", steps=None)
     argv = ["--table", "algorithmic", "--quick", "--name", "8m"]
     write_summary(args, tables, {"device": "test"}, argv, {"panm": 8.0, "lstm": 8.0}, {})
     record = json.loads((tmp_path / "here" / "reproduce_algorithmic_quick_8m.json").read_text())
@@ -156,7 +160,9 @@ def test_the_summary_table_holds_every_tasks_rows_and_names_missing_models(tmp_p
 
 
 def _args(**kw):
-    base = dict(quick=False, one_by_one=False, minutes=None, select="L+1", workdir="runs/reproduce", parallel=1)
+    base = dict(
+        quick=False, one_by_one=False, minutes=None, steps=None, select="L+1", workdir="runs/reproduce", parallel=1
+    )
     return SimpleNamespace(**{**base, **kw})
 
 
@@ -237,3 +243,30 @@ def test_a_table_row_names_what_trained_its_runs(tmp_path):
     assert trained_by(b) == ["abc1234 (cpu)", "not a checkout (NVIDIA H200)"]
     runs = [{"trained_by": trained_by(a)}, {"trained_by": trained_by(b)}]
     assert code_column(runs) == "unrecorded; abc1234 (cpu); not a checkout (NVIDIA H200)"
+
+
+def test_task_options_and_a_step_budget_reach_the_configs_the_run_names_and_the_columns(tmp_path, monkeypatch):
+    import panm_jax.train.seeds as seeds_module
+    from benchmarks import reproduce
+
+    sets = parse_model_sets(["task.middle=fixed", "task.test_lengths=k(L+1)", "panm.hidden=8"], ["panm"])
+    assert sets == {"task": {"middle": "fixed", "test_lengths": "k(L+1)"}, "panm": {"hidden": 8}}
+    args = _args(workdir=str(tmp_path), quick=True, steps=300)
+    config, folder = reproduce.run_plan(args, "mix", "panm", [0], {"panm": None}, sets)[0]
+    assert config.task_options == {"middle": "fixed", "test_lengths": "k(L+1)"}
+    assert config.num_steps == 300 and config.max_minutes is None and config.optimizer.name == "adam"
+    assert folder.name == "panm-s0-quick300steps-task.middle=fixed-task.test_lengths=k(L+1)-hidden=8"
+    assert reproduce.task_modes("mix", sets) == ("L", "L+1", "2(L+1)", "4(L+1)", "8(L+1)")
+    with pytest.raises(SystemExit, match="middle"):
+        reproduce.task_modes("mix", {"task": {"middle": "nowhere"}})
+    # A step budget trains a model's seeds together under --quick too.
+    calls = []
+    monkeypatch.setattr(seeds_module, "train_seeds", lambda cs, ws, **kw: calls.append([c.seed for c in cs]))
+    reproduce.train_model(args, "mix", "panm", [0, 1], {"panm": None}, sets)
+    assert calls == [[0, 1]]
+    # Published numbers sit beside the task's own modes by position.
+    results = {"metric": "token_accuracy", "step": 1, "steps_trained": 1, "modes": []}
+    modes = reproduce.task_modes("mix", sets)
+    results["modes"] = [{"mode": m, "token_accuracy": 0.5} for m in modes]
+    rows = reproduce.summarize("mix", {"panm": [results]}, modes=modes)
+    assert rows[1]["2(L+1)"] == "98" and rows[2]["8(L+1)"] == "-4.0"

@@ -170,3 +170,84 @@ def test_dynamic_recall_query_is_drawn_from_admissible_positions():
     x2 = b.inputs[:, 2, :10].argmax(-1)
     q = b.inputs[:, 4, :10].argmax(-1)
     assert (x1 != x2).all() and (q == x2).all() and (b.targets[:, 0] == x1).all()
+
+
+# ------------------------------------------------------------ readings of the task text (options)
+
+
+def test_test_lengths_k_l_plus_1_gives_the_headers_lengths():
+    # Le et al. 2024, §3.1: L+1, 2(L+1), 4(L+1), 8(L+1); with L = 9 the headers of Tables 13-16: 9/10/20/40/80.
+    task = get_task("mix", test_lengths="k(L+1)", max_train_length=9)
+    assert {k: v.lo for k, v in task.test_modes.items()} == {
+        "L": 9,
+        "L+1": 10,
+        "2(L+1)": 20,
+        "4(L+1)": 40,
+        "8(L+1)": 80,
+    }
+    assert task.train_lengths.values().tolist() == list(range(1, 10))
+    with pytest.raises(ValueError, match="test_lengths: expected one of"):
+        get_task("copy", test_lengths="2L")
+    # The longest mode must fit the address space: 8 * (L + 1) > 1022 is refused.
+    with pytest.raises(ValueError, match=r"longest test mode \(k\(L\+1\): 1024\)"):
+        get_task("copy", test_lengths="k(L+1)", max_train_length=127)
+
+
+def test_mix_fixed_middle_reads_the_training_maximum():
+    # L = 10: the middle is x_{ceil(10/2)} = x_5 at every length >= 5 ...
+    task = get_task("mix", middle="fixed")
+    x = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5]  # n = 11: x_5 = 5 (own middle x_6 = 9)
+    assert _targets(task.example(x), 0).tolist() == [5, 3] * 5 + [5]
+    # ... and the last token of a shorter example.
+    assert _targets(task.example([2, 7, 1]), 0).tolist() == [1, 2, 1]
+    # L = 9: ceil(9/2) = 5 as well.
+    task9 = get_task("mix", middle="fixed", max_train_length=9)
+    assert _targets(task9.example(x[:10]), 0).tolist() == [5, 3] * 5
+
+
+def test_mix_t_from_zero_swaps_the_steps():
+    b = get_task("mix", t_from=0).example([3, 1, 4, 1, 5])
+    assert _targets(b, 0).tolist() == [3, 4, 3, 4, 3]
+    with pytest.raises(ValueError, match="t_from"):
+        get_task("mix", t_from=2)
+
+
+def test_mix_fixed_middle_equals_a_loop_oracle():
+    task = get_task("mix", middle="fixed")
+    lengths = np.array([1, 3, 5, 6, 10, 21, 81])
+    b = task.sample(np.random.default_rng(5), len(lengths), lengths)
+    for i in range(len(lengths)):
+        x, _ = _tokens(b, i)
+        mid = x[min(5, len(x)) - 1]
+        assert _targets(b, i).tolist() == [mid if t % 2 == 1 else x[0] for t in range(1, len(x) + 1)]
+
+
+def test_dynamic_recall_onwards_outputs_the_neighbour_and_what_follows():
+    task = get_task("dynamic_recall", answer="onwards")
+    # n = 7 (odd): the first 4 is x_3; its right neighbour x_4 = 1 and every token after it.
+    assert _targets(task.example([5, 1, 4, 1, 5, 9, 2], query=4), 0).tolist() == [1, 5, 9, 2]
+    # n = 6 (even): the left neighbour x_2 = 1, then x_3 .. x_6 (the query itself among them).
+    assert _targets(task.example([5, 1, 4, 1, 5, 9], query=4), 0).tolist() == [1, 4, 1, 5, 9]
+    assert task.output_steps(6) == 6 and get_task("dynamic_recall").output_steps(6) == 1
+    # Sampled batches: the first target is the one-output task's answer, the rest follow it in x.
+    rng = np.random.default_rng(3)
+    lengths = np.array([2, 3, 8, 9, 20, 41])
+    b = task.sample(rng, len(lengths), lengths)
+    for i in range(len(lengths)):
+        x, rows = _tokens(b, i)
+        first = _oracle("dynamic_recall", x, rows)[0]
+        y = _targets(b, i).tolist()
+        start = len(x) - len(y)
+        assert y[0] == first and y == list(x[start:])
+
+
+def test_priority_sort_uniform_descending():
+    task = get_task("priority_sort", priority="uniform", order="descending")
+    b = task.example([3, 1, 4, 1, 5], priority=[0.5, -1.0, 0.9, 0.0, -0.3])
+    assert _targets(b, 0).tolist() == [4, 3, 1, 5, 1]
+    p = task.sample(np.random.default_rng(0), 64, 10).inputs[:, 1:11, EXTRA_CHANNEL]
+    assert p.min() >= -1 and p.max() <= 1 and p.std() > 0.5  # U[-1, 1] has std 0.577; N(0, 1) leaves [-1, 1]
+    x, rows = _tokens(task.sample(np.random.default_rng(1), 1, 9), 0)
+    pr = rows[1:10, EXTRA_CHANNEL]
+    y = _targets(task.sample(np.random.default_rng(1), 1, 9), 0).tolist()
+    assert y == [x[i] for i in sorted(range(9), key=lambda i: -pr[i])]

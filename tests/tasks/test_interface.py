@@ -173,7 +173,10 @@ def test_invalid_option_values_are_named():
         get_task("dyck", n=5)
     with pytest.raises(TaskOptionError, match="copy: option max_train_length"):
         get_task("copy", max_train_length=0)
-    with pytest.raises(TaskOptionError, match="copy: option max_train_length: expected 8 \\* L \\+ 1 <= max_length"):
+    with pytest.raises(
+        TaskOptionError,
+        match=r"copy: option max_train_length: expected the longest test mode \(kL\+1: 1601\) <= max_length = 1022",
+    ):
         get_task("copy", max_train_length=200)
     with pytest.raises(TaskOptionError, match="m10ae: option max_train_length: expected an odd integer"):
         get_task("m10ae", max_train_length=10)
