@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from types import SimpleNamespace
 
 import pytest
@@ -19,6 +20,7 @@ from benchmarks.reproduce import (
     options_tag,
     parse_minutes,
     parse_model_sets,
+    results_name,
     steps_trained,
     summarize,
     trained_by,
@@ -113,6 +115,24 @@ def test_a_results_name_abbreviates_the_model_options_to_a_hash_of_them():
     assert options_id({"panm": {"address_bits": 8, "score": "scaled_dot"}}) == tag  # the options' order is no part
     assert options_id({"panm": {"score": "scaled_dot", "address_bits": 9}}) != tag
     assert options_id({"lstm": {"score": "scaled_dot", "address_bits": 8}}) != tag  # nor is the model
+
+
+def test_every_recorded_file_is_named_as_the_writer_names_its_settings():
+    """``benchmarks/results/*/reproduce_*.json``: the name is ``results_name`` of the file's ``settings``, and the
+    settings' model options are the recorded command's ``--set`` items."""
+    from benchmarks.common import RESULTS_DIR
+
+    files = sorted(RESULTS_DIR.glob("*/reproduce_*.json"))
+    assert len(files) > 60
+    for path in files:
+        record = json.loads(path.read_text())
+        settings = record["settings"]
+        args = SimpleNamespace(quick=settings["protocol"] == "quick", select=settings["select"], name=settings["name"])
+        prefix = f"reproduce_{settings.get('task') or settings['table']}"
+        assert results_name(prefix, args, settings["minutes"], settings["model_options"]) == path.stem == record["name"]
+        tokens = shlex.split(record["command"])
+        sets = [tokens[i + 1] for i, t in enumerate(tokens) if t == "--set"]
+        assert parse_model_sets(sets, settings["models"]) == settings["model_options"], path.name
 
 
 def test_a_table_runs_its_tasks_in_the_papers_order_and_names_each_tasks_command():
