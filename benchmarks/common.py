@@ -293,10 +293,18 @@ def write_results(
     env: dict[str, Any],
     notes: str = "",
     command: str = "",
+    settings: dict[str, Any] | None = None,
 ) -> tuple[Path, Path]:
-    """Write ``results/<device>/<name>.json`` and ``.md`` atomically; return their paths."""
+    """Write ``results/<device>/<name>.json`` and ``.md`` atomically; return their paths.
+
+    ``settings``: what the file's name stands for, spelled out in the JSON (a name may abbreviate them,
+    as ``benchmarks/reproduce.py`` abbreviates model options to a hash).
+    """
     out = RESULTS_DIR / device_slug()
-    payload = {"name": name, "title": title, "command": command, "environment": env, "rows": list(rows), "notes": notes}
+    payload: dict[str, Any] = {"name": name, "title": title, "command": command}
+    if settings is not None:
+        payload["settings"] = settings
+    payload |= {"environment": env, "rows": list(rows), "notes": notes}
     json_path = out / f"{name}.json"
     md_path = out / f"{name}.md"
     atomic_write_text(json_path, json.dumps(payload, indent=2) + "\n")

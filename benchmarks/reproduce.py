@@ -40,12 +40,14 @@ extended with more models) without repeating the runs in it.
 
 ``--set MODEL.OPTION=VALUE`` (repeatable) changes one model option of one model,
 e.g. ``--set panm.score=scaled_dot``; the options join the run folder's name
-(``-score=scaled_dot``) and the table's (``_panm-score-scaled_dot``), so a variant
-never overwrites the default runs or their record. ``--set task.OPTION=VALUE``
+(``-score=scaled_dot``) and, as a short hash, the table's (``_opt-`` and 6 hex digits,
+``options_id``; the JSON's ``settings`` spell them out), so a variant never
+overwrites the default runs or their record. ``--set task.OPTION=VALUE``
 changes a task option for every model (a reading of the task, e.g.
 ``--set task.middle=fixed`` on Mix; ``panm_jax.tasks.algorithmic``), likewise
-named; the table's columns are then the task's own test modes (``2(L+1)`` ...
-under ``task.test_lengths=k(L+1)``), the published numbers beside them by position.
+named (``task`` is a key of ``settings["model_options"]``); the table's columns are
+then the task's own test modes (``2(L+1)`` ... under ``task.test_lengths=k(L+1)``),
+the published numbers beside them by position.
 
 ``--steps N`` sets a step budget instead of the protocol's (under ``--quick``, instead
 of the minutes, unless ``--minutes`` is given too); a model's seeds then train
@@ -67,6 +69,7 @@ trains them one after another with ``panm_jax.train.train_and_evaluate``, as
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shlex
 import statistics
@@ -205,9 +208,35 @@ def parse_model_sets(items: list[str], models: list[str]) -> dict[str, dict[str,
     return out
 
 
-def options_tag(options: dict[str, Any], sep: str = "=") -> str:
+def options_tag(options: dict[str, Any]) -> str:
     """``{"score": "scaled_dot"}`` -> ``"-score=scaled_dot"``: the part of a run's name that its options add."""
-    return "".join(f"-{k}{sep}{json.dumps(v) if not isinstance(v, str) else v}" for k, v in sorted(options.items()))
+    return "".join(f"-{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in sorted(options.items()))
+
+
+def options_id(model_sets: dict[str, dict[str, Any]]) -> str:
+    """``{"panm": {"score": "scaled_dot"}}`` -> ``"_opt-"`` and the first 6 hex digits of the SHA-256 of the
+    options as canonical JSON (``""`` without options): the part of a results file's name that the model
+    options add, short whatever their number; the file's ``settings`` (``run_settings``) spell them out."""
+    if not model_sets:
+        return ""
+    canonical = json.dumps(model_sets, sort_keys=True, separators=(",", ":"))
+    return "_opt-" + hashlib.sha256(canonical.encode()).hexdigest()[:6]
+
+
+def run_settings(args, minutes, model_sets) -> dict[str, Any]:
+    """What a results file's name stands for, recorded in its JSON as ``settings``: the protocol (``quick`` or
+    ``paper``), the minutes per model (a cap under the paper protocol, ``None`` for none), the selection mode,
+    the seeds, each model's options and ``--name``."""
+    return {
+        "models": list(minutes),
+        "protocol": "quick" if args.quick else "paper",
+        "minutes": dict(minutes),
+        "select": args.select,
+        "seeds": [int(s) for s in args.seeds.split(",")],
+        "steps": args.steps,
+        "model_options": model_sets,
+        "name": args.name,
+    }
 
 
 def steps_trained(workdir: Path) -> int:
@@ -577,7 +606,16 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
             "'steps' says how far each run got of its 50,000."
         )
     public_rows = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
-    common.write_results(name, f"{task}: reproduction of Le et al. 2024 (PANM)", public_rows, cols, env, notes, command)
+    common.write_results(
+        name,
+        f"{task}: reproduction of Le et al. 2024 (PANM)",
+        public_rows,
+        cols,
+        env,
+        notes,
+        command,
+        settings={"task": task, **run_settings(args, minutes, model_sets)},
+    )
     out_dir = common.RESULTS_DIR / common.device_slug()
     lines = [",".join(cols)] + [",".join(str(r.get(c, "")).replace(",", ";") for c in cols) for r in public_rows]
     atomic_write_text(out_dir / f"{name}.csv", "\n".join(lines) + "\n")
@@ -588,15 +626,16 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
 
 
 def results_name(prefix: str, args, minutes, model_sets) -> str:
-    """``prefix`` plus what sets these results apart: ``_quick``, ``_select<mode>``, ``_capped``, each
-    model's options and ``--name``; a task's files and a table's summary are named alike."""
+    """``prefix`` plus what sets these results apart: ``_quick``, ``_select<mode>``, ``_capped``, the model
+    options' ``options_id`` and ``--name``, e.g. ``reproduce_copy_quick_opt-1a2b3c_8m_3seeds``; a task's files
+    and a table's summary are named alike."""
     return (
         prefix
         + ("_quick" if args.quick else "")
         + ("" if args.select == "L+1" else f"_select{args.select.replace('+', 'p')}")
         + ("" if args.quick or all(v is None for v in minutes.values()) else "_capped")
         + (f"_{args.steps}steps" if args.steps is not None else "")
-        + "".join(f"_{m}{options_tag(o, sep='-')}" for m, o in sorted(model_sets.items()))
+        + options_id(model_sets)
         + (f"_{args.name}" if args.name else "")
     )
 
@@ -642,7 +681,16 @@ def write_summary(args, tables: dict[str, list[dict[str, Any]]], env, argv, minu
         + (f" Published models without a row of ours here: {', '.join(missing)}." if missing else "")
     )
     title = f"{args.table} tasks: reproduction of Le et al. 2024 (PANM)"
-    common.write_results(name, title, rows, cols, env, notes, command)
+    common.write_results(
+        name,
+        title,
+        rows,
+        cols,
+        env,
+        notes,
+        command,
+        settings={"table": args.table, **run_settings(args, minutes, model_sets)},
+    )
     print("wrote", common.RESULTS_DIR / common.device_slug() / f"{name}.md", ".json")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from types import SimpleNamespace
 
 import pytest
@@ -15,9 +16,11 @@ from benchmarks.reproduce import (
     code_column,
     finished_results,
     make_config,
+    options_id,
     options_tag,
     parse_minutes,
     parse_model_sets,
+    results_name,
     steps_trained,
     summarize,
     trained_by,
@@ -99,13 +102,45 @@ def test_model_options_are_parsed_per_model_and_name_the_run():
     sets = parse_model_sets(["panm.score=scaled_dot", "panm.address_bits=8", "lstm.hidden=64"], ["panm", "lstm"])
     assert sets == {"panm": {"score": "scaled_dot", "address_bits": 8}, "lstm": {"hidden": 64}}
     assert options_tag(sets["panm"]) == "-address_bits=8-score=scaled_dot"
-    assert options_tag({"random_base_at_eval": True}, sep="-") == "-random_base_at_eval-true"
+    assert options_tag({"random_base_at_eval": True}) == "-random_base_at_eval=true"
     for bad, says in [
         (["score=x"], "MODEL.OPTION=VALUE"),
         (["ntm.hidden=3"], "'ntm' is neither 'task' nor one of --models"),
     ]:
         with pytest.raises(SystemExit, match=re.escape(says)):
             parse_model_sets(bad, ["panm", "lstm"])
+
+
+def test_a_results_name_abbreviates_the_model_options_to_a_hash_of_them():
+    assert options_id({}) == ""
+    tag = options_id({"panm": {"score": "scaled_dot", "address_bits": 8}})
+    assert re.fullmatch(r"_opt-[0-9a-f]{6}", tag)
+    assert options_id({"panm": {"address_bits": 8, "score": "scaled_dot"}}) == tag  # the options' order is no part
+    assert options_id({"panm": {"score": "scaled_dot", "address_bits": 9}}) != tag
+    assert options_id({"lstm": {"score": "scaled_dot", "address_bits": 8}}) != tag  # nor is the model
+
+
+def test_every_recorded_file_is_named_as_the_writer_names_its_settings():
+    """``benchmarks/results/*/reproduce_*.json``: the name is ``results_name`` of the file's ``settings``, and the
+    settings' model options are the recorded command's ``--set`` items."""
+    from benchmarks.common import RESULTS_DIR
+
+    files = sorted(RESULTS_DIR.glob("*/reproduce_*.json"))
+    assert len(files) > 60
+    for path in files:
+        record = json.loads(path.read_text())
+        settings = record["settings"]
+        args = SimpleNamespace(
+            quick=settings["protocol"] == "quick",
+            select=settings["select"],
+            name=settings["name"],
+            steps=settings.get("steps"),
+        )
+        prefix = f"reproduce_{settings.get('task') or settings['table']}"
+        assert results_name(prefix, args, settings["minutes"], settings["model_options"]) == path.stem == record["name"]
+        tokens = shlex.split(record["command"])
+        sets = [tokens[i + 1] for i, t in enumerate(tokens) if t == "--set"]
+        assert parse_model_sets(sets, settings["models"]) == settings["model_options"], path.name
 
 
 def test_a_table_runs_its_tasks_in_the_papers_order_and_names_each_tasks_command():
@@ -141,14 +176,28 @@ def test_the_summary_table_holds_every_tasks_rows_and_names_missing_models(tmp_p
         "copy": summarize("copy", {"panm": [_result([1.0, 1.0, 0.8, 0.5, 0.3])]}),
         "mix": summarize("mix", {"lstm": [_result([1.0, 0.9, 0.5, 0.3, 0.2])]}),
     }
-    args = SimpleNamespace(table="algorithmic", quick=True, name="8m", select="L+1", steps=None)
+    args = SimpleNamespace(table="algorithmic", quick=True, name="8m", select="L+1", seeds="0", steps=None)
     argv = ["--table", "algorithmic", "--quick", "--name", "8m"]
     write_summary(args, tables, {"device": "test"}, argv, {"panm": 8.0, "lstm": 8.0}, {})
     record = json.loads((tmp_path / "here" / "reproduce_algorithmic_quick_8m.json").read_text())
     # A variant's summary is named after its options, as its tasks' files are: it never overwrites this one.
     write_summary(args, tables, {"device": "test"}, argv, {"panm": 8.0, "lstm": 8.0}, {"panm": {"score": "x"}})
-    assert (tmp_path / "here" / "reproduce_algorithmic_quick_panm-score-x_8m.json").exists()
+    variant = json.loads(
+        (tmp_path / "here" / f"reproduce_algorithmic_quick{options_id({'panm': {'score': 'x'}})}_8m.json").read_text()
+    )
+    assert variant["settings"]["model_options"] == {"panm": {"score": "x"}}  # the options the name abbreviates
     assert json.loads((tmp_path / "here" / "reproduce_algorithmic_quick_8m.json").read_text()) == record
+    assert record["settings"] == {
+        "table": "algorithmic",
+        "models": ["panm", "lstm"],
+        "protocol": "quick",
+        "minutes": {"panm": 8.0, "lstm": 8.0},
+        "select": "L+1",
+        "steps": None,
+        "seeds": [0],
+        "model_options": {},
+        "name": "8m",
+    }
     assert [r["task"] for r in record["rows"]].count("copy") == len(tables["copy"])
     assert {(r["task"], r["model"], r["row"]) for r in record["rows"]} >= {
         ("copy", "panm", "ours"),

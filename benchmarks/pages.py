@@ -1,0 +1,945 @@
+"""The results pages: the recorded JSON of ``benchmarks/results/<device>/`` rendered as Markdown in ``docs/results/``.
+
+    python -m benchmarks.pages             # write docs/results/ and the results summary in README.md
+    python -m benchmarks.pages --check     # render into a temporary folder; exit 1 naming each file that differs
+    python -m benchmarks.pages --out DIR   # write the pages into DIR instead (README.md untouched)
+
+Every number on the pages is read from a results file or computed from one by the arithmetic below (mean
+and sample standard deviation over seeds, ours - published), never typed in, so a page cannot drift from
+its file; ``--check`` (run by ``tests/benchmarks/test_pages.py``) fails on a hand edit of a page or of the
+README's summary. The prose beside a table (what it shows, and why) is kept in
+``benchmarks/findings/<page>.md``, one ``## KEY`` section per table (the keys are given where each page
+takes them); a section no table takes is an error, so prose cannot outlive its table. A plot recorded
+beside a JSON (``<name>.png``; the Chomsky runner's ``<name>_<task>.png``) is copied byte for byte to
+``docs/results/img/<device>/``.
+
+Result files are named by what sets them apart (``benchmarks/reproduce.py``, ``results_name``:
+``_quick``, ``_select2Lp1``, ``_capped``, ``_opt-`` and six hex digits of a hash of the model options,
+``--name``), and their JSON's ``settings`` spell that out; the pages read the settings, not the names.
+Commands are shown as recorded, with the module paths of today's layout (``MOVED``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import filecmp
+import json
+import math
+import re
+import statistics
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+FINDINGS = ROOT / "benchmarks" / "findings"
+DOCS = ROOT / "docs" / "results"
+README = ROOT / "README.md"
+START, END = "<!-- results-summary:start -->", "<!-- results-summary:end -->"
+GENERATED = (
+    "<!-- Rendered from benchmarks/results/ by `python -m benchmarks.pages`: edit the prose in "
+    "benchmarks/findings/, not this file (the check fails on a hand edit). -->"
+)
+
+MODES = ("L", "L+1", "2L+1", "4L+1", "8L+1")
+LENGTHS = (10, 11, 21, 41, 81)  # the algorithmic tasks' test lengths at L = 10
+
+# Le et al. 2024's algorithmic tasks, in the order of their Tables 13-18.
+TASKS = {
+    "copy": ("Copy", 13),
+    "reverse": ("Reverse", 14),
+    "mix": ("Mix", 15),
+    "dynamic_recall": ("Dynamic Recall", 16),
+    "priority_sort": ("Priority Sort", 17),
+    "id_sort": ("ID Sort", 18),
+}
+
+# Recorded commands name the benchmark modules where they were; these are where they are now.
+MOVED = {
+    **{m: f"accuracy.{m}" for m in ("reproduce", "ablation", "chomsky", "seq2seq", "authors_panm", "diagnose_pointer")},
+    **{
+        m: f"speed.{m}"
+        for m in (
+            "peers",
+            "kernels",
+            "panm_step",
+            "models_speed",
+            "tasks_speed",
+            "seeds_speed",
+            "scaling",
+            "precision",
+            "profile",
+            "cost",
+            "dnc_link",
+        )
+    },
+}
+
+# How the tables name the machines of the results folders.
+MACHINES = {"cpu-2cores": "CPU", "nvidia-h100-80gb-hbm3": "H100", "nvidia-h200": "H200"}
+
+# Option sets the tables name instead of listing them (model options as ``benchmarks.ablation`` writes them).
+OURS = {"distractors": "16", "distractor_sampling": "neighbours", "score": "scaled_dot", "snap_pointers": "always"}
+AUTHORS = {
+    "encoder": "bigru",
+    "hidden": "128",
+    "score": "scaled_dot",
+    "address_bits": "8",
+    "random_base_at_eval": "true",
+    "eq3_addresses": "authors_view",
+    "controller_attention": "true",
+    "mode2_dropout": "0.5",
+    "attention_projections": "true",
+    "init": "pytorch",
+    "controller_start": "encoder_final",
+    "controller_reads_mode2": "false",
+}
+NAMED_OPTIONS = {
+    "the options of ours": OURS,
+    "every choice of the authors' code that is an option here": AUTHORS,
+}
+
+# The README's summary, by explicit rule: for each task, (a) the file of the paper's PANM under the paper's
+# protocol (None: not run) and (b) the file of PANM with the options of ours, under the protocol where it
+# ran there, else the CPU --quick runs of three seeds.
+SUMMARY = {
+    "copy": ("nvidia-h200/reproduce_copy_capped_5seeds", "nvidia-h200/reproduce_copy_capped_opt-5d5a9b_3seeds"),
+    "reverse": (
+        "nvidia-h200/reproduce_reverse_capped_5seeds",
+        "cpu-2cores/reproduce_reverse_quick_opt-5d5a9b_8m_3seeds",
+    ),
+    "mix": ("nvidia-h100-80gb-hbm3/reproduce_mix_capped_5seeds", "cpu-2cores/reproduce_mix_quick_opt-5d5a9b_8m_3seeds"),
+    "dynamic_recall": (
+        "nvidia-h100-80gb-hbm3/reproduce_dynamic_recall_capped_5seeds",
+        "cpu-2cores/reproduce_dynamic_recall_quick_opt-5d5a9b_8m_3seeds",
+    ),
+    "priority_sort": (
+        "nvidia-h200/reproduce_priority_sort_capped_5seeds",
+        "cpu-2cores/reproduce_priority_sort_quick_opt-5d5a9b_8m_3seeds",
+    ),
+    "id_sort": (None, "cpu-2cores/reproduce_id_sort_quick_opt-5d5a9b_8m_3seeds"),
+}
+
+# Which page shows which files (by name); the rest (the speed suite's) are listed on the index only.
+FAMILIES = {
+    "reproduce_": "algorithmic.md",
+    "ablation_": "ablations.md",
+    "authors_panm_": "authors_code.md",
+    "diagnose_pointer_": "diagnosis.md",
+    "chomsky_": "chomsky.md",
+    "seq2seq_": "seq2seq.md",
+}
+
+
+# --- the records ----------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    """One results file: ``benchmarks/results/<device>/<stem>.json``."""
+
+    device: str
+    stem: str
+    data: dict[str, Any]
+
+    @property
+    def key(self) -> str:
+        return f"{self.device}/{self.stem}"
+
+    @property
+    def path(self) -> str:
+        return f"benchmarks/results/{self.device}/{self.stem}.json"
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return self.data.get("rows", [])
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return self.data.get("settings", {})
+
+    @property
+    def environment(self) -> dict[str, Any]:
+        return self.data.get("environment", {})
+
+    @property
+    def machine(self) -> str:
+        return MACHINES.get(self.device, self.device)
+
+    @property
+    def date(self) -> str:
+        return str(self.environment.get("date", ""))[:10]
+
+    @property
+    def commit(self) -> str:
+        return str(self.environment.get("commit", ""))
+
+    @property
+    def command(self) -> str:
+        return rerun_command(self.data.get("command", ""))
+
+
+def load(results: Path = RESULTS) -> dict[str, Record]:
+    """Every ``<device>/<stem>.json`` under ``results`` with a table (``rows``), by ``device/stem``."""
+    records = {}
+    for path in sorted(results.glob("*/*.json")):
+        data = json.loads(path.read_text())
+        if isinstance(data, dict) and "rows" in data:
+            record = Record(path.parent.name, path.stem, data)
+            records[record.key] = record
+    return records
+
+
+def rerun_command(command: str) -> str:
+    """A recorded command at today's module paths (``benchmarks.reproduce`` -> ``benchmarks.accuracy.reproduce``)."""
+    return re.sub(r"-m benchmarks\.(\w+)", lambda m: f"-m benchmarks.{MOVED.get(m.group(1), m.group(1))}", command)
+
+
+# --- the arithmetic -------------------------------------------------------------------------------------------
+
+
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
+    """The mean and the sample standard deviation (0 for one value), as the runners compute them."""
+    if len(values) == 1:
+        return float(values[0]), 0.0
+    return statistics.mean(values), statistics.stdev(values)
+
+
+def mean_pm_std(values: Sequence[float]) -> str:
+    """``[80, 90]`` -> ``"85.0 ± 7.1"``; one value: ``"80.0"``."""
+    mean, std = mean_std(values)
+    return f"{mean:.1f}" + (f" ± {std:.1f}" if len(values) > 1 else "")
+
+
+def leading_number(cell: Any) -> float | None:
+    """The first number of a cell: ``"77.9 ± 2.0"`` -> 77.9, ``84`` -> 84.0, ``""`` -> None."""
+    if isinstance(cell, bool):
+        return None
+    if isinstance(cell, int | float):
+        return None if math.isnan(cell) else float(cell)
+    found = re.search(r"[-+]?\d+(?:\.\d+)?", str(cell))
+    return float(found.group()) if found else None
+
+
+def difference(ours: float | None, published: float | None) -> str:
+    """``ours - published`` in percentage points, signed, one decimal (``""`` where either is missing)."""
+    if ours is None or published is None:
+        return ""
+    return f"{ours - published:+.1f}"
+
+
+def ours_cell(row: dict[str, Any], mode: str) -> tuple[str, float | None]:
+    """A row's cell at ``mode`` and the mean to take its difference from: the file's own aggregate where it
+    records one (``"77.9 ± 2.0"``), else the mean ± std of the row's per-seed numbers (``per_seed``)."""
+    per_seed = row.get("per_seed")
+    seeds = per_seed.get(mode) if isinstance(per_seed, dict) else None
+    text = str(row.get(mode, "")) or (mean_pm_std(seeds) if seeds else "")
+    return text, leading_number(text) if text else None
+
+
+def with_difference(ours: str, mean: float | None, published: Any, recorded: Any = "") -> str:
+    """``"77.9 ± 2.0 (-6.1)"``: a cell of ours and, in brackets, ours - published: the file's own difference
+    where it records one (``recorded``), else computed from ``mean``. A file computes its differences from
+    unrounded means, so its own figure is the one shown; ``tests/benchmarks/test_pages.py`` checks that the
+    two agree to the rounding."""
+    if isinstance(recorded, float):
+        recorded = f"{recorded:+.1f}"
+    diff = recorded or difference(mean, leading_number(published))
+    return f"{ours} ({diff})" if diff else ours
+
+
+def number(value: Any, digits: int = 1) -> str:
+    """A float to ``digits`` decimals (NaN: ``"—"``); anything else as it is."""
+    if isinstance(value, float):
+        return "—" if math.isnan(value) else f"{value:.{digits}f}"
+    return str(value)
+
+
+def steps_range(steps: Any) -> str:
+    """``"4251,3801,3951"`` -> ``"3,801-4,251"``; ``"50000,50000"`` -> ``"50,000"``."""
+    values = sorted({int(s) for s in str(steps).split(",") if s.strip().isdigit()})
+    if not values:
+        return str(steps)
+    return f"{values[0]:,}" if len(values) == 1 else f"{values[0]:,}-{values[-1]:,}"
+
+
+# --- Markdown -------------------------------------------------------------------------------------------------
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A Markdown table (``|`` inside a cell escaped)."""
+
+    def line(cells):
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([line(header), "|" + "---|" * len(header), *(line(r) for r in rows)])
+
+
+def code(text: str) -> str:
+    return f"`{text}`"
+
+
+class Findings:
+    """The prose of one page, ``benchmarks/findings/<page>.md``: its ``## KEY`` sections (text before the first
+    heading is a comment for whoever edits the file). ``take`` hands a section to the table it explains;
+    ``finish`` refuses sections that no table took."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.sections: dict[str, str] = {}
+        text = path.read_text() if path.exists() else ""
+        for part in re.split(r"^## ", text, flags=re.M)[1:]:
+            key, _, body = part.partition("\n")
+            self.sections[key.strip()] = body.strip()
+        self.unused = set(self.sections)
+
+    def take(self, key: str) -> list[str]:
+        self.unused.discard(key)
+        body = self.sections.get(key, "")
+        return [body, ""] if body else []
+
+    def finish(self) -> None:
+        if self.unused:
+            raise SystemExit(f"{self.path}: sections that no table takes: {sorted(self.unused)}")
+
+
+def plot_lines(record: Record, results: Path, images: dict[str, bytes], suffixes: Sequence[str] = ("",)) -> list[str]:
+    """The plots recorded beside ``record`` (``<stem><suffix>.png``), copied to ``img/<device>/`` and shown."""
+    lines = []
+    for suffix in suffixes:
+        source = results / record.device / f"{record.stem}{suffix}.png"
+        if source.exists():
+            target = f"img/{record.device}/{record.stem}{suffix}.png"
+            images[target] = source.read_bytes()
+            lines += [f"![{record.stem}{suffix}]({target})", ""]
+    return lines
+
+
+def provenance(label: str, record: Record, extra: str = "") -> list[str]:
+    """A run's line under its table: its file, machine, commit and date, and the command that reproduces it."""
+    head = f"- **{label}** {code(record.path)}: {record.machine}, {record.date}, commit {code(record.commit)}"
+    return [head + (f"; {extra}" if extra else "") + ".", f"  {code(record.command)}"]
+
+
+# --- option sets ----------------------------------------------------------------------------------------------
+
+
+def option_text(value: Any) -> str:
+    """A model option's value as a command line writes it: ``16``, ``true``, ``scaled_dot``."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def describe_options(options: dict[str, str], select: str = "L+1") -> str:
+    """What a run changes from the paper's model: a named set (``NAMED_OPTIONS``, also one less one or two of
+    its options) or the options themselves, and the selection when it is not L+1."""
+    parts = []
+    for name, named in NAMED_OPTIONS.items():
+        missing = {k: v for k, v in named.items() if options.get(k) != v}
+        if (
+            options
+            and set(options) <= set(named)
+            and all(options[k] == named[k] for k in options)
+            and len(missing) <= 2
+        ):
+            parts.append(name + "".join(f", without {code(f'{k}={v}')}" for k, v in missing.items()))
+            break
+    else:
+        parts += [code(f"{k}={v}") for k, v in options.items()]
+    if select != "L+1":
+        parts.append(f"selected on {select}")
+    return ", ".join(parts) if parts else "none"
+
+
+def run_options(record: Record, model: str) -> dict[str, str]:
+    """A ``reproduce`` file's model options for ``model``, as text (its ``settings``)."""
+    options = record.settings.get("model_options", {}).get(model, {})
+    return {k: option_text(v) for k, v in options.items()}
+
+
+def variant_options(variant: str) -> tuple[dict[str, str], dict[str, str], str]:
+    """``benchmarks.ablation``'s variant ``"panm.score=scaled_dot,optimizer.eps_in_sqrt=true,select=2L+1"`` ->
+    ``({"score": "scaled_dot"}, {"optimizer.eps_in_sqrt": "true"}, "2L+1")``: model options, other changes,
+    selection."""
+    options, other, select = {}, {}, "L+1"
+    if variant != "default":
+        for item in variant.split(","):
+            key, _, value = item.partition("=")
+            if key == "select":
+                select = value
+            elif key.startswith("panm."):
+                options[key.removeprefix("panm.")] = value
+            else:
+                other[key] = value
+    return options, other, select
+
+
+# --- the algorithmic tasks ------------------------------------------------------------------------------------
+
+
+def published_rows(record: Record) -> dict[str, dict[str, Any]]:
+    """``{model: its published row}`` of a ``reproduce`` file (the paper's row for that model, or its best
+    other model)."""
+    return {r["model"]: r for r in record.rows if str(r.get("row", "")).startswith("published")}
+
+
+def difference_rows(record: Record) -> dict[str, dict[str, Any]]:
+    """``{model: its "ours - published" row}`` of a ``reproduce`` file."""
+    return {r["model"]: r for r in record.rows if r.get("row") == "ours - published"}
+
+
+def reference_label(row: dict[str, Any]) -> str:
+    """``"published (best other)"`` -> ``"published, best other"``, ``"published (panm)"`` -> ``"published PANM"``."""
+    ref = re.search(r"\((.*)\)", row["row"])
+    name = ref.group(1) if ref else ""
+    return "published, best other model" if name == "best other" else f"published {display_model(name)}"
+
+
+MODEL_NAMES = {
+    "panm": "PANM",
+    "lstm": "LSTM",
+    "ntm": "NTM",
+    "dnc": "DNC",
+    "stack_lstm": "Stack-LSTM",
+    "lstm_attention": "LSTM + attention",
+    "pointer_network": "Pointer Network",
+    "transformer": "Transformer",
+}
+
+
+def display_model(model: str) -> str:
+    return MODEL_NAMES.get(model, model)
+
+
+def kind_of_run(record: Record) -> int:
+    """0: the paper's model (no options, selected on L+1); 1: the options of ours; 2: other options."""
+    options = {
+        m: {k: option_text(v) for k, v in o.items()} for m, o in record.settings.get("model_options", {}).items()
+    }
+    if not options and record.settings.get("select", "L+1") == "L+1":
+        return 0
+    return 1 if options == {"panm": OURS} and record.settings.get("select") == "L+1" else 2
+
+
+def budget(record: Record, model: str) -> str:
+    minutes = record.settings.get("minutes", {}).get(model)
+    if record.settings.get("protocol") == "quick":
+        return f"{minutes:g} min"
+    return "protocol" + (f", capped at {minutes:g} min" if minutes is not None else "")
+
+
+def algorithmic_table(task: str, records: Sequence[Record], label: str) -> list[str]:
+    """Every run of ``records`` on ``task``: one row per model of each file, the published rows on top, each
+    cell ``ours (ours - published)``; under it each run's file, machine, commit and command."""
+    header = [
+        "run",
+        "model",
+        "changes from the paper's model",
+        "budget",
+        "seeds",
+        "steps",
+        *map(str, LENGTHS),
+        "machine",
+        "date",
+    ]
+    body: list[list[str]] = []
+    notes: list[str] = []
+    seen: dict[str, dict[str, Any]] = {}
+    for record in records:
+        for ref in published_rows(record).values():
+            seen.setdefault(reference_label(ref), ref)
+    for name, ref in seen.items():
+        body.append(["", f"**{name}**", "", "", "", "", *(str(ref[m]) for m in MODES), "", ""])
+    for i, record in enumerate(records, 1):
+        run = f"{label}{i}"
+        refs, diffs = published_rows(record), difference_rows(record)
+        for row in (r for r in record.rows if r.get("row") == "ours"):
+            model, ref, diff = row["model"], refs.get(row["model"], {}), diffs.get(row["model"], {})
+            cells = [with_difference(*ours_cell(row, m), ref.get(m), diff.get(m, "")) for m in MODES]
+            changes = describe_options(run_options(record, model), row.get("selected_on", "L+1"))
+            body.append(
+                [
+                    run,
+                    display_model(model),
+                    changes,
+                    budget(record, model),
+                    str(row.get("seeds", "")),
+                    steps_range(row.get("steps", "")),
+                    *cells,
+                    record.machine,
+                    record.date,
+                ]
+            )
+        parts = [p.strip() for r in record.rows if r.get("row") == "ours" for p in str(r.get("code") or "").split(";")]
+        parts = list(dict.fromkeys(p for p in parts if p))
+        other = any(p.split(" (")[0] != record.commit for p in parts)
+        notes += provenance(run, record, f"trained by {'; '.join(parts)}" if other else "")
+    return [table(header, body), "", *notes, ""]
+
+
+def algorithmic_page(records: dict[str, Record], results: Path, findings: Findings, images: dict[str, bytes]) -> str:
+    """``algorithmic.md``. Findings keys: ``intro``, each task (``copy``, ...), ``<task>/paper``, ``<task>/quick``.
+    A table file (``reproduce_algorithmic_*``) repeats its tasks' files, so only those are shown."""
+    out = [GENERATED, "", "# The algorithmic tasks of Le et al. 2024", "", *findings.take("intro")]
+    for task, (title, number_) in TASKS.items():
+        files = [r for r in records.values() if r.stem.startswith(f"reproduce_{task}_")]
+        out += [f"## {title} (Table {number_})", "", *findings.take(task)]
+        for protocol, heading, label in (("paper", "the paper's protocol", "P"), ("quick", "CPU `--quick`", "Q")):
+            chosen = sorted(
+                (r for r in files if r.settings.get("protocol") == protocol),
+                key=lambda r: (kind_of_run(r), r.date, r.stem),
+            )
+            out += [f"### {title}: {heading}", ""]
+            if not chosen:
+                out += ["No run recorded.", "", *findings.take(f"{task}/{protocol}")]
+                continue
+            out += [*algorithmic_table(task, chosen, label), *findings.take(f"{task}/{protocol}")]
+            for i, record in enumerate(chosen, 1):
+                plots = plot_lines(record, results, images)
+                if plots:
+                    out += [f"{label}{i}:", "", *plots]
+    return "\n".join(out)
+
+
+# --- the README's summary -------------------------------------------------------------------------------------
+
+
+def summary(records: dict[str, Record], link: str) -> str:
+    """The algorithmic tasks at a glance (``SUMMARY`` names the files): PANM's mean over seeds and, in
+    brackets, ours - published, at the five test lengths; ``link``: the algorithmic page."""
+    header = ["task", *map(str, LENGTHS), "seeds", "steps", "machine"]
+    tables = []
+    for which, title in (
+        (0, "The paper's PANM, the paper's protocol"),
+        (1, "PANM with the options of ours (one-bit-neighbour distractors, scaled dot score, snapped pointers)"),
+    ):
+        body = []
+        for task, (name, _) in TASKS.items():
+            key = SUMMARY[task][which]
+            if key is None:
+                body.append([name, "not run under the protocol (100,000 steps)", "", "", "", "", "", "", ""])
+                continue
+            record = records[key]
+            row = next(r for r in record.rows if r.get("row") == "ours" and r["model"] == "panm")
+            ref, diff = published_rows(record)["panm"], difference_rows(record).get("panm", {})
+            cells = [
+                with_difference(f"{leading_number(row[m]):.1f}", leading_number(row[m]), ref[m], diff.get(m, ""))
+                for m in MODES
+            ]
+            steps = steps_range(row["steps"])
+            if which:  # the options' rows mix the two protocols: say which
+                quick = record.settings.get("protocol") == "quick"
+                steps += f" (CPU `--quick`, {budget(record, 'panm')})" if quick else " (protocol)"
+            body.append([name, *cells, str(row["seeds"]), steps, record.machine])
+        tables += [f"**{title}**", "", table(header, body), ""]
+    intro = (
+        "Token accuracy (%) of PANM on the algorithmic tasks of Le et al. 2024 at test lengths 10 / 11 / 21 / 41 / 81 "
+        "(L, L+1, 2L+1, 4L+1, 8L+1), the mean over seeds and, in brackets, ours - published (the paper's PANM, "
+        "Tables 13-18: 5 runs of 50,000 steps, 100,000 for ID Sort). The paper's protocol: batch 128, the authors' "
+        "RMSprop, checkpoint selected on L+1; CPU `--quick`: Adam, minutes of training per seed, a tenth of the "
+        f"protocol's steps or less. Every run, its spread and its command: [{link}]({link}) (rendered from the "
+        "recorded files by `.venv/bin/python -m benchmarks.pages`)."
+    )
+    return "\n".join([intro, "", *tables]).rstrip() + "\n"
+
+
+# --- ablations ------------------------------------------------------------------------------------------------
+
+
+def ablation_label(variant: str) -> str:
+    options, other, select = variant_options(variant)
+    parts = [code(f"{k}={v}") for k, v in other.items()]
+    if options or select != "L+1" or not parts:
+        described = describe_options(options, select)
+        parts.insert(0, described)
+    return ", ".join(parts)
+
+
+def ablation_tables(record: Record) -> list[str]:
+    """An ablation file: per variant mean ± std over seeds and ours - published, then every seed."""
+    published = next((r for r in record.rows if str(r["variant"]).startswith("published")), {})
+    diffs = {r["variant"].removesuffix(" - published"): r for r in record.rows if r["variant"].endswith(" - published")}
+    runs = [r for r in record.rows if "per_seed" in r]
+    header = ["changes from the paper's model", "seeds", "steps", *map(str, LENGTHS)]
+    body = []
+    for r in runs:
+        diff = diffs.get(r["variant"], {})
+        cells = [with_difference(*ours_cell(r, m), published.get(m), diff.get(m, "")) for m in MODES]
+        body.append([ablation_label(r["variant"]), str(r["seeds"]), steps_range(r["steps"]), *cells])
+    if published:
+        body.append(["**published** (Le et al. 2024)", "", "", *(str(published[m]) for m in MODES)])
+    seeds_header = ["changes from the paper's model", "seed", "steps", "selected step", *map(str, LENGTHS)]
+    seed_rows = []
+    for r in runs:
+        steps, best = str(r["steps"]).split(","), str(r["best_step"]).split(",")
+        for i in range(len(r["per_seed"]["L"])):
+            seed_rows.append(
+                [
+                    ablation_label(r["variant"]) if i == 0 else "",
+                    str(i),
+                    f"{int(steps[i]):,}",
+                    f"{int(best[i]):,}",
+                    *(f"{r['per_seed'][m][i]:.2f}" for m in MODES),
+                ]
+            )
+    return [table(header, body), "", "Per seed:", "", table(seeds_header, seed_rows), ""]
+
+
+def ablations_page(records: dict[str, Record], findings: Findings) -> str:
+    """``ablations.md``: every ``ablation_*`` file, Copy first. Findings keys: ``intro``, each ``device/stem``."""
+    out = [GENERATED, "", "# Ablations of PANM under the paper's protocol", "", *findings.take("intro")]
+    files = sorted(
+        (r for r in records.values() if r.stem.startswith("ablation_")),
+        key=lambda r: (list(TASKS).index(r.rows[0]["task"]), r.date, r.stem),
+    )
+    for record in files:
+        title = TASKS[record.rows[0]["task"]][0]
+        out += [f"## {title}: {code(record.stem)} ({record.machine}, {record.date})", "", *findings.take(record.key)]
+        out += [*ablation_tables(record), *provenance("Run", record)]
+        out.append("")
+    return "\n".join(out)
+
+
+# --- the authors' code ----------------------------------------------------------------------------------------
+
+
+def authors_page(records: dict[str, Record], findings: Findings) -> str:
+    """``authors_code.md``: the authors' PANM rerun (``authors_panm_*``), the resume check, and the one run of
+    that code quoted in every Copy table. Findings keys: ``intro``, each file's ``device/stem``, ``yardstick``."""
+    out = [GENERATED, "", "# The authors' PANM code, rerun", "", *findings.take("intro")]
+    files = [r for r in records.values() if r.stem.startswith("authors_panm_")]
+    for record in sorted(files, key=lambda r: ("resume" in r.stem, r.stem)):
+        out += [f"## {record.data['title']} ({code(record.stem)})", "", *findings.take(record.key)]
+        if record.rows and "check" in record.rows[0]:
+            out += [
+                table(
+                    ["check", "value"],
+                    (
+                        [r["check"], str(r["value"]).lower() if isinstance(r["value"], bool) else str(r["value"])]
+                        for r in record.rows
+                    ),
+                ),
+                "",
+            ]
+        else:
+            published = next(r for r in record.rows if str(r["row"]).startswith("published"))
+            header = ["row", "steps", "checkpoint kept at step", *map(str, LENGTHS)]
+            body = []
+            diffs = {r["row"].split("mean")[0]: r for r in record.rows if r["row"].endswith(" - published")}
+            for r in record.rows:
+                if r is published or r["row"].endswith(" - published"):
+                    continue
+                if "mean" in r["row"]:  # the seeds' mean ± std, beside its difference ("final weights, mean ...")
+                    diff = diffs.get(r["row"].split("mean")[0], {})
+                    cells = [with_difference(*ours_cell(r, m), published[m], diff.get(m, "")) for m in MODES]
+                else:
+                    cells = [str(r[m]) for m in MODES]
+                kept = r.get("selected_step", "")
+                body.append([r["row"], f"{int(r['steps']):,}", f"{kept:,}" if isinstance(kept, int) else "", *cells])
+            body.append([f"**{published['row']}**", "", "", *(str(published[m]) for m in MODES)])
+            out += [table(header, body), ""]
+        out += [*provenance("Run", record), ""]
+    yardstick = next(
+        (
+            (record, row)
+            for record in sorted(records.values(), key=lambda r: r.stem)
+            if record.stem.startswith("reproduce_copy_")
+            for row in record.rows
+            if str(row.get("row", "")).startswith("authors' code")
+        ),
+        None,
+    )
+    if yardstick:
+        record, row = yardstick
+        out += ["## The one run of that code quoted beside every Copy table", "", *findings.take("yardstick")]
+        out += [
+            table(
+                ["row", "selected on", *map(str, LENGTHS)],
+                [[row["row"], row["selected_on"], *(str(row[m]) for m in MODES)]],
+            ),
+            "",
+        ]
+        out += [f"Recorded in every Copy table of ours, e.g. {code(record.path)}.", ""]
+    return "\n".join(out)
+
+
+# --- the pointers ---------------------------------------------------------------------------------------------
+
+
+DIAGNOSIS_COLUMNS = (
+    ("run", "run", 0),
+    ("step", "step", 0),
+    ("length", "length", 0),
+    ("head kind", "pointer", 0),
+    ("output steps", "steps", 0),
+    ("head", "head", 0),
+    ("token %", "token %", 1),
+    ("pointer %", "pointer %", 1),
+    ("token % where the pointer is right", ("token if pointer right %", "token | pointer right %"), 1),
+    ("token % where it is wrong", ("token if pointer wrong %", "token | pointer wrong %"), 1),
+    ("first miss", "first miss", 0),
+    ("largest weight", "max weight", 2),
+    ("weight on the right slot", "weight on right slot", 2),
+)
+
+
+def diagnosis_page(records: dict[str, Record], findings: Findings) -> str:
+    """``diagnosis.md``: every ``diagnose_pointer_*`` file, with the pointer paths its notes record. Findings keys:
+    ``intro``, each file's ``device/stem``."""
+    out = [GENERATED, "", "# Where the pointers go", "", *findings.take("intro")]
+    files = sorted(
+        (r for r in records.values() if r.stem.startswith("diagnose_pointer_")), key=lambda r: (r.date, r.stem)
+    )
+    for record in files:
+        out += [f"## {code(record.stem)}", "", *findings.take(record.key)]
+        columns = [c for c in DIAGNOSIS_COLUMNS if any(any(k in r for k in _keys(c[1])) for r in record.rows)]
+        body = []
+        for r in record.rows:
+            cells = []
+            for _, keys, digits in columns:
+                value = next((r[k] for k in _keys(keys) if k in r), "")
+                cells.append(
+                    code(value) if keys == "run" else f"{value:,}" if keys == "step" else number(value, digits)
+                )
+            body.append(cells)
+        out += [table([c[0] for c in columns], body), ""]
+        paths = [line for line in record.data.get("notes", "").splitlines() if line.startswith("- ")]
+        if paths:
+            out += ["Slot of the largest weight at each output step, as recorded:", "", *paths, ""]
+        out += [*provenance("Run", record), ""]
+    return "\n".join(out)
+
+
+def _keys(keys: str | tuple[str, ...]) -> tuple[str, ...]:
+    return (keys,) if isinstance(keys, str) else keys
+
+
+# --- Chomsky hierarchy and sequence-to-sequence ---------------------------------------------------------------
+
+
+def chomsky_page(records: dict[str, Record], results: Path, findings: Findings, images: dict[str, bytes]) -> str:
+    """``chomsky.md``: every ``chomsky_*`` file and its plots. Findings keys: ``intro``, each file's ``device/stem``."""
+    out = [GENERATED, "", "# Chomsky hierarchy: range evaluation", "", *findings.take("intro")]
+    files = sorted((r for r in records.values() if r.stem.startswith("chomsky_")), key=lambda r: (r.date, r.stem))
+    for record in files:
+        out += [f"## {code(record.stem)} ({record.machine}, {record.date})", "", *findings.take(record.key)]
+        header = ["task", "level", "model", "steps", "selected step", "score", "published", "ours - published"]
+        body = [
+            [
+                r["task"],
+                r["level"],
+                r["model"],
+                f"{r['steps']:,}",
+                f"{r['selected_step']:,}",
+                number(r["score"]),
+                number(r["published"]),
+                with_difference("", leading_number(r["score"]), r["published"], r.get("difference", "")).strip(" ()"),
+            ]
+            for r in record.rows
+        ]
+        out += [table(header, body), "", *provenance("Run", record), ""]
+        tasks = list(dict.fromkeys(r["task"] for r in record.rows))
+        out += plot_lines(record, results, images, [f"_{t}" for t in tasks])
+    return "\n".join(out)
+
+
+def seq2seq_page(records: dict[str, Record], findings: Findings) -> str:
+    """``seq2seq.md``: every ``seq2seq_*`` file. Findings keys: ``intro``, each file's ``device/stem``."""
+    out = [
+        GENERATED,
+        "",
+        "# SCAN and Mathematics: sequence-to-sequence length generalisation",
+        "",
+        *findings.take("intro"),
+    ]
+    files = sorted((r for r in records.values() if r.stem.startswith("seq2seq_")), key=lambda r: (r.date, r.stem))
+    for record in files:
+        out += [f"## {code(record.stem)} ({record.machine}, {record.date})", "", *findings.take(record.key)]
+        header = [
+            "task",
+            "model",
+            "seeds",
+            "steps",
+            "selected step",
+            "exact match %",
+            "per seed",
+            "published",
+            "ours - published",
+        ]
+        body = [
+            [
+                r["task"],
+                r["model"],
+                str(r["seeds"]),
+                steps_range(r["steps"]),
+                steps_range(r["best_step"]),
+                r["exact_match"],
+                str(r["per_seed"]),
+                r["published"],
+                with_difference(
+                    "", leading_number(r["exact_match"]), r["published"], r.get("ours - published", "")
+                ).strip(" ()"),
+            ]
+            for r in record.rows
+        ]
+        out += [table(header, body), "", *provenance("Run", record), ""]
+    return "\n".join(out)
+
+
+# --- the index ------------------------------------------------------------------------------------------------
+
+
+def index_page(records: dict[str, Record], results: Path, findings: Findings) -> str:
+    """``index.md``: the machines, how to read the tables, the summary, and what each page shows. Findings keys:
+    ``intro``, ``reading``."""
+    out = [GENERATED, "", "# Results", "", *findings.take("intro")]
+    out += ["## The machines", ""]
+    body = []
+    for device in sorted({r.device for r in records.values()}):
+        envs = [r.environment for r in records.values() if r.device == device and r.environment]
+        dates = sorted(str(e.get("date", ""))[:10] for e in envs if e.get("date"))
+        body.append(
+            [
+                MACHINES.get(device, device),
+                code(f"benchmarks/results/{device}/"),
+                ", ".join(sorted({str(e.get("device", "")) for e in envs})),
+                ", ".join(sorted({str(e.get("cpu_count", "")) for e in envs})),
+                ", ".join(sorted({str(e.get("jax", "")) for e in envs})),
+                f"{dates[0]} to {dates[-1]}" if dates else "",
+                str(len(list((results / device).glob("*.json")))),
+            ]
+        )
+    out += [table(["machine", "folder", "device", "CPU cores", "jax", "dates", "files (JSON)"], body), ""]
+    out += ["## How to read the tables", "", *findings.take("reading")]
+    out += ["## The algorithmic tasks at a glance", "", summary(records, "algorithmic.md"), ""]
+    out += ["## What each page shows", ""]
+    body = []
+    for device in sorted({r.device for r in records.values()}):
+        stems = sorted(p.stem for p in (results / device).glob("*.json"))
+        for prefix, page in FAMILIES.items():
+            n = sum(s.startswith(prefix) for s in stems)
+            if n:
+                body.append([MACHINES.get(device, device), code(prefix + "*"), str(n), f"[{page}]({page})"])
+        rest = [s for s in stems if not s.startswith(tuple(FAMILIES))]
+        if rest:
+            body.append(
+                [
+                    MACHINES.get(device, device),
+                    ", ".join(code(s) for s in rest),
+                    str(len(rest)),
+                    "the speed suite's (not rendered here)",
+                ]
+            )
+    out += [table(["machine", "files", "count", "page"], body), ""]
+    return "\n".join(out)
+
+
+# --- rendering, writing, checking -----------------------------------------------------------------------------
+
+
+def render(results: Path = RESULTS, findings: Path = FINDINGS) -> tuple[dict[str, bytes], str]:
+    """Every page (``{relative path: bytes}``, images included) and the README's summary, from ``results``."""
+    records = load(results)
+    images: dict[str, bytes] = {}
+    notes = {
+        name: Findings(findings / f"{name}.md")
+        for name in ("index", "algorithmic", "ablations", "authors_code", "diagnosis", "chomsky", "seq2seq")
+    }
+    pages = {
+        "index.md": index_page(records, results, notes["index"]),
+        "algorithmic.md": algorithmic_page(records, results, notes["algorithmic"], images),
+        "ablations.md": ablations_page(records, notes["ablations"]),
+        "authors_code.md": authors_page(records, notes["authors_code"]),
+        "diagnosis.md": diagnosis_page(records, notes["diagnosis"]),
+        "chomsky.md": chomsky_page(records, results, notes["chomsky"], images),
+        "seq2seq.md": seq2seq_page(records, notes["seq2seq"]),
+    }
+    for n in notes.values():
+        n.finish()
+    files = {name: (re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n").encode() for name, text in pages.items()}
+    return {**files, **images}, summary(records, "docs/results/algorithmic.md")
+
+
+def fill_readme(text: str, block: str) -> str:
+    """``text`` with ``block`` between the results-summary markers; SystemExit naming what is missing."""
+    start, end = text.find(START), text.find(END)
+    if start < 0 or end < start:
+        raise SystemExit(f"README.md: expected the markers {START} and {END} (in that order), found none")
+    return text[: start + len(START)] + "\n" + block + text[end:]
+
+
+def write(files: dict[str, bytes], out: Path) -> None:
+    """Write the pages into ``out``, removing files there that are no longer rendered."""
+    out.mkdir(parents=True, exist_ok=True)
+    for old in sorted(p for p in out.rglob("*") if p.is_file()):
+        if old.relative_to(out).as_posix() not in files:
+            old.unlink()
+    for name, data in files.items():
+        path = out / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_bytes() != data:
+            path.write_bytes(data)
+    for folder in sorted((p for p in out.rglob("*") if p.is_dir()), reverse=True):
+        if not any(folder.iterdir()):
+            folder.rmdir()
+
+
+def differences(files: dict[str, bytes], block: str, docs: Path = DOCS, readme: Path = README) -> list[str]:
+    """The committed files that differ from a fresh rendering: each one's path and how."""
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = Path(tmp)
+        write(files, fresh)
+        found = []
+        names = {p.relative_to(fresh).as_posix() for p in fresh.rglob("*") if p.is_file()}
+        committed = {p.relative_to(docs).as_posix() for p in docs.rglob("*") if p.is_file()} if docs.exists() else set()
+        for name in sorted(names | committed):
+            where = docs / name
+            if name not in committed:
+                found.append(f"{where}: missing (not rendered yet)")
+            elif name not in names:
+                found.append(f"{where}: not rendered from any results file (stale)")
+            elif not filecmp.cmp(fresh / name, where, shallow=False):
+                found.append(f"{where}: differs from its rendering")
+    text = readme.read_text()
+    try:
+        if fill_readme(text, block) != text:
+            found.append(f"{readme}: the results summary differs from its rendering")
+    except SystemExit as missing:
+        found.append(str(missing))
+    return found
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument(
+        "--check", action="store_true", help="render into a temporary folder; exit 1 naming each file that differs"
+    )
+    p.add_argument(
+        "--out", default=None, help="write the pages into this folder instead of docs/results (README.md untouched)"
+    )
+    args = p.parse_args(argv)
+    if args.check and args.out:
+        raise SystemExit("--check: compares with docs/results and README.md; expected no --out, got --out " + args.out)
+    files, block = render()
+    if args.check:
+        found = differences(files, block)
+        for line in found:
+            print(line)
+        if found:
+            print(f"{len(found)} file(s) differ from their rendering: run python -m benchmarks.pages", file=sys.stderr)
+            return 1
+        print(f"docs/results ({len(files)} files) and README.md's summary match the recorded results")
+        return 0
+    out = Path(args.out) if args.out else DOCS
+    write(files, out)
+    if not args.out:
+        README.write_text(fill_readme(README.read_text(), block))
+    print(f"wrote {len(files)} files into {out}" + ("" if args.out else " and README.md's results summary"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,202 @@
+"""The results pages (benchmarks/pages.py): the committed docs/results/ and README summary are the rendering of the
+recorded files, and the arithmetic behind their cells."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from benchmarks import pages
+
+MODES = pages.MODES
+
+
+def test_the_committed_pages_and_readme_summary_are_the_rendering_of_the_recorded_files():
+    files, block = pages.render()
+    assert {"index.md", "algorithmic.md", "ablations.md", "authors_code.md", "diagnosis.md"} <= set(files)
+    assert pages.differences(files, block) == []
+
+
+def test_a_hand_edit_of_a_page_or_of_the_readme_summary_fails_the_check(tmp_path):
+    files, block = pages.render()
+    docs, readme = tmp_path / "results", tmp_path / "README.md"
+    shutil.copytree(pages.DOCS, docs)
+    shutil.copy(pages.README, readme)
+    assert pages.differences(files, block, docs, readme) == []
+
+    page = docs / "algorithmic.md"
+    page.write_text(page.read_text().replace("77.9 ± 2.0 (-6.1)", "79.9 ± 2.0 (-4.1)", 1))
+    (docs / "img" / "stale.png").write_bytes(b"")
+    readme.write_text(readme.read_text().replace("| Copy | 100.0 (+0.0)", "| Copy | 99.0 (-1.0)", 1))
+    found = pages.differences(files, block, docs, readme)
+    assert found == [
+        f"{docs / 'algorithmic.md'}: differs from its rendering",
+        f"{docs / 'img' / 'stale.png'}: not rendered from any results file (stale)",
+        f"{readme}: the results summary differs from its rendering",
+    ]
+
+    readme.write_text("# no summary here\n")
+    assert pages.differences(files, block, docs, readme)[-1].startswith("README.md: expected the markers")
+
+
+def test_mean_std_and_ours_minus_published():
+    assert pages.mean_std([80.0, 90.0]) == pytest.approx((85.0, 7.0710678))
+    assert pages.mean_std([33.0]) == (33.0, 0.0)
+    assert pages.mean_pm_std([80.0, 90.0]) == "85.0 ± 7.1"
+    assert pages.mean_pm_std([33.0]) == "33.0"
+    assert pages.leading_number("77.9 ± 2.0") == 77.9 and pages.leading_number("-6.1") == -6.1
+    assert pages.leading_number("") is None and pages.leading_number(float("nan")) is None
+    assert pages.difference(77.9, 84.0) == "-6.1" and pages.difference(100.0, 100.0) == "+0.0"
+    assert pages.difference(None, 84.0) == ""
+    assert pages.steps_range("4251,3801,3951") == "3,801-4,251" and pages.steps_range("50000,50000") == "50,000"
+
+
+def _fabricated(tmp_path: Path) -> dict[str, pages.Record]:
+    """A results folder with one reproduce file and one ablation file, numbers chosen by hand."""
+    folder = tmp_path / "results" / "cpu-2cores"
+    folder.mkdir(parents=True)
+    published = {"L": "100", "L+1": "100", "2L+1": "84", "4L+1": "52", "8L+1": "36"}
+    reproduce = {
+        "name": "reproduce_copy_quick_opt-5d5a9b_8m",
+        "title": "copy",
+        "command": "python -m benchmarks.reproduce --task copy --models panm --quick --minutes 8 --name 8m",
+        "settings": {
+            "task": "copy",
+            "models": ["panm"],
+            "protocol": "quick",
+            "minutes": {"panm": 8.0},
+            "select": "L+1",
+            "seeds": [0, 1],
+            "model_options": {"panm": {"distractors": 16, "distractor_sampling": "neighbours", "score": "scaled_dot", "snap_pointers": "always"}},
+            "name": "8m",
+        },
+        "environment": {"device": "cpu", "commit": "abc1234", "date": "2026-11-28T12:00:00+00:00"},
+        "rows": [
+            {"model": "panm", "row": "ours", "seeds": 2, "steps": "900,1000", "L": "100.0 ± 0.0", "L+1": "100.0 ± 0.0",
+             "2L+1": "77.9 ± 2.0", "4L+1": "46.0 ± 0.4", "8L+1": "32.9 ± 0.3"},
+            {"model": "panm", "row": "published (panm)", **published},
+        ],
+        "notes": "",
+    }  # fmt: skip
+    ablation = {
+        "name": "ablation_panm_copy",
+        "title": "PANM ablations",
+        "command": "python -m benchmarks.ablation --tasks copy --seeds 0,1 --variant default",
+        "environment": {"device": "cpu", "commit": "abc1234", "date": "2026-11-28T13:00:00+00:00"},
+        "rows": [
+            {"task": "copy", "variant": "default", "seeds": 2, "steps": "3000,3000", "best_step": "2000,3000",
+             "per_seed": {"L": [100.0, 100.0], "L+1": [100.0, 100.0], "2L+1": [80.0, 90.0], "4L+1": [50.0, 50.0],
+                          "8L+1": [30.0, 31.0]}},
+            {"task": "copy", "variant": "published (Le et al. 2024)", **published},
+        ],
+        "notes": "",
+    }  # fmt: skip
+    (folder / "reproduce_copy_quick_opt-5d5a9b_8m.json").write_text(json.dumps(reproduce))
+    (folder / "ablation_panm_copy.json").write_text(json.dumps(ablation))
+    return pages.load(tmp_path / "results")
+
+
+def test_an_algorithmic_table_puts_the_published_row_and_each_cells_difference_beside_ours(tmp_path):
+    record = _fabricated(tmp_path)["cpu-2cores/reproduce_copy_quick_opt-5d5a9b_8m"]
+    text = "\n".join(pages.algorithmic_table("copy", [record], "Q"))
+    assert "| | **published PANM** |" in text.replace("|  |", "| |")
+    ours = next(line for line in text.splitlines() if line.startswith("| Q1 "))
+    assert "the options of ours" in ours and "| 8 min | 2 | 900-1,000 |" in ours
+    assert "| 77.9 ± 2.0 (-6.1) | 46.0 ± 0.4 (-6.0) | 32.9 ± 0.3 (-3.1) |" in ours
+    # Its file, machine, commit, date, and the command at today's module path.
+    assert "`benchmarks/results/cpu-2cores/reproduce_copy_quick_opt-5d5a9b_8m.json`: CPU, 2026-11-28" in text
+    assert "`python -m benchmarks.accuracy.reproduce --task copy" in text
+
+
+def test_an_ablation_table_computes_mean_std_and_difference_from_the_seeds(tmp_path):
+    record = _fabricated(tmp_path)["cpu-2cores/ablation_panm_copy"]
+    text = "\n".join(pages.ablation_tables(record))
+    assert (
+        "| none | 2 | 3,000 | 100.0 ± 0.0 (+0.0) | 100.0 ± 0.0 (+0.0) | 85.0 ± 7.1 (+1.0) | 50.0 ± 0.0 (-2.0) | 30.5 ± 0.7 (-5.5) |"
+        in text
+    )
+    assert "|  | 1 | 3,000 | 3,000 | 100.00 | 100.00 | 90.00 | 50.00 | 31.00 |" in text  # seed 1 alone
+
+
+def _label(row: dict) -> str:
+    return str(row.get("row", row.get("variant", "")))
+
+
+def test_the_recorded_files_agree_with_the_arithmetic():
+    """The pages show a file's own aggregates and differences (computed from unrounded numbers); the arithmetic,
+    used where a file records none, gives the same to the last digit's rounding on every recorded file."""
+    checked = 0
+    for record in pages.load().values():
+        rows = record.rows
+        for row in rows:  # mean ± std over the per-seed numbers (recorded to two decimals)
+            if isinstance(row.get("per_seed"), dict):
+                for m in MODES:
+                    computed, recorded = pages.mean_std(row["per_seed"][m]), re.findall(r"[\d.]+", row[m])
+                    assert abs(computed[0] - float(recorded[0])) <= 0.05 + 1e-9, (record.key, m)
+                    assert abs(computed[1] - float(recorded[1])) <= 0.1 + 1e-9, (record.key, m)
+                    checked += 1
+        published = {(r.get("task"), r.get("model")): r for r in rows if _label(r).startswith("published")}
+        for row in rows:  # every recorded ours - published
+            if not _label(row).endswith(" - published"):
+                continue
+            base = _label(row).removesuffix(" - published")  # "mean": the authors' code's "mean ± std (3 seeds)"
+            ours = next(
+                r
+                for r in rows
+                if (_label(r).startswith(base + " ±") if base in ("mean", "final weights, mean") else _label(r) == base)
+                and (r.get("task"), r.get("model")) == (row.get("task"), row.get("model"))
+            )
+            for m in MODES:
+                mean = pages.ours_cell(ours, m)[1]
+                computed = pages.difference(mean, pages.leading_number(published[row.get("task"), row.get("model")][m]))
+                assert abs(float(computed) - float(row[m])) <= 0.1 + 1e-9, (record.key, _label(row), m)
+                checked += 1
+        for row in rows:  # the Chomsky and sequence-to-sequence tables' own differences
+            ours, recorded = (
+                row.get("score", row.get("exact_match")),
+                row.get("difference", row.get("ours - published")),
+            )
+            if recorded not in (None, ""):
+                computed = pages.difference(pages.leading_number(ours), pages.leading_number(row["published"]))
+                assert abs(float(computed) - float(recorded)) <= 0.1 + 1e-9, record.key
+                checked += 1
+    assert checked > 900
+
+
+def test_findings_that_no_table_takes_are_refused(tmp_path):
+    (tmp_path / "page.md").write_text("<!-- a comment -->\n\n## intro\n\nSome prose.\n\n## gone\n\nNo table.\n")
+    findings = pages.Findings(tmp_path / "page.md")
+    assert findings.take("intro") == ["Some prose.", ""] and findings.take("absent") == []
+    with pytest.raises(SystemExit, match=re.escape("sections that no table takes: ['gone']")):
+        findings.finish()
+
+
+def test_recorded_commands_are_shown_at_todays_module_paths():
+    assert (
+        pages.rerun_command("GLIBC_TUNABLES=x python -m benchmarks.reproduce --task copy")
+        == "GLIBC_TUNABLES=x python -m benchmarks.accuracy.reproduce --task copy"
+    )
+    assert pages.rerun_command("python -m benchmarks.seeds_speed --steps 300") == (
+        "python -m benchmarks.speed.seeds_speed --steps 300"
+    )
+    assert pages.rerun_command("python -m benchmarks.speed") == "python -m benchmarks.speed"
+
+
+def test_option_sets_are_named_where_the_tables_name_them():
+    assert pages.describe_options(dict(pages.OURS)) == "the options of ours"
+    assert pages.describe_options({}) == "none" and pages.describe_options({}, "2L+1") == "selected on 2L+1"
+    without = {k: v for k, v in pages.AUTHORS.items() if k != "eq3_addresses"}
+    assert pages.describe_options(without, "2L+1") == (
+        "every choice of the authors' code that is an option here, without `eq3_addresses=authors_view`, "
+        "selected on 2L+1"
+    )
+    assert pages.describe_options({"score": "scaled_dot"}) == "`score=scaled_dot`"
+
+
+def test_check_and_out_together_are_refused_in_one_line(capsys):
+    with pytest.raises(SystemExit, match="--check: compares with docs/results and README.md; expected no --out"):
+        pages.main(["--check", "--out", "x"])
