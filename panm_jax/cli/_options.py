@@ -172,7 +172,7 @@ def _allowed(build: Callable[[Any], object], name: str, *, string: bool) -> str:
             if m is not None:
                 return m["want"]
             # "NAME: unknown controller '...'; known controllers: [...]"
-            m = re.search(rf"^{re.escape(name)}: unknown .*{got}; known(?: \w+)?: (?P<known>\[.*\])$", message)
+            m = re.search(rf"^{re.escape(name)}: unknown .*{got}; known(?: \w+)?: (?P<known>\[[^\]]*\])", message)
             if m is not None:
                 return f"one of {m['known']}"
     return ""

@@ -18,7 +18,7 @@ from pathlib import Path
 import jax
 from rich.console import Console
 
-from panm_jax.checks import positive_int
+from panm_jax.checks import did_you_mean, positive_int
 from panm_jax.errors import UserError
 
 __all__ = ["DEFAULT_EXAMPLES_PER_LENGTH", "parse_lengths", "register"]
@@ -215,7 +215,8 @@ def _evaluate_checkpoint(args, run, ckpt, workdir: Path, console: Console) -> in
     modes = tuple(args.modes.split(",")) if args.modes else run.modes
     unknown = [m for m in modes if m not in run.task.test_modes]
     if unknown:
-        raise UserError(f"--modes: unknown mode(s) {unknown}; the task has {list(run.task.test_modes)}")
+        known = list(run.task.test_modes)
+        raise UserError(f"--modes: unknown mode(s) {unknown}; the task has {known}{did_you_mean(unknown, known)}")
     params, meta = _restore_params(args, run, ckpt, workdir)
     per_mode = run.evaluate(params, modes, evaluation.TEST_SEED)
     results = results_record(run, per_mode, meta["step"])
