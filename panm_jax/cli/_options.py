@@ -10,17 +10,20 @@ values it accepts. Nothing here is a second list of options to keep in step:
   ``Options:`` section of the task class's docstring (or of a base class's);
 * the values an option accepts are what the option's own check says it
   expects. Each option is given, alone, a value that no check accepts (an
-  object of no type the checks know, which raises on any use); the check's
-  ``UserError`` reads ``NAME: expected an integer in [1, 4], got <...>`` and
-  the words after ``expected`` are the allowed values. An option no check
-  looks at, or one whose check depends on another option, shows its type only
-  or the bound at the other options' defaults.
+  object of no type the checks know, which raises on any use; for a string
+  option, then a string that no list of choices holds); the check's
+  ``UserError`` reads ``NAME: expected an integer in [1, 4], got <probe>``
+  (or ``NAME: unknown ...; known controllers: [...]``), and the words after
+  ``expected`` are the allowed values. An option that no check looks at shows
+  its type only; one whose bound depends on another option shows the bound at
+  the other options' defaults.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import inspect
 import io
 import re
@@ -74,7 +77,7 @@ def field_comments(cls: type) -> dict[str, str]:
                 continue
             end = node.end_lineno or node.lineno
             trailing = [line_comments[n] for n in range(node.lineno, end + 1) if n in line_comments]
-            above = []
+            above: list[str] = []
             n = node.lineno - 1
             while n in line_comments and lines[n - 1].lstrip().startswith("#"):
                 above.insert(0, line_comments[n])
@@ -150,7 +153,7 @@ class _Probe:
     def _used(self, *args, **kwargs):
         raise _ProbeUsed()
 
-    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __hash__ = __bool__ = _used  # type: ignore[assignment]
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __hash__ = __bool__ = _used
     __index__ = __int__ = __float__ = __len__ = __iter__ = __str__ = __format__ = __fspath__ = _used
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __mod__ = __neg__ = _used
 
@@ -190,7 +193,10 @@ def _type_name(hint) -> str:
     return str(hint).replace("typing.", "").replace("NoneType", "None")
 
 
-def _docs(options: dict[str, inspect.Parameter], meanings: dict[str, str], build) -> list[OptionDoc]:
+def _docs(
+    options: dict[str, inspect.Parameter], meanings: dict[str, str], build: Callable[[str, Any], object]
+) -> list[OptionDoc]:
+    """``build(name, value)`` builds the model's config or the task with option ``name`` alone set to ``value``."""
     docs = []
     for name, param in options.items():
         if param.kind is inspect.Parameter.VAR_KEYWORD:
@@ -198,7 +204,7 @@ def _docs(options: dict[str, inspect.Parameter], meanings: dict[str, str], build
             continue
         default = "required" if param.default is inspect.Parameter.empty else repr(param.default)
         string = param.annotation is str or isinstance(param.default, str)
-        allowed = _allowed(lambda value, name=name: build(name, value), name, string=string)
+        allowed = _allowed(functools.partial(build, name), name, string=string)
         docs.append(OptionDoc(name, _type_name(param.annotation), default, allowed, meanings.get(name, "")))
     return docs
 

@@ -62,9 +62,9 @@ def _controllers(config) -> str:
     names = {f.name for f in dataclasses.fields(config)}
     if "controller" not in names:
         return "-"
-    kinds = getattr(config, "CONTROLLERS", None)
-    if kinds is None:
-        from panm_jax.modules.controllers import CONTROLLER_KINDS as kinds
+    from panm_jax.modules.controllers import CONTROLLER_KINDS
+
+    kinds = getattr(config, "CONTROLLERS", CONTROLLER_KINDS)
     default = config.controller
     return ", ".join(f"{k} (default)" if k == default else k for k in kinds)
 

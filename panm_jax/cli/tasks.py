@@ -101,7 +101,7 @@ def _modes(row: dict) -> str:
 
 
 def _rows() -> list[tuple[str, ...]]:
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for name in list_tasks():
         for options in ({}, *VARIANTS.get(name, ())):
             try:
