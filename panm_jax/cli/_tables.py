@@ -116,13 +116,21 @@ def print_listing(
     console.print(table)
     if left_out:
         caption += f" (left out at this width: {', '.join(left_out)})"
-    for line in textwrap.wrap(caption, console.width):
+    for line in _wrap(caption, console.width):
         console.print(Text(line, style="dim"), soft_wrap=True)
+
+
+def _wrap(text: str, width: int, indent: str = "") -> list[str]:
+    """``text`` in lines of at most ``width`` (a word longer than that on a line of its own, whole; no break at
+    a hyphen: "feed-forward", "2L+1" stay whole), each starting with ``indent``."""
+    return textwrap.wrap(
+        text, width, initial_indent=indent, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+    )
 
 
 def print_wrapped(console: Console, text: str, *, indent: str = "", style: str = "") -> None:
     """``text`` wrapped to the console's width, each line indented by ``indent``."""
-    for line in textwrap.wrap(text, console.width, initial_indent=indent, subsequent_indent=indent):
+    for line in _wrap(text, console.width, indent):
         console.print(Text(line, style=style), soft_wrap=True)
 
 
@@ -136,8 +144,8 @@ def print_options(console: Console, options: Sequence[OptionDoc]) -> None:
         head = option.type if not option.default else f"{option.type} = {option.default}"
         if option.allowed:
             head += f"; {option.allowed}"
-        lines = textwrap.wrap(head, right) + textwrap.wrap(option.meaning, right)
-        for i, line in enumerate(lines):
+        head_lines = _wrap(head, right)
+        for i, line in enumerate(head_lines + _wrap(option.meaning, right)):
             text = Text(name.ljust(left) if i == 0 else " " * left, style="bold" if i == 0 else "")
-            text.append(line, style="cyan" if i < len(textwrap.wrap(head, right)) else "")
+            text.append(line, style="cyan" if i < len(head_lines) else "")
             console.print(text, soft_wrap=True)

@@ -25,7 +25,7 @@ from panm_jax.cli._tables import Column, print_listing, print_options, print_wra
 from panm_jax.errors import UserError
 from panm_jax.tasks.registry import TASKS, get_task, list_tasks
 
-__all__ = ["VARIANTS", "describe_task", "register"]
+__all__ = ["COLUMNS", "VARIANTS", "register"]
 
 # Extra table rows for option variants the papers report separately.
 VARIANTS = {"dyck": ({"n": 3},)}
@@ -75,16 +75,15 @@ def _parse_options(items: list[str]) -> dict:
     return options
 
 
-def describe_task(name: str) -> str:
+def _describe(name: str) -> str:
     """The first line of task ``name``'s docstring, as plain text: what the task is, in one line."""
     doc = inspect.getdoc(TASKS[name]) or ""
     line = doc.split("\n\n")[0].replace("\n", " ").replace("``", "")
     return re.sub(r"\s*\((?:see )?(?:the )?module docstring\)|;\s*module docstring(?=\))", "", line).strip()
 
 
-# The listing's columns, most important first (``_tables.fit_table`` keeps those that fit).
+# The listing's columns after the name, most important first (``_tables.fit_table`` keeps those that fit).
 COLUMNS = (
-    Column("name", wrap=True),  # a variant's options may wrap below its name: "dyck\n(n=3)"
     Column("description", wrap=True, min_width=32),
     Column("train lengths"),
     Column("metric"),
@@ -108,12 +107,12 @@ def _rows() -> list[tuple[str, ...]]:
                 row = get_task(name, **options).describe()
             except ImportError as err:  # a task whose optional package is not installed (its message names the extra)
                 hint = str(err).split(" (import failed")[0]
-                rows.append((name, f"{describe_task(name)} Not available: {hint}", "", "", "", "", "", ""))
+                rows.append((name, f"{_describe(name)} Not available: {hint}", "", "", "", "", "", ""))
                 continue
             rows.append(
                 (
                     row["name"],
-                    describe_task(name),
+                    _describe(name),
                     row["train_lengths"],
                     row["metric"],
                     row["output_mode"],
@@ -127,8 +126,8 @@ def _rows() -> list[tuple[str, ...]]:
 
 def _list(args) -> int:
     del args
-    # The name column is never narrower than the longest task name: only a variant's "(n=3)" wraps.
-    columns = (Column("name", wrap=True, min_width=max(len(name) for name in list_tasks())), *COLUMNS[1:])
+    # The name column is never narrower than the longest task name: only a variant's "(n=3)" may wrap.
+    columns = (Column("name", wrap=True, min_width=max(len(name) for name in list_tasks())), *COLUMNS)
     print_listing(
         "panm_jax tasks", columns, _rows(), caption="panm-jax tasks show NAME: its options, lengths and an example"
     )
@@ -152,7 +151,7 @@ def _show(args) -> int:
     console = Console()
     kind = "multi-hot" if row["target_kind"] == "multi_hot" else "classes"
     others = f" (also {', '.join(row['metrics'][1:])})" if len(row["metrics"]) > 1 else ""
-    print_wrapped(console, f"{row['name']}: {describe_task(args.name)}", style="bold")
+    print_wrapped(console, f"{row['name']}: {_describe(args.name)}", style="bold")
     print_wrapped(
         console,
         f"inputs {row['input_size']} wide, outputs {row['output_size']} {kind} ({row['output_mode']}); "
