@@ -15,6 +15,7 @@ in ``panm_jax.kernels.validation``.
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Iterable
 
@@ -23,6 +24,7 @@ import numpy as np
 from panm_jax.errors import UnknownNameError, UserError
 
 __all__ = [
+    "did_you_mean",
     "finite_number",
     "integer",
     "nonnegative_int",
@@ -143,19 +145,50 @@ def boolean(name: str, value) -> bool:
 
 
 def one_of(name: str, value, choices: Iterable[str]) -> str:
-    """Return ``value`` if it is one of ``choices`` (strings), else raise naming them all."""
+    """Return ``value`` if it is one of ``choices`` (strings), else raise naming them all (and the nearest)."""
     choices = tuple(choices)
     if not isinstance(value, str) or value not in choices:
-        raise UserError(f"{name}: expected one of {list(choices)}, got {value!r}")
+        raise UserError(f"{name}: expected one of {list(choices)}, got {value!r}{did_you_mean(value, choices)}")
     return value
 
 
+def did_you_mean(given, known: Iterable) -> str:
+    """``"; did you mean 'copy'?"``: the known name nearest a misspelled one, for the end of an error message.
+
+    ``given`` is one name or a list of them (each unknown name of a message);
+    the nearest known name is ``difflib``'s closest match (case aside) with a
+    similarity of at least 0.6. Returns "" where no known name is that close
+    (or ``given`` holds no string), so the message is then unchanged. Several
+    given names read ``"; did you mean 'hidden' for 'hiden', 'score' for
+    'scor'?"``.
+    """
+    if isinstance(given, str):
+        names = [given]
+    elif isinstance(given, (list, tuple)):
+        names = [g for g in given if isinstance(g, str)]
+    else:
+        names = []
+    lowered = {k.lower(): k for k in known if isinstance(k, str)}
+    pairs = []
+    for name in names:
+        match = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
+        if match and lowered[match[0]] != name:
+            pairs.append((name, lowered[match[0]]))
+    if not pairs:
+        return ""
+    if len(names) == 1:
+        return f"; did you mean {pairs[0][1]!r}?"
+    return "; did you mean " + ", ".join(f"{m!r} for {n!r}" for n, m in pairs) + "?"
+
+
 def unknown_name(argument: str, name, known: Iterable[str]) -> UnknownNameError:
-    """The error for a name that no registry holds: ``model: expected one of ['dnc', ...], got 'x'``.
+    """The error for a name that no registry holds: ``model: expected one of ['dnc', ...], got 'x'``, and
+    the nearest known name where one is close (``did_you_mean``).
 
     Returned, not raised, so the caller writes ``raise unknown_name(...)`` and
     the traceback (under ``--debug``) points at the lookup. Models, tasks and
     every other registry lookup raise this one type. ``known`` is listed in the
     caller's order (a registry's own order, or sorted by the caller).
     """
-    return UnknownNameError(f"{argument}: expected one of {list(known)}, got {name!r}")
+    known = list(known)
+    return UnknownNameError(f"{argument}: expected one of {known}, got {name!r}{did_you_mean(name, known)}")

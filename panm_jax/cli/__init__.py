@@ -20,10 +20,12 @@ its traceback.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import traceback
 
 from panm_jax import __version__
+from panm_jax.checks import did_you_mean
 from panm_jax.cli import evaluate, models, plot, tasks, train
 from panm_jax.errors import UserError
 
@@ -34,9 +36,13 @@ COMMAND_MODULES = (train, evaluate, plot, tasks, models)
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse's parser, whose errors are one line (``error: argument --seed: ...``) and exit code 2."""
+    """argparse's parser, whose errors are one line (``error: argument --seed: ...``) and exit code 2; a
+    misspelled choice (a command, ``--on-nan stp``) names the nearest one."""
 
     def error(self, message: str):
+        choice = re.search(r"invalid choice: '(?P<given>[^']*)' \(choose from (?P<known>.*)\)$", message)
+        if choice is not None:
+            message += did_you_mean(choice["given"], re.findall(r"'([^']*)'", choice["known"]))
         print(f"error: {message} (see {self.prog} --help)", file=sys.stderr, flush=True)
         raise SystemExit(2)
 

@@ -1,8 +1,19 @@
 """``panm-jax eval``: evaluate a run's checkpoint over length modes, or at every length of a range.
 
+    panm-jax eval --workdir runs/copy-panm                      # a finished run: its recorded table
     panm-jax eval --workdir runs/copy-panm --modes L,2L+1 --with-traces
     panm-jax eval --workdir runs/copy-panm --checkpoint 48000   # a kept checkpoint other than the best
     panm-jax eval --workdir runs/reverse_string-lstm-s0 --lengths 41-500 --examples-per-length 64
+
+An evaluation the run has already recorded is not computed again: where
+``results.json`` (written by ``panm-jax train``) or ``eval.json`` (by an
+earlier ``panm-jax eval``) holds the same evaluation (the same config, the
+examples per mode included; the checkpoint that ``best`` picks now; the same
+modes), its table is printed from that file, with one line saying so, and
+nothing is written. ``--recompute`` evaluates anyway, as do ``--with-traces``,
+``--out``, ``--lengths`` and ``--checkpoint latest|STEP`` (they ask for
+something the record does not hold). The evaluation sets are fixed by
+``TEST_SEED``, so a recomputation on the same machine gives the same table.
 
 Evaluating reads a run folder and never moves or deletes a checkpoint. A
 missing run, an unknown mode or a malformed range raises an error that
@@ -12,13 +23,14 @@ missing run, an unknown mode or a malformed range raises an error that
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from pathlib import Path
 
 import jax
 from rich.console import Console
 
-from panm_jax.checks import positive_int
+from panm_jax.checks import did_you_mean, positive_int
 from panm_jax.errors import UserError
 
 __all__ = ["DEFAULT_EXAMPLES_PER_LENGTH", "parse_lengths", "register"]
@@ -49,6 +61,12 @@ def register(subparsers) -> None:
         help="also plot per-step attention (pointer positions, read weights) for one example",
     )
     e.add_argument("--out", help="results stem (default WORKDIR/eval, or WORKDIR/eval-STEP with --checkpoint STEP)")
+    e.add_argument(
+        "--recompute",
+        action="store_true",
+        help="evaluate even when the run has recorded this evaluation (results.json or eval.json of the same "
+        "config, checkpoint and modes), whose table is otherwise printed from the record",
+    )
     e.add_argument(
         "--lengths",
         metavar="LO-HI",
@@ -82,15 +100,60 @@ def _eval(args) -> int:
     config = TrainConfig.from_dict(read_config_file(config_path, what="--workdir"))
     if args.examples is not None:
         config = dataclasses.replace(config, eval_examples=args.examples)
-    run = Run(config)
     # Read-only: evaluating never moves or deletes a checkpoint (a run may be training in this workdir).
     ckpt = Checkpointer(workdir, keep=config.keep_checkpoints, read_only=True, notify=note)
     try:
+        recorded = None if lengths is not None else _recorded(args, config, ckpt, workdir)
+        if recorded is not None:
+            return _reprint(*recorded, console)
+        run = Run(config)
         if lengths is not None:
             return _evaluate_range(args, lengths, run, ckpt, workdir, console)
         return _evaluate_checkpoint(args, run, ckpt, workdir, console)
     finally:
         ckpt.close()
+
+
+def _recorded(args, config, ckpt, workdir: Path) -> tuple[Path, dict] | None:
+    """``(path, record)`` of the run's record of this very evaluation, or None (module docstring)."""
+    from panm_jax.tasks import get_task
+    from panm_jax.train import report
+
+    if args.recompute or args.with_traces or args.out or args.checkpoint != "best":
+        return None
+    step = ckpt.best.latest_step()
+    step = ckpt.latest.latest_step() if step is None else step  # what --checkpoint best evaluates
+    if args.modes:
+        modes = args.modes.split(",")
+    else:
+        modes = list(config.eval_modes) or list(get_task(config.task, **config.task_options).test_modes)
+    wanted = json.loads(json.dumps(config.to_dict()))  # as a record holds it (lists, not tuples)
+    for path in (workdir / "results.json", workdir / "eval.json"):
+        try:
+            record = report.load_results(path)
+        except UserError:  # none, or not a record
+            continue
+        if (
+            record.get("config") == wanted
+            and record["step"] == step
+            and [row.get("mode") for row in record["modes"]] == modes
+        ):
+            return path, record
+    return None
+
+
+def _reprint(path: Path, record: dict, console: Console) -> int:
+    from panm_jax.train import report
+
+    device = record.get("environment", {}).get("device", "an unrecorded device")
+    console.print(
+        f"[dim]table read from {path}, the record of this evaluation (step {record['step']}, on {device}); "
+        "--recompute evaluates again[/dim]",
+        highlight=False,
+        soft_wrap=True,  # one line, whatever the width
+    )
+    report.print_results(record, console)
+    return 0
 
 
 def parse_lengths(text: str) -> tuple[int, int]:
@@ -215,7 +278,8 @@ def _evaluate_checkpoint(args, run, ckpt, workdir: Path, console: Console) -> in
     modes = tuple(args.modes.split(",")) if args.modes else run.modes
     unknown = [m for m in modes if m not in run.task.test_modes]
     if unknown:
-        raise UserError(f"--modes: unknown mode(s) {unknown}; the task has {list(run.task.test_modes)}")
+        known = list(run.task.test_modes)
+        raise UserError(f"--modes: unknown mode(s) {unknown}; the task has {known}{did_you_mean(unknown, known)}")
     params, meta = _restore_params(args, run, ckpt, workdir)
     per_mode = run.evaluate(params, modes, evaluation.TEST_SEED)
     results = results_record(run, per_mode, meta["step"])

@@ -1,8 +1,15 @@
 """``panm-jax models``: the model card, a table generated from the registry, and one model's options.
 
-    panm-jax models              every registered model: name, description, controller
-                                 options, parameter count at the default config, traces
-    panm-jax models show panm    the model's options (its config's fields): type and default
+    panm-jax models              every registered model: name, description, parameter count at
+                                 the default config, aligned mode, controller options, traces
+    panm-jax models show panm    the model's options (its config's fields): type, default,
+                                 allowed values and meaning
+
+The card fits the terminal (``_tables``): at 80 columns the name, the
+description and the parameter count, with more columns as the width allows;
+piped, every column. ``show`` reads each option from the model's config
+dataclass: type and default from its field, allowed values from its checks,
+meaning from the comment on the field (``_options``).
 
 Parameter counts are for the default config built with ``input_size = 12`` and
 ``output_size = 10`` (the algorithmic tasks' sizes, docs/tasks.md). The traces
@@ -19,12 +26,13 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 from flax import nnx
-from rich.table import Table
+from rich.console import Console
 
-from panm_jax.cli._tables import options_table, wide_console
-from panm_jax.models.registry import build_model, get_config, list_models, model_options, supports_aligned
+from panm_jax.cli._options import model_option_docs
+from panm_jax.cli._tables import Column, print_listing, print_options, print_wrapped
+from panm_jax.models.registry import build_model, get_config, list_models, supports_aligned
 
-__all__ = ["CARD_INPUT_SIZE", "CARD_OUTPUT_SIZE", "model_card", "register"]
+__all__ = ["CARD_INPUT_SIZE", "CARD_OUTPUT_SIZE", "COLUMNS", "model_card", "register"]
 
 CARD_INPUT_SIZE = 12  # docs/tasks.md, algorithmic tasks: 10 symbols + 2 delimiters
 CARD_OUTPUT_SIZE = 10  # 10 classes
@@ -42,9 +50,9 @@ def register(subparsers) -> None:
     sub = parser.add_subparsers(dest="models_command", metavar="ACTION")
     show = sub.add_parser(
         "show",
-        help="list a model's options with their types and defaults",
-        description="List a model's options (the fields of its config) with their types and defaults; "
-        "set them with --set model_options.NAME=VALUE in panm-jax train.",
+        help="list a model's options: type, default, allowed values, meaning",
+        description="List a model's options (the fields of its config) with their types, defaults, allowed "
+        "values and meanings; set them with --set model_options.NAME=VALUE in panm-jax train.",
     )
     show.add_argument("name", help="the model (panm-jax models lists them)")
     show.set_defaults(func=_show)
@@ -54,9 +62,9 @@ def _controllers(config) -> str:
     names = {f.name for f in dataclasses.fields(config)}
     if "controller" not in names:
         return "-"
-    kinds = getattr(config, "CONTROLLERS", None)
-    if kinds is None:
-        from panm_jax.modules.controllers import CONTROLLER_KINDS as kinds
+    from panm_jax.modules.controllers import CONTROLLER_KINDS
+
+    kinds = getattr(config, "CONTROLLERS", CONTROLLER_KINDS)
     default = config.controller
     return ", ".join(f"{k} (default)" if k == default else k for k in kinds)
 
@@ -109,28 +117,39 @@ def model_card() -> list[dict[str, str]]:
     return rows
 
 
+# The card's columns, most important first (``_tables.fit_table`` keeps those that fit): (key, column).
+COLUMNS = (
+    ("name", Column("name")),
+    ("description", Column("description", wrap=True, min_width=32)),
+    ("params", Column("parameters", justify="right")),
+    ("aligned", Column("aligned")),
+    ("controllers", Column("controller options", wrap=True, min_width=20)),
+    ("traces", Column("traces (return_traces=True)", wrap=True, min_width=24)),
+)
+
+
 def _list(args) -> int:
     del args
-    table = Table(
-        title=f"panm_jax models (parameters at the default config, input {CARD_INPUT_SIZE}, output {CARD_OUTPUT_SIZE})"
+    print_listing(
+        f"panm_jax models (parameters at the default config, input {CARD_INPUT_SIZE}, output {CARD_OUTPUT_SIZE})",
+        [column for _, column in COLUMNS],
+        [tuple(row[key] for key, _ in COLUMNS) for row in model_card()],
+        caption="panm-jax models show NAME: a model's options",
     )
-    columns = ("name", "description", "controller options", "parameters", "traces (return_traces=True)", "aligned")
-    for col in columns:
-        table.add_column(col, no_wrap=col in ("name", "parameters"), justify="right" if col == "parameters" else "left")
-    for row in model_card():
-        table.add_row(row["name"], row["description"], row["controllers"], row["params"], row["traces"], row["aligned"])
-    wide_console(160).print(table)
     return 0
 
 
 def _show(args) -> int:
-    options = model_options(args.name)  # an unknown name raises UnknownNameError, printed as one line
+    options = model_option_docs(args.name)  # an unknown name raises UnknownNameError, printed as one line
     description = list_models()[args.name]
-    config_cls = type(get_config(args.name)).__name__
-    table = options_table(
-        f"options of model {args.name!r} ({config_cls}): {description}",
-        options,
-        how="--set model_options.NAME=VALUE in panm-jax train",
+    config_cls = type(get_config(args.name))
+    console = Console()
+    print_wrapped(console, f"{args.name}: {description}", style="bold")
+    print_wrapped(
+        console,
+        f"options of model {args.name!r}, the fields of {config_cls.__name__} ({config_cls.__module__}): set one "
+        "with --set model_options.NAME=VALUE in panm-jax train; allowed values as the config checks them, its "
+        "other options at their defaults:",
     )
-    wide_console(100).print(table)
+    print_options(console, options)
     return 0

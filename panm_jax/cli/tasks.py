@@ -1,23 +1,31 @@
-"""``panm-jax tasks``: list the tasks, or show one task's options and a decoded example.
+"""``panm-jax tasks``: list the tasks, or show one task's sizes, lengths, options and a decoded example.
 
-panm-jax tasks                                  a table of every task
-panm-jax tasks show copy --length 5 [--seed 0]  one example, decoded, and the task's options
+panm-jax tasks                                  every task: name, what it is, its lengths, metric, sizes
+panm-jax tasks show copy --length 5 [--seed 0]  one example, decoded, then the task's options
 panm-jax tasks show dyck --option n=3 --mode 2L
+
+The listing fits the terminal (``_tables``): at 80 columns the name and what
+the task is, with more columns as the width allows; piped, every column.
+A task's one-line description is the first line of its class's docstring;
+``show`` gives each option's type, default, allowed values and meaning, read
+from the task's signature, its checks and its docstring (``_options``).
 """
 
 from __future__ import annotations
 
 import ast
+import inspect
+import re
 
 import numpy as np
 from rich.console import Console
-from rich.table import Table
 
-from panm_jax.cli._tables import options_table, wide_console
+from panm_jax.cli._options import task_option_docs
+from panm_jax.cli._tables import Column, print_listing, print_options, print_wrapped
 from panm_jax.errors import UserError
-from panm_jax.tasks.registry import get_task, list_tasks, task_options
+from panm_jax.tasks.registry import TASKS, get_task, list_tasks
 
-__all__ = ["VARIANTS", "register"]
+__all__ = ["COLUMNS", "VARIANTS", "register"]
 
 # Extra table rows for option variants the papers report separately.
 VARIANTS = {"dyck": ({"n": 3},)}
@@ -34,9 +42,10 @@ def register(subparsers) -> None:
     sub = parser.add_subparsers(dest="tasks_command", metavar="ACTION")
     show = sub.add_parser(
         "show",
-        help="print one decoded example of a task",
-        description="Print one decoded example of a task, then the task's options with their types and "
-        "defaults (set them with --option here, with --set task_options.NAME=VALUE in panm-jax train).",
+        help="show a task's sizes, lengths and options, and one decoded example",
+        description="Show a task's sizes and length modes, one decoded example, then the task's options: "
+        "type, default, allowed values and meaning (set them with --option here, with "
+        "--set task_options.NAME=VALUE in panm-jax train).",
     )
     show.add_argument("name", help=f"the task: one of {', '.join(list_tasks())}")
     group = show.add_mutually_exclusive_group()
@@ -66,29 +75,62 @@ def _parse_options(items: list[str]) -> dict:
     return options
 
 
-def _list(args) -> int:
-    table = Table(title="panm_jax tasks")
-    for col in ("name", "input width", "output size", "metric", "outputs", "train lengths", "test length modes"):
-        table.add_column(col, no_wrap=col in ("name", "metric", "outputs"))
+def _describe(name: str) -> str:
+    """The first line of task ``name``'s docstring, as plain text: what the task is, in one line."""
+    doc = inspect.getdoc(TASKS[name]) or ""
+    line = doc.split("\n\n")[0].replace("\n", " ").replace("``", "")
+    return re.sub(r"\s*\((?:see )?(?:the )?module docstring\)|;\s*module docstring(?=\))", "", line).strip()
+
+
+# The listing's columns after the name, most important first (``_tables.fit_table`` keeps those that fit).
+COLUMNS = (
+    Column("description", wrap=True, min_width=32),
+    Column("train lengths"),
+    Column("metric"),
+    Column("outputs"),
+    Column("input width", justify="right"),
+    Column("output size"),
+    Column("test length modes"),  # the widest, on one line: last
+)
+
+
+def _modes(row: dict) -> str:
+    """A task's test modes with their lengths: ``L: 10, L+1: 11, ...`` (a mode named by its lengths once)."""
+    return ", ".join(f"{k}: {v}" if k != v else k for k, v in row["test_modes"].items())
+
+
+def _rows() -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
     for name in list_tasks():
         for options in ({}, *VARIANTS.get(name, ())):
             try:
                 row = get_task(name, **options).describe()
             except ImportError as err:  # a task whose optional package is not installed (its message names the extra)
                 hint = str(err).split(" (import failed")[0]
-                table.add_row(name, "", "", "", "", "", f"not available: {hint}")
+                rows.append((name, f"{_describe(name)} Not available: {hint}", "", "", "", "", "", ""))
                 continue
-            out = f"{row['output_size']} {'multi-hot' if row['target_kind'] == 'multi_hot' else 'classes'}"
-            table.add_row(
-                row["name"],
-                str(row["input_size"]),
-                out,
-                row["metric"],
-                row["output_mode"],
-                row["train_lengths"],
-                ", ".join(f"{k}: {v}" if k != v else k for k, v in row["test_modes"].items()),
+            rows.append(
+                (
+                    row["name"],
+                    _describe(name),
+                    row["train_lengths"],
+                    row["metric"],
+                    row["output_mode"],
+                    str(row["input_size"]),
+                    f"{row['output_size']} {'multi-hot' if row['target_kind'] == 'multi_hot' else 'classes'}",
+                    _modes(row),
+                )
             )
-    wide_console(150).print(table)
+    return rows
+
+
+def _list(args) -> int:
+    del args
+    # The name column is never narrower than the longest task name: only a variant's "(n=3)" may wrap.
+    columns = (Column("name", wrap=True, min_width=max(len(name) for name in list_tasks())), *COLUMNS)
+    print_listing(
+        "panm_jax tasks", columns, _rows(), caption="panm-jax tasks show NAME: its options, lengths and an example"
+    )
     return 0
 
 
@@ -105,18 +147,29 @@ def _show(args) -> int:
     except (ValueError, ImportError) as err:  # refused, or its optional package missing: the message names it
         raise UserError(str(err)) from err
     example = task.decode(batch, 0)
+    row = task.describe()
     console = Console()
-    console.print(
-        f"[bold]{task.describe()['name']}[/bold]  (seed {args.seed}; "
-        f"inputs {tuple(batch.inputs.shape)}, targets {tuple(batch.targets.shape)}, "
-        f"outputs {task.output_mode})"
+    kind = "multi-hot" if row["target_kind"] == "multi_hot" else "classes"
+    others = f" (also {', '.join(row['metrics'][1:])})" if len(row["metrics"]) > 1 else ""
+    print_wrapped(console, f"{row['name']}: {_describe(args.name)}", style="bold")
+    print_wrapped(
+        console,
+        f"inputs {row['input_size']} wide, outputs {row['output_size']} {kind} ({row['output_mode']}); "
+        f"metric {row['metric']}{others}",
+        indent="  ",
+    )
+    print_wrapped(console, f"train lengths {row['train_lengths']}; test length modes {_modes(row)}", indent="  ")
+    console.print()
+    print_wrapped(
+        console, f"example (seed {args.seed}): inputs {tuple(batch.inputs.shape)}, targets {tuple(batch.targets.shape)}"
     )
     console.print(f"input  ({len(example.inputs)}): " + " ".join(example.inputs), markup=False, highlight=False)
     console.print(f"target ({len(example.targets)}): " + " ".join(example.targets), markup=False, highlight=False)
-    table = options_table(
-        f"options of task {args.name!r}",
-        task_options(args.name),
-        how="--option NAME=VALUE here; --set task_options.NAME=VALUE in panm-jax train",
+    console.print()
+    print_wrapped(
+        console,
+        f"options of task {args.name!r} (--option NAME=VALUE here; --set task_options.NAME=VALUE in panm-jax "
+        "train); allowed values as the task checks them, its other options at their defaults:",
     )
-    wide_console(100).print(table)
+    print_options(console, task_option_docs(args.name))
     return 0

@@ -28,8 +28,11 @@ Build. The kernel is compiled on first use with the system C++ compiler
 ``$PANM_JAX_CACHE_DIR`` (default ``$XDG_CACHE_HOME/panm_jax``, else
 ``~/.cache/panm_jax``), named by a hash of the source, the headers, the flags,
 jaxlib's version and this CPU's instruction-set flags, and written atomically;
-later processes load it. Where it cannot be built (no compiler), ``available()``
-is false, one warning says why, and ``dnc.step`` uses the XLA path.
+later processes load it. Compiling prints one line on stderr (``panm_jax:
+compiling the DNC link's CPU kernel ...``), so that a first run's wait has its
+reason; loading it from the cache prints nothing. Where it cannot be built (no
+compiler), ``available()`` is false, one warning says why, and ``dnc.step``
+uses the XLA path.
 ``PANM_JAX_DNC_LINK=xla`` forces the XLA path, ``=cpu`` requires this one (an
 error if it cannot be built); unset, ``dnc.step`` uses this kernel when JAX's
 default backend is the CPU with one device (the kernel has no sharding rule,
@@ -47,6 +50,7 @@ import os
 import platform
 import shutil
 import subprocess
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -111,6 +115,12 @@ def build() -> Path:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem + ".", suffix=".tmp")
     os.close(fd)
     cmd = [compiler, *_FLAGS, "-I", jax.ffi.include_dir(), str(_SOURCE), "-o", tmp]
+    # A first run waits here for the compiler (seconds to a minute): say why, once, on stderr.
+    print(
+        f"panm_jax: compiling the DNC link's CPU kernel with {Path(compiler).name} (once; cached in {path.parent})",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, check=False)

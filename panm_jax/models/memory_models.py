@@ -119,7 +119,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from panm_jax.checks import nonnegative_int, positive_int
+from panm_jax.checks import did_you_mean, nonnegative_int, positive_int
 from panm_jax.errors import UserError
 from panm_jax.kernels.scan import scan, select
 from panm_jax.models.registry import prepare_inputs, register_model
@@ -171,6 +171,7 @@ class _ControllerConfig:
         if self.controller not in self.CONTROLLERS:
             raise ValueError(
                 f"controller: unknown controller {self.controller!r}; known controllers: {list(self.CONTROLLERS)}"
+                + did_you_mean(self.controller, self.CONTROLLERS)
             )
         _positive_ints(self, "hidden", "controller_layers", "controller_heads", "max_steps")
         if self.controller in ("lstm", "gru") and self.controller_layers != 1:

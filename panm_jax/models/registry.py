@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from panm_jax.checks import positive_int, unknown_name
+from panm_jax.checks import did_you_mean, positive_int, unknown_name
 from panm_jax.errors import UserError
 
 __all__ = [
@@ -197,7 +197,10 @@ def get_config(name: str, **hparams):
     fields = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(hparams) - fields)
     if unknown:
-        raise ValueError(f"hparams: unknown hyperparameter(s) {unknown} for model {name!r}; known: {sorted(fields)}")
+        raise ValueError(
+            f"hparams: unknown hyperparameter(s) {unknown} for model {name!r}; known: {sorted(fields)}"
+            + did_you_mean(unknown, fields)
+        )
     return cls(**hparams)
 
 

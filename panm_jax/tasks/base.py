@@ -223,7 +223,7 @@ class Task(abc.ABC):
             return self.test_modes[mode]
         except KeyError:
             known = ["train", *self.test_modes]
-            raise ValueError(f"mode: expected one of {known}, got {mode!r}") from None
+            raise ValueError(f"mode: expected one of {known}, got {mode!r}{checks.did_you_mean(mode, known)}") from None
 
     @property
     def validation_mode(self) -> str:
@@ -333,7 +333,10 @@ def check_option_names(task_name: str, given: Mapping[str, Any], known: Sequence
     """Raise ``TaskOptionError`` naming any option of ``given`` not in ``known``."""
     unknown = sorted(set(given) - set(known))
     if unknown:
-        raise TaskOptionError(f"{task_name}: unknown option(s) {unknown}; expected some of {sorted(known)}")
+        raise TaskOptionError(
+            f"{task_name}: unknown option(s) {unknown}; expected some of {sorted(known)}"
+            + checks.did_you_mean(unknown, known)
+        )
 
 
 _T = TypeVar("_T")

@@ -245,7 +245,9 @@ def _check_fields(where: str, data: Mapping[str, Any], cls) -> None:
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - known)
     if unknown:
-        raise ConfigError(where, f"unknown field(s) {unknown}; known: {sorted(known)}")
+        raise ConfigError(
+            where, f"unknown field(s) {unknown}; known: {sorted(known)}{checks.did_you_mean(unknown, known)}"
+        )
 
 
 def _describe(hint) -> str:
@@ -311,7 +313,10 @@ def _check_options(field: str, what: str, given: Mapping[str, Any], known: Mappi
     unknown = sorted(set(given) - set(known))
     if unknown and not open_ended:
         names = sorted(k for k, p in known.items() if p.kind is not inspect.Parameter.VAR_KEYWORD)
-        raise ConfigError(f"{field} ({what})", f"unknown {_NOUNS[field]}(s) {unknown}; known: {names}")
+        raise ConfigError(
+            f"{field} ({what})",
+            f"unknown {_NOUNS[field]}(s) {unknown}; known: {names}{checks.did_you_mean(unknown, names)}",
+        )
     for key, value in given.items():
         if key in known and known[key].kind is not inspect.Parameter.VAR_KEYWORD:
             check_type(f"{field}.{key}", value, known[key].annotation)
@@ -345,7 +350,11 @@ def _check_task(config: TrainConfig):
         known_modes = list(task.test_modes) + (["train"] if name == "select_mode" else [])
         unknown = [m for m in modes if m not in known_modes]
         if unknown:
-            raise ConfigError(name, f"unknown mode(s) {unknown}; the task {config.task!r} has {known_modes}")
+            raise ConfigError(
+                name,
+                f"unknown mode(s) {unknown}; the task {config.task!r} has {known_modes}"
+                + checks.did_you_mean(unknown, known_modes),
+            )
     return task
 
 

@@ -197,6 +197,26 @@ def test_the_library_is_built_once_and_named_by_its_inputs(tmp_path, monkeypatch
     assert not list(tmp_path.glob("*.tmp"))  # a failed build leaves nothing behind
 
 
+def test_compiling_says_so_on_stderr_once_and_a_cached_library_says_nothing(tmp_path, monkeypatch, capsys):
+    # The compiler is replaced by a stand-in that writes the output file: the notice, not the C++, is tested.
+    compiled = []
+
+    def compiler(cmd, **kwargs):
+        out = Path(cmd[cmd.index("-o") + 1])
+        out.write_bytes(b"stand-in library")
+        compiled.append(out)
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setenv("PANM_JAX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(_dnc_link_cpu.subprocess, "run", compiler)
+    path = _dnc_link_cpu.build()
+    err = capsys.readouterr().err
+    assert len(compiled) == 1 and path.parent == tmp_path and path.read_bytes() == b"stand-in library"
+    assert err.count("\n") == 1 and "compiling the DNC link's CPU kernel" in err and str(tmp_path) in err
+    assert _dnc_link_cpu.build() == path and len(compiled) == 1  # a cache hit: not compiled again ...
+    assert capsys.readouterr().err == ""  # ... and nothing said
+
+
 def test_wrong_shapes_and_dtypes_are_named_before_the_kernel_runs():
     link, vec, reads = jnp.zeros((H, N, N)), jnp.zeros((H, N)), jnp.zeros((R, N))
     with pytest.raises(ValueError, match=r"prev_precedence: expected shape \[\.\.\., N\] = \(2, 7\), got \(2, 8\)"):

@@ -1,4 +1,5 @@
-"""``panm-jax tasks``, ``panm-jax tasks show``, ``panm-jax models show`` and the options they list."""
+"""``panm-jax tasks``, ``panm-jax models`` (at 80 columns, wider, piped), their ``show`` and the options
+they list (type, default, allowed values, meaning)."""
 
 from __future__ import annotations
 
@@ -8,17 +9,71 @@ import inspect
 import re
 
 import pytest
+from rich.cells import cell_len
 
 from panm_jax.cli import main
+from panm_jax.models import list_models
 from panm_jax.tasks import TaskOptionError, get_task, list_tasks, task_options
 
 
-def test_tasks_lists_every_task(capsys):
+def _cells(line: str) -> list[str]:
+    """The cells of one row of a rich table (``│ a │ b │`` or the header's ``┃ a ┃ b ┃``)."""
+    return [cell.strip() for cell in re.split(r"[│┃]", line)[1:-1]]
+
+
+def test_tasks_piped_lists_every_task_and_column_each_row_on_one_line(capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)  # not a terminal, no width given: every column, no wrapping
     assert main(["tasks"]) == 0
     out = capsys.readouterr().out
-    for name in list_tasks():
-        assert name in out
-    assert "dyck (n=3)" in out and "8L+1: 81" in out and "token_accuracy" in out
+    rows = {_cells(line)[0]: _cells(line) for line in out.splitlines() if line.startswith("│")}
+    assert {name.split(" (")[0] for name in rows} == set(list_tasks())
+    header = next(_cells(line) for line in out.splitlines() if line.startswith("┃"))
+    assert header == [
+        "name",
+        "description",
+        "train lengths",
+        "metric",
+        "outputs",
+        "input width",
+        "output size",
+        "test length modes",
+    ]
+    copy = dict(zip(header, rows["copy"], strict=True))
+    assert copy["description"] == "Copy: y = x (first in, first out)."  # its docstring's first line, plain
+    assert copy["test length modes"] == "L: 10, L+1: 11, 2L+1: 21, 4L+1: 41, 8L+1: 81"
+    assert rows["dyck (n=3)"][2] == "2..20 (even)" and copy["metric"] == "token_accuracy"
+    assert "left out" not in out
+
+
+@pytest.mark.parametrize("command", ["tasks", "models"])
+def test_listings_fit_80_columns_with_every_name_whole(command, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main([command]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert max(cell_len(line) for line in lines) <= 80, max(lines, key=cell_len)
+    header = next(_cells(line) for line in lines if line.startswith("┃"))
+    assert header[:2] == ["name", "description"] and all(cell and "…" not in cell for cell in header)
+    rows = [_cells(line) for line in lines if line.startswith("│")]
+    assert all(len(row) == len(header) for row in rows)
+    names = list_tasks() if command == "tasks" else list(list_models())
+    first_lines = {row[0].split(" (")[0] for row in rows if row[0]}
+    assert set(names) <= first_lines  # every name whole, on its row's first line
+    widths = [len(cell) for cell in re.split(r"[┃]", next(line for line in lines if line.startswith("┃")))[1:-1]]
+    assert min(widths) >= 10 and widths[1] >= 32  # no column squeezed to nothing; the description readable
+    assert "…" not in out
+    # What was left out is said, with where to find it.
+    caption = " ".join(lines[lines.index(next(line for line in lines if line.startswith("└"))) + 1 :])
+    assert f"panm-jax {command} show NAME" in caption and "left out at this width: " in caption
+
+
+def test_wider_listings_show_more_columns(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    assert main(["tasks"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(cell_len(line) for line in lines) <= 120
+    header = next(_cells(line) for line in lines if line.startswith("┃"))
+    assert header == ["name", "description", "train lengths", "metric", "outputs"]
 
 
 def test_show_copy(capsys):
@@ -42,18 +97,44 @@ def test_show_reports_bad_input(capsys):
     assert "name: expected one of" in capsys.readouterr().err
 
 
-def test_show_lists_the_task_options_with_types_and_defaults(capsys):
+def _options(out: str) -> dict[str, str]:
+    """``{option: its entry}`` from ``show``'s list: a name at two spaces' indent, then its wrapped lines."""
+    entries: dict[str, str] = {}
+    name = None
+    for line in out.splitlines():
+        m = re.match(r"^  (\w+)  +(.*)$", line)  # continuation lines start with more spaces
+        if m:
+            name = m[1]
+            entries[name] = m[2]
+        elif name is not None and line.startswith("    "):
+            entries[name] += " " + line.strip()
+        else:
+            name = None
+    return entries
+
+
+def test_show_lists_the_task_options_with_types_defaults_allowed_values_and_meanings(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
     assert main(["tasks", "show", "bigram_flip", "--length", "4"]) == 0
     out = capsys.readouterr().out
-    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") == 4}
-    assert set(rows) == {"vocab_size", "min_train_length", "max_train_length", "max_test_length", "max_length"}
-    assert "int" in rows["vocab_size"] and "128" in rows["vocab_size"]  # its own option
-    assert "int" in rows["max_train_length"] and "64" in rows["max_train_length"]  # its base class's
+    assert max(map(cell_len, out.splitlines())) <= 80
+    options = _options(out)
+    assert set(options) == {"vocab_size", "min_train_length", "max_train_length", "max_test_length", "max_length"}
+    assert options["vocab_size"].startswith("int = 128; an integer >= 2 source symbols")  # its own option
+    assert options["max_train_length"].startswith("int = 64; an integer >= 8 the training source")  # its base's
+    assert "train lengths 8..64 (even); test length modes test: 66..128 (even)" in " ".join(out.split())
     assert main(["tasks", "show", "dyck", "--length", "4"]) == 0
-    out = capsys.readouterr().out
-    assert re.search(r"│ p +│ float +│ 0\.5 +│", out) and re.search(
-        r"│ max_train_length +│ int \| None +│ None +│", out
+    options = _options(capsys.readouterr().out)
+    assert (
+        options["n"]
+        == "int = 2; an integer in [1, 4] the number of bracket types, 1..4 (default 2; the paper uses 2 and 3)."
     )
+    assert options["p"].startswith("float = 0.5; a number in [0, 1] grammar probabilities")  # "p, q:" in the docstring
+    assert options["q"].startswith("float = 0.25; a number in [0, 1] grammar probabilities")
+    assert options["max_train_length"].startswith("int | None = None; an integer >= 2 L (default 10 for n = 2")
+    assert main(["tasks", "show", "scan", "--length", "3"]) == 0
+    options = _options(capsys.readouterr().out)
+    assert options["cutoff"].startswith("int = 22; one of [22, 24, 25, 26, 27, 28, 30, 32, 33, 36, 40] train on")
 
 
 @pytest.mark.parametrize("name", list_tasks())
@@ -70,17 +151,36 @@ def test_task_options_are_every_option_the_task_accepts(name):
         assert option.default is not inspect.Parameter.empty, f"{name}: option {option.name} has no default"
 
 
-def test_models_show_lists_the_model_options(capsys):
+def test_models_show_lists_the_model_options(capsys, monkeypatch):
     from panm_jax.models import get_config, model_options
 
+    monkeypatch.setenv("COLUMNS", "80")
     assert main(["models", "show", "panm"]) == 0
     out = capsys.readouterr().out
+    assert max(map(cell_len, out.splitlines())) <= 80 and "PANMConfig" in out
     options = model_options("panm")
     assert list(options) == [f.name for f in dataclasses.fields(get_config("panm"))]
+    shown = _options(out)
+    assert list(shown) == list(options)  # every field, in field order
     for name, option in options.items():
-        assert re.search(rf"│ {name} +│ \S", out), name
         assert option.default == getattr(get_config("panm"), name)
-    assert re.search(r"│ hidden +│ int +│ 256 +│", out) and "PANMConfig" in out
+    # type = default; what its check accepts; the comment on the field
+    assert (
+        shown["hidden"]
+        == "int = 256; a positive integer D: encoder, Pointer Unit and Controller GRU width (App. C: 256)"
+    )
+    assert shown["address_bits"].startswith("int = 10; an integer in [1, 30] b: 2^b addresses")
+    assert shown["score"].startswith("str = 'cosine'; one of ['cosine', 'scaled_dot'] Eq. 2/5")
+    assert shown["mode2_dropout"].startswith("float = 0.0; a number in [0, 1) dropout on the Mode-2 weights")
+    assert shown["encoder_ffn_hidden"].startswith("int | None = None; a positive integer Transformer encoders only")
+    assert shown["random_base_at_eval"].startswith("bool = False draw a_B")  # nothing checks it: its type only
+    assert main(["models", "show", "dnc"]) == 0
+    shown = _options(capsys.readouterr().out)
+    assert shown["controller"].startswith("str = 'lstm'; one of ['feedforward', 'lstm', 'gru', 'transformer']")
+    assert "Keep the state for the backward pass only every k steps" in shown["remat_chunk"]  # a comment above it
+    assert main(["models", "show", "stack_lstm"]) == 0
+    shown = _options(capsys.readouterr().out)
+    assert "add W_r r_t to the output" in shown["read_to_output"]  # a comment inside a field split over lines
     assert main(["models", "show", "nope"]) == 2
     assert capsys.readouterr().err.startswith("error: name: expected one of [")
 

@@ -1,5 +1,6 @@
-"""A user's mistakes: named config errors before anything is built, one-line CLI errors, and the paths
-a user takes (extending a finished run, plotting several runs).
+"""A user's mistakes: named config errors before anything is built, one-line CLI errors (a misspelled
+name naming the nearest), and the paths a user takes (extending a finished run, evaluating one again,
+plotting several runs).
 
 Nothing here trains more than two steps of the tiny run; most tests build no model at all.
 """
@@ -201,6 +202,40 @@ USER_ERRORS = {
 }
 
 
+# A misspelled name, wherever it is resolved, ends its one line with the nearest known name.
+MISSPELLED = {
+    "task": (["train", "--task", "cpoy"], r"--task: expected one of \[.*\], got 'cpoy'; did you mean 'copy'\?$"),
+    "model": (["train", "--model", "pnam"], r"--model: expected one of .*; did you mean 'panm'\?$"),
+    "model option": (["train", "--set", "model_options.hiden=3"], r"model_options .*; did you mean 'hidden'\?$"),
+    "task option": (
+        ["train", "--set", "task_options.max_train_lenght=3"],
+        r"task_options \(task 'copy'\): unknown option\(s\) .*; did you mean 'max_train_length'\?$",
+    ),
+    "config field": (["train", "--set", "num_step=3"], r"config: unknown field\(s\) .*; did you mean 'num_steps'\?$"),
+    "option value": (
+        ["train", "--set", "model_options.score=cosin"],
+        r"model_options.score: expected one of \['cosine', 'scaled_dot'\], got 'cosin'; did you mean 'cosine'\?$",
+    ),
+    "eval mode": (["train", "--set", 'eval_modes=["2L+2"]'], r"eval_modes: unknown mode.*; did you mean '2L\+1'\?$"),
+    "task shown": (["tasks", "show", "cpoy"], r"name: expected one of .*; did you mean 'copy'\?$"),
+    "option shown": (["tasks", "show", "copy", "--option", "max_lenght=3"], r"copy: .*; did you mean 'max_length'\?$"),
+    "mode shown": (["tasks", "show", "copy", "--mode", "2l+1"], r"mode: expected one of .*; did you mean '2L\+1'\?$"),
+    "model shown": (["models", "show", "pamn"], r"name: expected one of .*; did you mean 'panm'\?$"),
+    "command": (
+        ["trian"],
+        r"argument COMMAND: invalid choice: 'trian' .*; did you mean 'train'\? \(see panm-jax --help\)$",
+    ),
+    "flag choice": (["train", "--on-nan", "stp"], r"argument --on-nan: invalid choice: .*; did you mean 'stop'\?"),
+}
+USER_ERRORS.update({f"misspelled {case}": error for case, error in MISSPELLED.items()})
+
+
+def test_a_name_with_nothing_near_it_gets_no_suggestion(capsys):
+    assert main(["tasks", "show", "zzzzzz"]) == 2
+    err = capsys.readouterr().err
+    assert "got 'zzzzzz'" in err and "did you mean" not in err
+
+
 @pytest.mark.parametrize("case", USER_ERRORS)
 def test_a_user_error_is_one_line_and_exit_code_2(case, tmp_path, capsys):
     argv, message = USER_ERRORS[case]
@@ -215,6 +250,13 @@ def test_a_user_error_is_one_line_and_exit_code_2(case, tmp_path, capsys):
     assert len(err) == 1, err
     assert re.match(r"error: " + message, err[0]), err[0]
     assert not (tmp_path / "run").exists()  # nothing created
+
+
+def test_eval_names_the_nearest_mode_of_a_misspelled_one(finished_run, capsys):
+    assert main(["eval", "--workdir", str(finished_run), "--modes", "L,2L+2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --modes: unknown mode(s) ['2L+2']"), err
+    assert err[0].endswith("did you mean '2L+1'?"), err
 
 
 @pytest.mark.parametrize("examples", ["0", "-5"])
@@ -275,6 +317,51 @@ def test_num_steps_may_change_on_resume_only_under_a_constant_schedule():
     assert resume_differences(tiny_config(), tiny_config(num_steps=100)) == []
     cosine = tiny_config(optimizer=OptimizerConfig(name="adam", schedule="cosine"))
     assert [d[0] for d in resume_differences(cosine, cosine.replace(num_steps=100))] == ["num_steps"]
+
+
+# ---- evaluating a finished run again ------------------------------------------------------------
+
+
+def _table_rows(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith("│")]
+
+
+def test_eval_of_a_finished_run_reprints_its_recorded_table(run_copy, capsys, monkeypatch):
+    """The run's results.json holds this evaluation (same config, the best checkpoint, the run's modes):
+    its table is printed from it, with one line saying so, nothing evaluated and nothing written."""
+    import panm_jax.train.loop as loop
+
+    evaluated = main(["eval", "--workdir", str(run_copy), "--recompute"])  # today's evaluation, for comparison
+    recomputed = capsys.readouterr().out
+    assert evaluated == 0 and (run_copy / "eval.json").exists() and "table read from" not in recomputed
+    (run_copy / "eval.json").unlink()
+
+    def no_run(config):
+        raise AssertionError("evaluated again")
+
+    monkeypatch.setattr(loop, "Run", no_run)
+    assert main(["eval", "--workdir", str(run_copy)]) == 0
+    out = capsys.readouterr().out
+    said = [line for line in out.splitlines() if "table read from" in line]
+    assert len(said) == 1 and f"{run_copy / 'results.json'}" in said[0] and "--recompute" in said[0], out
+    assert _table_rows(out) == _table_rows(recomputed) and len(_table_rows(out)) == 2  # modes L, 2L+1
+    assert not (run_copy / "eval.json").exists()
+    # The same modes named, or the run's number of examples given: the same evaluation, reprinted.
+    assert main(["eval", "--workdir", str(run_copy), "--modes", "L,2L+1", "--examples", "8"]) == 0
+    assert "table read from" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "args", [["--modes", "L"], ["--examples", "16"], ["--checkpoint", "latest"], ["--recompute"]], ids=" ".join
+)
+def test_eval_that_asks_for_something_else_evaluates(run_copy, args, capsys, monkeypatch):
+    import panm_jax.train.loop as loop
+
+    built = []
+    monkeypatch.setattr(loop, "Run", lambda config, Run=loop.Run: built.append(config) or Run(config))
+    assert main(["eval", "--workdir", str(run_copy), *args]) == 0
+    assert len(built) == 1 and "table read from" not in capsys.readouterr().out
+    assert (run_copy / "eval.json").exists()
 
 
 # ---- plotting several runs --------------------------------------------------------------------
