@@ -7,8 +7,10 @@ Computer (Graves et al. 2016), the continuous neural Stack, Queue and DeQue
 Neural Memory"), as pure kernels run under ``jit``, ``vmap`` and ``grad``, with
 the models, tasks and training loop that measure length generalisation.
 
-Layers (data flows one way): ``tasks -> models -> modules -> kernels``, and
-``train`` drives models.
+Layers, each importing only from the layers below it: ``kernels -> modules ->
+models`` on the model side; ``tasks`` beside them, independent of the model side;
+``train`` on top of ``models`` and ``tasks``; ``cli`` over ``train`` (and the
+registries of ``tasks`` and ``models``).
 
 * ``kernels``: the memories as pure functions, one example at a time.
 * ``modules``: Flax NNX modules that hold the parameters (controllers,
@@ -16,6 +18,8 @@ Layers (data flows one way): ``tasks -> models -> modules -> kernels``, and
 * ``models``: whole sequence models behind one interface, built by name.
 * ``tasks``: procedural task generators with length modes, built by name.
 * ``train``: typed configs, jitted steps, checkpoints, evaluation, reports.
+* ``cli``: the ``panm-jax`` command (``train``, ``eval``, ``plot``, ``tasks``,
+  ``models``), one module per sub-command.
 
 The names a user imports most are here too:
 

@@ -42,8 +42,8 @@ _session_dir("PANM_JAX_CACHE_DIR", "panm_jax_test_data_")
 # XLA's backend optimisation level 0 for the session and for the subprocesses the
 # tests start (they inherit the environment): the tests compile hundreds of small
 # programs and run each for a few steps, so compiling dominates (the whole suite
-# took 957 s at the default level and 798 s at level 0, two workers on the 2-core
-# machine of the README's Tests section, 2026-11-26). The assertions are the same at
+# took 957 s at the default level and 798 s at level 0, two workers on a 2-core
+# CPU, 2026-11-26). The assertions are the same at
 # either level; CI (.ci/run) also runs the kernels' tests at the default level
 # (PANM_JAX_TEST_XLA_OPT=default), the code users run.
 _LEVEL_0 = "--xla_backend_optimization_level=0"

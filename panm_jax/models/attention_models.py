@@ -110,6 +110,8 @@ class LSTMAttentionConfig:
 
 
 class LSTMAttentionTraces(NamedTuple):
+    """What ``LSTMAttention`` returns beside its logits with ``return_traces=True``: where each output step attended."""
+
     attention: jax.Array  # [B, T_out, A, T_in] weights over the input; A = 1, or 2 for hybrid (content, location)
 
 
@@ -208,6 +210,9 @@ class PointerNetworkConfig:
 
 
 class PointerNetworkTraces(NamedTuple):
+    """What ``PointerNetwork`` returns beside its logits with ``return_traces=True``: the input step each output
+    points at, and the token distribution that pointing gives (the logits are its log)."""
+
     pointer: jax.Array  # [B, T_out, T_in] pointer attention weights a_tj
     probabilities: jax.Array  # [B, T_out, K] p_t = sum_j a_tj x_j[token channels]
 
@@ -301,6 +306,10 @@ class TransformerConfig:
 
 
 class TransformerTraces(NamedTuple):
+    """What ``TransformerSeq2Seq`` and ``UniversalTransformerSeq2Seq`` return beside their logits with
+    ``return_traces=True``: the attention weights of every layer (``N_l``; for the Universal Transformer, every
+    step of its shared layer) and head (``H``), for plots of what each step looked at."""
+
     cross_attention: jax.Array  # [B, T_out, N_l, H, T_in] decoder -> encoder weights
     decoder_self_attention: jax.Array  # [B, T_out, N_l, H, T_out] causal
     encoder_self_attention: jax.Array  # [B, T_in, N_l, H, T_in] rows of padding queries are 0

@@ -29,6 +29,11 @@ __all__ = ["LSTMSeq2Seq", "LSTMSeq2SeqConfig"]
 
 @dataclasses.dataclass(frozen=True)
 class LSTMSeq2SeqConfig:
+    """The LSTM baseline's one option: the width of its encoder and decoder (Le et al. 2024, App. D.1).
+
+    Checked when built: ``hidden`` must be a positive int (``ValueError`` naming it).
+    """
+
     hidden: int = 512  # Le et al. 2024, App. D.1: 512-dimensional baselines
 
     def __post_init__(self):
@@ -36,6 +41,18 @@ class LSTMSeq2SeqConfig:
 
 
 class LSTMSeq2Seq(nnx.Module):
+    """The LSTM encoder-decoder baseline (``build_model("lstm", ...)``), behind the one model interface.
+
+    The encoder LSTM reads ``inputs [B, T_in, D_in]`` (padding steps carry its
+    state); the decoder LSTM starts from the encoder's final state and runs
+    ``num_outputs`` steps on a zero input, each hidden state projected to
+    ``logits [B, T_out, K]``. With ``aligned=True`` (Dyck) the encoder's state after
+    each input step is projected instead, and the decoder is unused. It has no
+    training-only behaviour, so ``train`` and ``key`` are accepted and ignored.
+    ``return_traces=True`` adds a dict of hidden states: ``{"decoder_hidden":
+    [B, T_out, D]}``, or aligned ``{"encoder_hidden": [B, T_in, D]}``.
+    """
+
     def __init__(self, config: LSTMSeq2SeqConfig, input_size: int, output_size: int, *, rngs: nnx.Rngs):
         self.config = config
         self.input_size = input_size

@@ -447,6 +447,15 @@ def read_config_file(path: str | Path, what: str = "config") -> dict[str, Any]:
 
 
 def parse_overrides(overrides: Sequence[str]) -> list[tuple[str, Any]]:
+    """``["field=value", ...]`` (``panm-jax train --set``) as ``[(field, value), ...]``, in order.
+
+    The field is kept as written, dots and all (``model_options.hidden``); ``load_config``
+    applies the pairs. The value is parsed as JSON where it parses (``128``, ``true``,
+    ``[1, 2]``, ``null``) and kept as a string otherwise (``score=scaled_dot``).
+
+    Raises:
+      ConfigError: an item without ``=``.
+    """
     out = []
     for item in overrides:
         if "=" not in item:

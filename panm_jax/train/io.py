@@ -21,6 +21,12 @@ __all__ = ["append_jsonl", "atomic_write_bytes", "atomic_write_text", "read_json
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a crash leaves the old file or the new one, never a torn mix.
+
+    The bytes go to a temporary file in the same folder (created with the parents),
+    flushed to disk, renamed over ``path`` and the folder flushed; on any error the
+    temporary file is removed and the error raised.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -58,6 +64,7 @@ def _umask() -> int:
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
+    """``atomic_write_bytes`` of ``text`` encoded as UTF-8."""
     atomic_write_bytes(path, text.encode())
 
 

@@ -141,6 +141,13 @@ def default_labels(runs: Sequence[dict[str, Any]], paths: Sequence[str | Path]) 
 
 
 def print_results(results: dict[str, Any], console: Console | None = None) -> None:
+    """Print a run's results (``results.json``'s dict) as the table ``panm-jax train`` and ``eval`` end with.
+
+    One row per length mode: the mode, its length, the headline metric as a
+    percentage, the other metrics and the number of examples, under the title
+    "MODEL on TASK: METRIC by length (step S)". ``console``: where to print (a
+    ``rich`` console; the terminal by default).
+    """
     console = console or Console()
     metric = results["metric"]
     table = Table(title=f"{results['model']} on {results['task']}: {metric} by length (step {results['step']})")
