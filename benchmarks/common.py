@@ -34,7 +34,12 @@ def device_slug() -> str:
     dev = jax.devices()[0]
     if dev.platform == "cpu":
         return f"cpu-{os.cpu_count()}cores"
-    return re.sub(r"[^a-z0-9]+", "-", dev.device_kind.lower()).strip("-")
+    return accelerator_slug(dev.device_kind)
+
+
+def accelerator_slug(device_kind: str) -> str:
+    """The folder name of an accelerator by its ``device_kind``: ``"NVIDIA H200"`` -> ``nvidia-h200``."""
+    return re.sub(r"[^a-z0-9]+", "-", device_kind.lower()).strip("-")
 
 
 def transparent_hugepages() -> str:
@@ -294,13 +299,16 @@ def write_results(
     notes: str = "",
     command: str = "",
     settings: dict[str, Any] | None = None,
+    device: str | None = None,
 ) -> tuple[Path, Path]:
     """Write ``results/<device>/<name>.json`` and ``.md`` atomically; return their paths.
 
     ``settings``: what the file's name stands for, spelled out in the JSON (a name may abbreviate them,
-    as ``benchmarks/reproduce.py`` abbreviates model options to a hash).
+    as ``benchmarks/reproduce.py`` abbreviates model options to a hash). ``device``: the folder, when the
+    numbers were measured on another machine than this one (a table of finished runs read back); default
+    ``device_slug()``.
     """
-    out = RESULTS_DIR / device_slug()
+    out = RESULTS_DIR / (device or device_slug())
     payload: dict[str, Any] = {"name": name, "title": title, "command": command}
     if settings is not None:
         payload["settings"] = settings

@@ -259,6 +259,22 @@ def trained_by(workdir: Path) -> list[str]:
     return parts
 
 
+def trained_elsewhere(runs: list[dict[str, Any]]) -> str | None:
+    """The accelerator that trained every part of every run (``trained_by``), when it is not this machine's
+    device: a table rebuilt from finished runs belongs in that accelerator's results folder. None otherwise
+    (runs of this machine, of a CPU, of several devices, or unrecorded)."""
+    import jax
+
+    devices = {part.rpartition(" (")[2].rstrip(")") for r in runs for part in r.get("trained_by", [])}
+    if len(devices) != 1:
+        return None
+    (device,) = devices
+    here = jax.devices()[0]
+    if device in ("cpu", "unrecorded", "") or (here.platform != "cpu" and device == here.device_kind):
+        return None
+    return device
+
+
 def code_column(runs: list[dict[str, Any]]) -> str:
     """The ``code`` cell of a table row: what trained any part of its runs (``trained_by``), each once."""
     return "; ".join(dict.fromkeys(part for r in runs for part in r.get("trained_by", [])))
@@ -605,7 +621,14 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
             f" Paper protocol capped at these minutes of training per model and seed: {budgets}; "
             "'steps' says how far each run got of its 50,000."
         )
+    device = trained_elsewhere([r for results in runs.values() for r in results])
+    if device is not None:
+        notes += (
+            f" Tabulated from finished runs that were all trained on {device} (each run's results.json and "
+            "metrics.jsonl); the environment recorded here is the tabulating machine's."
+        )
     public_rows = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
+    folder = common.accelerator_slug(device) if device is not None else common.device_slug()
     common.write_results(
         name,
         f"{task}: reproduction of Le et al. 2024 (PANM)",
@@ -615,8 +638,9 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
         notes,
         command,
         settings={"task": task, **run_settings(args, minutes, model_sets)},
+        device=folder,
     )
-    out_dir = common.RESULTS_DIR / common.device_slug()
+    out_dir = common.RESULTS_DIR / folder
     lines = [",".join(cols)] + [",".join(str(r.get(c, "")).replace(",", ";") for c in cols) for r in public_rows]
     atomic_write_text(out_dir / f"{name}.csv", "\n".join(lines) + "\n")
     plot(task, rows, out_dir / f"{name}.png", modes)

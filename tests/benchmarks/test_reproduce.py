@@ -319,3 +319,14 @@ def test_task_options_and_a_step_budget_reach_the_configs_the_run_names_and_the_
     results["modes"] = [{"mode": m, "token_accuracy": 0.5} for m in modes]
     rows = reproduce.summarize("mix", {"panm": [results]}, modes=modes)
     assert rows[1]["2(L+1)"] == "98" and rows[2]["8(L+1)"] == "-4.0"
+
+
+def test_a_table_of_runs_trained_on_an_accelerator_goes_to_its_folder():
+    from benchmarks.common import accelerator_slug
+    from benchmarks.reproduce import trained_elsewhere
+
+    h200 = {"trained_by": ["00cd432 (NVIDIA H200)"]}
+    assert trained_elsewhere([h200, h200]) == "NVIDIA H200" and accelerator_slug("NVIDIA H200") == "nvidia-h200"
+    assert trained_elsewhere([h200, {"trained_by": ["00cd432 (cpu)"]}]) is None  # two machines
+    assert trained_elsewhere([{"trained_by": ["00cd432 (cpu)"]}]) is None  # this CPU's runs stay in its folder
+    assert trained_elsewhere([{"trained_by": ["unrecorded"]}]) is None
