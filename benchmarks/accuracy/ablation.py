@@ -1,5 +1,11 @@
 """Ablations of the paper's PANM under the paper's protocol: one change at a time, several seeds, one table.
 
+Time: it wants a GPU. Each (task, variant) group of seeds trains the paper's 50,000 steps; on an
+NVIDIA H100 three groups sharing the GPU made 30,486 to 32,240 steps in 7.45 minutes
+(``nvidia-h100-80gb-hbm3/ablation_panm_copy.json``). The 2-core CPU of ``cpu-2cores/`` makes about
+4,000 PANM steps in 8 minutes, so a group takes hours there. There is no ``--quick``:
+``--minutes`` or ``--steps`` caps each group.
+
     python -m benchmarks.accuracy.ablation --tasks copy,reverse --seeds 0,1,2 \\
         --variant default --variant optimizer.eps_in_sqrt=true --variant panm.controller_start=mean \\
         [--parallel 6] [--minutes 20] [--workdir runs/ablation]

@@ -1,5 +1,10 @@
 """The PANM authors' own code trained and tested on Copy or Reverse, several seeds: the yardstick, rerunnable.
 
+Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: 10,000 steps (the default) took about
+50 minutes of training per seed, three seeds at once with one thread each (``authors_panm_copy_10000.json``;
+the defaults train seeds 0-2 one after another), then the tests run one at a time; 50,000 steps took
+160 to 282 minutes per seed (``authors_panm_copy_50000.json``). There is no ``--quick``.
+
 Run (torch is an optional extra of the benchmarks, in a virtual environment of
 its own, never the library's)::
 

@@ -1,5 +1,10 @@
 """Range evaluation on the Chomsky-hierarchy tasks: train short, score every long length.
 
+Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: at the defaults 30 runs (6 tasks x 5
+models, seed 0) of 2 minutes of training, an hour, plus each run's range evaluation (22 s for an
+untrained LSTM of width 64, ``range_eval_speed_cpu.json``). There is no ``--quick``: ``--tasks``,
+``--models``, ``--minutes`` or ``--steps``, ``--length-step`` and ``--examples-per-length`` shorten it.
+
     .venv/bin/python -m benchmarks.accuracy.chomsky [--tasks parity_check,reverse_string] [--models lstm,stack_rnn]
         [--minutes 2 | --steps 2000] [--length-step 1] [--examples-per-length 64] [--seeds 0]
         [--set stack_rnn.stack_size=512] [--name NAME]

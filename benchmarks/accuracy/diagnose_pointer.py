@@ -1,5 +1,8 @@
 """Where a trained PANM's pointer goes wrong on long inputs of the six algorithmic tasks.
 
+Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: about 15 s per run folder of Copy
+at the default 256 examples (measured).
+
     python -m benchmarks.accuracy.diagnose_pointer runs/reproduce/copy/panm-s0-quick23m [more run folders]
 
 For each run folder (a ``benchmarks.accuracy.reproduce`` or ``panm-jax train`` run of PANM

@@ -1,5 +1,9 @@
 """SCAN's length splits and two Mathematics modules: PANM on a Transformer against the Transformer baselines.
 
+Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: at the defaults 25 groups (SCAN
+cut-offs 22, 24, 25 and two Mathematics modules, five models, seed 0) of up to 10 minutes of training
+each, over four hours with the tests; the paper's step counts want a GPU. There is no ``--quick``.
+
     .venv/bin/python -m benchmarks.accuracy.seq2seq [--cutoffs 22,24,25] [--math add_or_sub,place_value]
         [--models panm_transformer,transformer,transformer_rpe,universal_transformer,universal_transformer_rpe]
         [--seeds 0,1,2] [--minutes 10] [--steps 50000] [--decoder teacher_forcing|blank] [--parallel 1]

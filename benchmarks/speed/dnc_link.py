@@ -1,5 +1,8 @@
 """The DNC's temporal link alone, against the cost of one pass over its ``[B, N, N]`` array.
 
+Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: 24 s at the defaults (measured);
+there is no ``--quick``: ``--slots``, ``--batch`` and ``--steps`` shorten it.
+
 Run: ``python -m benchmarks.speed.dnc_link [--slots 256] [--batch 32] [--steps 50] [--profile]``.
 Writes ``benchmarks/results/<device>/dnc_link_n<N>.{json,md}``.
 

@@ -1,5 +1,8 @@
 """Kernel speed suite: one memory step rolled out under ``lax.scan``.
 
+Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: under a minute at the defaults
+(estimated from that folder's ``kernels_*.json``); with ``--quick`` 10 s (measured).
+
 Run: ``python -m benchmarks.speed.kernels [--suite ntm,dnc,stack] [--quick]``
 (or ``make bench-kernels``). Each suite lives in ``benchmarks/speed/kernel_suites/`` and
 writes ``benchmarks/results/<device>/kernels_<suite>.{json,md}``.

@@ -1,5 +1,8 @@
 """Every registered model's training step at one common configuration.
 
+Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: about 2 minutes at the defaults
+(estimated from the compile and step times of a ``--quick`` run); with ``--quick`` 96 s (measured).
+
 Run: ``python -m benchmarks.speed.models_speed [--quick] [--models ntm,dnc]``. Writes
 ``benchmarks/results/<device>/models_speed.{json,md}`` (``--quick`` records
 nothing: fewer repeats, for a smoke test).

@@ -1,5 +1,8 @@
 """PANM training-step speed at the paper's configuration, against this machine's floor.
 
+Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: about a minute at the defaults
+(estimated from that folder's ``panm_step.json``); with ``--quick`` 36 s (measured).
+
 Run: ``python -m benchmarks.speed.panm_step [--quick]``. Writes
 ``benchmarks/results/<device>/panm_step.{json,md}``.
 

@@ -1,5 +1,9 @@
 """Peer comparison measured in one run: the peers' own PyTorch models against ours, on the same machine.
 
+Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: about 1.5 hours at the defaults
+(estimated from the step times in that folder's ``peers.json``, most of it the DNC at N = 1,024);
+there is no ``--quick``: ``--cases`` and ``--repeats`` shorten it.
+
 Run (torch is an optional extra of the benchmarks, installed in a virtual
 environment of its own, never in the library's)::
 

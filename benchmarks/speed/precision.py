@@ -1,5 +1,9 @@
 """Mixed precision: the speed suite's steps in float32 and in bfloat16, timed alternately in one run.
 
+For accelerators. Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: over 8 minutes at the
+defaults (estimated: the float32 half from the step times in that folder's ``speed.json``; bfloat16, emulated on
+that CPU, is slower); with ``--quick`` 22 s (measured).
+
 Run: ``python -m benchmarks.speed.precision [--quick] [--only panm,ntm,dnc,stack]``. Writes
 ``benchmarks/results/<device>/precision.{json,md}``.
 

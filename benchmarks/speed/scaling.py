@@ -1,5 +1,9 @@
 """Scaling curves: training-step time and peak memory against sequence length and memory size.
 
+Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: about 5 minutes at the defaults
+(estimated from the compile and step times in that folder's ``scaling.json``); with ``--quick`` 139 s
+(measured).
+
 Run: ``python -m benchmarks.speed.scaling [--quick]``. Writes
 ``benchmarks/results/<device>/scaling.{json,md}`` and one PNG per curve:
 ``scaling_length_time.png``, ``scaling_length_memory.png``,

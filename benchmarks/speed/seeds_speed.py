@@ -1,5 +1,9 @@
 """Seeds trained together against the same seeds trained one after another: training throughput.
 
+Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: about 17 minutes at the defaults
+(estimated from the step times in that folder's ``seeds_speed_panm_copy_s5.json``: three programs, 200 steps
+each, timed twice); there is no ``--quick``: ``--steps`` and ``--seeds`` shorten it.
+
     python -m benchmarks.speed.seeds_speed [--seeds 5] [--steps 200] [--model panm] [--task copy]
 
 The paper protocol trains 5 seeds of each model and task. This times the

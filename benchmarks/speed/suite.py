@@ -1,5 +1,9 @@
 """Speed suite: training steps at the configurations the peers run, against the peers and our floor.
 
+Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: about 5 minutes at the defaults
+(estimated from the compile and step times in that folder's ``speed.json``); with ``--quick``
+27 s (measured).
+
 Run: ``python -m benchmarks.speed [--quick] [--only panm,ntm,dnc,stack]``. Writes
 ``benchmarks/results/<device>/speed.{json,md}``.
 

@@ -1,5 +1,8 @@
 """Task generation speed: host-side NumPy batches at each task's longest test length.
 
+Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: about 3 minutes at the defaults
+(estimated from the per-task totals in that folder's ``tasks_speed.json``); with ``--quick`` 7 s (measured).
+
 Run: ``python -m benchmarks.speed.tasks_speed [--quick] [--batches 1000] [--batch-size 128] [--tasks copy,dyck]
 [--name NAME]``. The full measurement (the defaults) writes
 ``benchmarks/results/<device>/tasks_speed.{json,md}``; as with the other benchmarks,
