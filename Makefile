@@ -45,7 +45,7 @@ docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 bench-kernels: $(STAMP)
-	$(BIN)/python -m benchmarks.kernels
+	$(BIN)/python -m benchmarks.speed.kernels
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache site

@@ -304,7 +304,7 @@ def write_results(
     """Write ``results/<device>/<name>.json`` and ``.md`` atomically; return their paths.
 
     ``settings``: what the file's name stands for, spelled out in the JSON (a name may abbreviate them,
-    as ``benchmarks/reproduce.py`` abbreviates model options to a hash). ``device``: the folder, when the
+    as ``benchmarks/accuracy/reproduce.py`` abbreviates model options to a hash). ``device``: the folder, when the
     numbers were measured on another machine than this one (a table of finished runs read back); default
     ``device_slug()``.
     """

@@ -13,7 +13,7 @@ takes them); a section no table takes is an error, so prose cannot outlive its t
 beside a JSON (``<name>.png``; the Chomsky runner's ``<name>_<task>.png``) is copied byte for byte to
 ``docs/results/img/<device>/``.
 
-Result files are named by what sets them apart (``benchmarks/reproduce.py``, ``results_name``:
+Result files are named by what sets them apart (``benchmarks/accuracy/reproduce.py``, ``results_name``:
 ``_quick``, ``_select2Lp1``, ``_capped``, ``_opt-`` and six hex digits of a hash of the model options,
 ``--name``), and their JSON's ``settings`` spell that out; the pages read the settings, not the names.
 Commands are shown as recorded, with the module paths of today's layout (``MOVED``).
@@ -82,7 +82,7 @@ MOVED = {
 # How the tables name the machines of the results folders.
 MACHINES = {"cpu-2cores": "CPU", "nvidia-h100-80gb-hbm3": "H100", "nvidia-h200": "H200"}
 
-# Option sets the tables name instead of listing them (model options as ``benchmarks.ablation`` writes them).
+# Option sets the tables name instead of listing them (model options as ``benchmarks.accuracy.ablation`` writes them).
 OURS = {"distractors": "16", "distractor_sampling": "neighbours", "score": "scaled_dot", "snap_pointers": "always"}
 AUTHORS = {
     "encoder": "bigru",
@@ -361,7 +361,7 @@ def run_options(record: Record, model: str) -> dict[str, str]:
 
 
 def variant_options(variant: str) -> tuple[dict[str, str], dict[str, str], str]:
-    """``benchmarks.ablation``'s variant ``"panm.score=scaled_dot,optimizer.eps_in_sqrt=true,select=2L+1"`` ->
+    """``benchmarks.accuracy.ablation``'s variant ``"panm.score=scaled_dot,optimizer.eps_in_sqrt=true,select=2L+1"`` ->
     ``({"score": "scaled_dot"}, {"optimizer.eps_in_sqrt": "true"}, "2L+1")``: model options, other changes,
     selection."""
     options, other, select = {}, {}, "L+1"

@@ -186,7 +186,7 @@ def _warn_once(reason: str | None) -> None:
 
 
 def flops(target_name: str, link_shape: tuple[int, ...], read_heads: int) -> float | None:
-    """The arithmetic of one call of this kernel's FFI target, for cost counting (``benchmarks/cost.py``).
+    """The arithmetic of one call of this kernel's FFI target, for cost counting (``benchmarks/speed/cost.py``).
 
     Per link (every leading axis of ``link_shape [..., N, N]``) and ``R`` read
     heads: the forward makes ``(4 + 4R) N^2`` floating-point operations (the

@@ -39,7 +39,7 @@ on lengths ``<= L`` (12 slots for Copy at ``L = 10``), the softmax of Eq. 2 only
 ever tells apart a window of fewer than 16 consecutive addresses, and their 4
 lowest bits already do that: nothing in the loss asks the Pointer Units to get
 the higher bits of ``p^a_t`` right, and at test time they do not. Traced on Copy
-at length 81 (``python -m benchmarks.diagnose_pointer``), the head 0 of a model
+at length 81 (``python -m benchmarks.accuracy.diagnose_pointer``), the head 0 of a model
 trained with the scaled dot score steps through slots 6, 7, ..., 15 and then
 jumps to 64: it moves the low bits right and the high bits at random.
 

@@ -19,7 +19,7 @@ What they show:
   interface values of scale 2 its reads leave float64's by O(1) after about 20
   steps, while float32 stays within 1e-6 over 400 steps (checked below); at scale
   0.5 the mean deviation stays below 0.01. A DNC trained in bfloat16 learns with
-  its own rounding (``benchmarks/precision.py``: the first step's loss and update
+  its own rounding (``benchmarks/speed/precision.py``: the first step's loss and update
   agree with float32's), but a float32-trained DNC run in bfloat16 is not the same
   function over long sequences.
 """

@@ -20,7 +20,7 @@ import jax
 import numpy as np
 import pytest
 
-from benchmarks.profile import hlo_metadata
+from benchmarks.speed.profile import hlo_metadata
 from panm_jax.errors import UserError
 from panm_jax.train.checkpoint import Checkpointer
 from panm_jax.train.loop import train_and_evaluate
