@@ -47,6 +47,8 @@ GENERATED = (
 
 MODES = ("L", "L+1", "2L+1", "4L+1", "8L+1")
 LENGTHS = (10, 11, 21, 41, 81)  # the algorithmic tasks' test lengths at L = 10
+# The modes of the other test-length convention (task option test_lengths="k(L+1)"), matched to MODES by position.
+K_MODES = ("L", "L+1", "2(L+1)", "4(L+1)", "8(L+1)")
 
 # Le et al. 2024's algorithmic tasks, in the order of their Tables 13-18.
 TASKS = {
@@ -121,7 +123,10 @@ SUMMARY = {
         "nvidia-h200/reproduce_priority_sort_capped_5seeds",
         "cpu-2cores/reproduce_priority_sort_quick_opt-5d5a9b_8m_3seeds",
     ),
-    "id_sort": (None, "cpu-2cores/reproduce_id_sort_quick_opt-5d5a9b_8m_3seeds"),
+    "id_sort": (
+        "nvidia-h200/reproduce_id_sort_capped_5seeds",
+        "cpu-2cores/reproduce_id_sort_quick_opt-5d5a9b_8m_3seeds",
+    ),
 }
 
 # Which page shows which files (by name); the rest (the speed suite's) are listed on the index only.
@@ -426,9 +431,50 @@ def kind_of_run(record: Record) -> int:
 
 def budget(record: Record, model: str) -> str:
     minutes = record.settings.get("minutes", {}).get(model)
+    steps = record.settings.get("steps")
+    cap = ", ".join(([f"{steps:,} steps"] if steps else []) + ([f"{minutes:g} min"] if minutes is not None else []))
     if record.settings.get("protocol") == "quick":
-        return f"{minutes:g} min"
-    return "protocol" + (f", capped at {minutes:g} min" if minutes is not None else "")
+        return cap
+    return "protocol" + (f", capped at {cap}" if cap else "")
+
+
+def task_options(record: Record) -> dict[str, Any]:
+    """A ``reproduce`` file's task options (``--set task.X=...``: a reading of the task), ``{}`` for none."""
+    return dict(record.settings.get("model_options", {}).get("task", {}))
+
+
+def modes_of(record: Record) -> tuple[str, ...]:
+    """The five mode names of a ``reproduce`` file's columns: ``MODES``, or ``K_MODES`` under
+    ``test_lengths=k(L+1)``."""
+    return K_MODES if task_options(record).get("test_lengths") == "k(L+1)" else MODES
+
+
+def lengths_of(record: Record) -> str:
+    """The five test lengths of a file, ``"10/11/21/41/81"``."""
+    options = task_options(record)
+    L = int(options.get("max_train_length", 10))
+    k = options.get("test_lengths") == "k(L+1)"
+    return "/".join(str(n) for n in (L, L + 1, *((f * (L + 1)) if k else (f * L + 1) for f in (2, 4, 8))))
+
+
+def readings_table(records: Sequence[Record]) -> list[str]:
+    """Runs of a task under other readings of its text (task options): one row per model of each file, the
+    five test lengths by position (their lengths in a column), each cell ``ours (ours - published)``."""
+    header = ["run", "model", "reading (task options)", "lengths", "budget", "seeds", "L", "L+1", "2nd", "3rd", "4th"]
+    body: list[list[str]] = []
+    notes: list[str] = []
+    for i, record in enumerate(records, 1):
+        run, modes = f"R{i}", modes_of(record)
+        reading = ", ".join(code(f"{k}={option_text(v)}") for k, v in task_options(record).items()) or "as specified"
+        refs, diffs = published_rows(record), difference_rows(record)
+        for row in (r for r in record.rows if r.get("row") == "ours"):
+            model, ref, diff = row["model"], refs.get(row["model"], {}), diffs.get(row["model"], {})
+            cells = [with_difference(*ours_cell(row, m), ref.get(m), diff.get(m, "")) for m in modes]
+            changes = describe_options(run_options(record, model))
+            label = display_model(model) + ("" if changes == "none" else f" ({changes})")
+            body.append([run, label, reading, lengths_of(record), budget(record, model), str(row["seeds"]), *cells])
+        notes += provenance(run, record)
+    return [table(header, body), "", *notes, ""]
 
 
 def algorithmic_table(task: str, records: Sequence[Record], label: str) -> list[str]:
@@ -485,8 +531,15 @@ def algorithmic_page(records: dict[str, Record], results: Path, findings: Findin
     A table file (``reproduce_algorithmic_*``) repeats its tasks' files, so only those are shown."""
     out = [GENERATED, "", "# The algorithmic tasks of Le et al. 2024", "", *findings.take("intro")]
     for task, (title, number_) in TASKS.items():
-        files = [r for r in records.values() if r.stem.startswith(f"reproduce_{task}_")]
+        files = [r for r in records.values() if r.stem.startswith(f"reproduce_{task}_") and not task_options(r)]
+        readings = sorted(
+            (r for r in records.values() if r.stem.startswith(f"reproduce_{task}_") and task_options(r)),
+            key=lambda r: (json.dumps(task_options(r), sort_keys=True), r.stem),
+        )
         out += [f"## {title} (Table {number_})", "", *findings.take(task)]
+        if readings:
+            out += [f"### {title}: readings of the task's text", "", *readings_table(readings)]
+            out += findings.take(f"{task}/readings")
         for protocol, heading, label in (("paper", "the paper's protocol", "P"), ("quick", "CPU `--quick`", "Q")):
             chosen = sorted(
                 (r for r in files if r.settings.get("protocol") == protocol),
@@ -508,42 +561,42 @@ def algorithmic_page(records: dict[str, Record], results: Path, findings: Findin
 
 
 def summary(records: dict[str, Record], link: str) -> str:
-    """The algorithmic tasks at a glance (``SUMMARY`` names the files): PANM's mean over seeds and, in
-    brackets, ours - published, at the five test lengths; ``link``: the algorithmic page."""
-    header = ["task", *map(str, LENGTHS), "seeds", "steps", "machine"]
-    tables = []
-    for which, title in (
-        (0, "The paper's PANM, the paper's protocol"),
-        (1, "PANM with the options of ours (one-bit-neighbour distractors, scaled dot score, snapped pointers)"),
-    ):
-        body = []
-        for task, (name, _) in TASKS.items():
+    """The algorithmic tasks at a glance, one table (``SUMMARY`` names the files): per task, ours - published at
+    the five test lengths for the paper's PANM under the protocol and for the options of ours, with the budget
+    and seeds of each; ``link``: the algorithmic page."""
+    header = ["task", "the paper's PANM, protocol", "its runs", "the options of ours", "their runs"]
+    body = []
+    for task, (name, _) in TASKS.items():
+        row_cells = [name]
+        for which in (0, 1):
             key = SUMMARY[task][which]
             if key is None:
-                body.append([name, "not run under the protocol (100,000 steps)", "", "", "", "", "", "", ""])
+                row_cells += ["not run", ""]
                 continue
             record = records[key]
             row = next(r for r in record.rows if r.get("row") == "ours" and r["model"] == "panm")
             ref, diff = published_rows(record)["panm"], difference_rows(record).get("panm", {})
-            cells = [
-                with_difference(f"{leading_number(row[m]):.1f}", leading_number(row[m]), ref[m], diff.get(m, ""))
-                for m in MODES
-            ]
+            cells = []
+            for m in MODES:
+                recorded = str(diff.get(m, "")).strip()
+                value = recorded or difference(leading_number(row[m]), leading_number(ref[m]))
+                cells.append(value.replace("+0.0", "0").replace("-0.0", "0"))
             steps = steps_range(row["steps"])
-            if which:  # the options' rows mix the two protocols: say which
-                quick = record.settings.get("protocol") == "quick"
-                steps += f" (CPU `--quick`, {budget(record, 'panm')})" if quick else " (protocol)"
-            body.append([name, *cells, str(row["seeds"]), steps, record.machine])
-        tables += [f"**{title}**", "", table(header, body), ""]
+            quick = record.settings.get("protocol") == "quick"
+            protocol_steps = 100_000 if task == "id_sort" else 50_000
+            if not quick and max(int(n) for n in str(row["steps"]).split(",")) < protocol_steps:
+                steps += f" of {protocol_steps:,}"
+            where = f"CPU `--quick` {budget(record, 'panm')}" if quick else record.machine
+            row_cells += [" / ".join(cells), f"{row['seeds']} seeds, {steps} steps, {where}"]
+        body.append(row_cells)
     intro = (
-        "Token accuracy (%) of PANM on the algorithmic tasks of Le et al. 2024 at test lengths 10 / 11 / 21 / 41 / 81 "
-        "(L, L+1, 2L+1, 4L+1, 8L+1), the mean over seeds and, in brackets, ours - published (the paper's PANM, "
-        "Tables 13-18: 5 runs of 50,000 steps, 100,000 for ID Sort). The paper's protocol: batch 128, the authors' "
-        "RMSprop, checkpoint selected on L+1; CPU `--quick`: Adam, minutes of training per seed, a tenth of the "
-        f"protocol's steps or less. Every run, its spread and its command: [{link}]({link}) (rendered from the "
-        "recorded files by `.venv/bin/python -m benchmarks.pages`)."
+        "PANM on the algorithmic tasks of Le et al. 2024: ours - published (Tables 13-18, the paper's PANM, 5 runs "
+        "of 50,000 steps, 100,000 for ID Sort), token accuracy in points at lengths 10 / 11 / 21 / 41 / 81 "
+        "(L, L+1, 2L+1, 4L+1, 8L+1). The protocol: batch 128, the authors' RMSprop, checkpoint selected on L+1; "
+        "CPU `--quick`: Adam, 8 minutes per seed. Every run, ours beside published, its spread and its command: "
+        f"[{link}]({link}) (rendered from the recorded files by `.venv/bin/python -m benchmarks.pages`)."
     )
-    return "\n".join([intro, "", *tables]).rstrip() + "\n"
+    return "\n".join([intro, "", table(header, body)]).rstrip() + "\n"
 
 
 # --- ablations ------------------------------------------------------------------------------------------------

@@ -146,9 +146,7 @@ COMMANDS: dict[str, Make | Run | ParseOnly | Install] = {
     ),
     f"{PYTHON} -m benchmarks.speed [--only panm,ntm,dnc,stack] [--quick]": ParseOnly(LONG),
     f"{PYTHON} -m benchmarks.speed.kernels [--suite ntm,dnc,stack] [--quick]": ParseOnly(LONG),
-    f"{PYTHON} -m benchmarks.speed.models_speed [--models panm,dnc] [--quick]": ParseOnly(LONG),
     f"{PYTHON} -m benchmarks.speed.scaling [--quick]": ParseOnly(LONG),
-    f"{PYTHON} -m benchmarks.speed.precision [--only panm,ntm,dnc,stack] [--quick]": ParseOnly(LONG),
     f'{PYTHON} -m benchmarks.speed.profile --case "NTM ctrl 100, 128x20, Copy n=20, B=128"': ParseOnly(LONG),
 }
 
