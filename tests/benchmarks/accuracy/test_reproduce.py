@@ -323,8 +323,8 @@ def test_task_options_and_a_step_budget_reach_the_configs_the_run_names_and_the_
 
 
 def test_a_table_of_runs_trained_on_an_accelerator_goes_to_its_folder():
-    from benchmarks.common import accelerator_slug
     from benchmarks.accuracy.reproduce import trained_elsewhere
+    from benchmarks.common import accelerator_slug
 
     h200 = {"trained_by": ["00cd432 (NVIDIA H200)"]}
     assert trained_elsewhere([h200, h200]) == "NVIDIA H200" and accelerator_slug("NVIDIA H200") == "nvidia-h200"
