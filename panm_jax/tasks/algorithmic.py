@@ -153,7 +153,8 @@ class AlgorithmicTask(Task):
                 f"{self.name}: option max_train_length: expected the longest test mode "
                 f"({test_lengths}: {max(modes.values())}) <= max_length = {max_length}, got L = {L}"
             )
-        self._options = {"max_train_length": L, "max_length": max_length, "test_lengths": test_lengths}
+        self.max_train_length = L
+        self._options: dict[str, Any] = {"max_train_length": L, "max_length": max_length, "test_lengths": test_lengths}
         self.input_size = NUM_SYMBOLS + 2 + self.extra_channels
         self.lengths = LengthRange(self.min_length, max_length)
         self.train_lengths = LengthRange(self.min_length, L)
@@ -288,7 +289,7 @@ class MixTask(AlgorithmicTask):
         if self.middle == "own":
             position = (lengths - 1) // 2  # 1-indexed ceil(n/2) is 0-indexed (n-1)//2
         else:
-            position = np.minimum((self._options["max_train_length"] + 1) // 2, lengths) - 1
+            position = np.minimum((self.max_train_length + 1) // 2, lengths) - 1
         middle = x[np.arange(B), position]
         first = x[:, 0]
         t = np.arange(x.shape[1]) + self.t_from  # the step number of each output
