@@ -49,5 +49,5 @@ def test_per_level_means_average_each_models_scores_within_a_level():
 
 
 def test_a_set_option_must_name_a_model_of_the_run():
-    with pytest.raises(SystemExit, match="not one of --models"):
+    with pytest.raises(SystemExit, match="neither 'task' nor one of --models"):
         chomsky.main(["--models", "lstm", "--set", "stack_rnn.stack_size=512"])
