@@ -11,15 +11,29 @@ One module per sub-command, in the order ``panm-jax --help`` lists them:
 * ``models``: ``panm-jax models`` (the model card) and ``panm-jax models show
   NAME`` (a model's options).
 
-Each exposes ``register(subparsers)``. A user's mistake (a wrong argument,
-setting or file) prints one line, ``error: ...``, on stderr and exits with code
-2; ``--debug`` prints its traceback too. Any other exception is a bug and keeps
-its traceback.
+Each exposes ``register(subparsers)``. What goes wrong prints one line,
+``error: ...``, on stderr (``--debug`` prints the traceback too) and exits with
+a code that says what kind of failure it was (``EXIT_CODES``):
+
+* 1, the run failed: a non-finite loss stopped it, or its results hold
+  non-finite numbers;
+* 2, a user's mistake: a wrong argument, setting or file, a checkpoint that
+  fails its checks, a run folder held by another process;
+* 3, the operating system refused: a path that cannot be written or read (a
+  folder that is a file, no permission, a full disk); the line names the path
+  and what to do;
+* 4, a process of a multi-process run was lost;
+* 130, interrupted (Ctrl-C): the checkpoint being written, if any, is
+  discarded, the run folder's lock released, and the line says where the run
+  resumes.
+
+Any other exception is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import re
 import sys
 import traceback
@@ -29,7 +43,22 @@ from panm_jax.checks import did_you_mean
 from panm_jax.cli import evaluate, models, plot, tasks, train
 from panm_jax.errors import UserError
 
-__all__ = ["ArgumentParser", "build_parser", "main", "user_errors"]
+__all__ = ["EXIT_CODES", "ArgumentParser", "build_parser", "main", "os_error_line", "user_errors"]
+
+EXIT_CODES = {"run failed": 1, "user error": 2, "os error": 3, "process lost": 4, "interrupted": 130}
+
+# What to do about an operating-system error, by errno.
+_OS_ADVICE = {
+    errno.ENOSPC: "free space on that disk, then rerun the same command (a training run resumes from its last "
+    "checkpoint)",
+    errno.EDQUOT: "free space within your quota, then rerun the same command",
+    errno.EACCES: "make it writable (and readable) by you, or give another --workdir",
+    errno.EPERM: "make it writable (and readable) by you, or give another --workdir",
+    errno.EROFS: "that file system is read-only: give a --workdir on a writable one",
+    errno.ENOTDIR: "a part of that path is a file, not a folder: give another --workdir",
+    errno.EISDIR: "a file was expected there, a folder found: move the folder away, or give another --workdir",
+    errno.EEXIST: "a file is in the way: move it, or give another --workdir",
+}
 
 # The sub-command modules, in the order --help lists them.
 COMMAND_MODULES = (train, evaluate, plot, tasks, models)
@@ -83,11 +112,27 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        if args.debug:
+            traceback.print_exc()
+        print("error: interrupted", file=sys.stderr, flush=True)
+        return EXIT_CODES["interrupted"]
     except Exception as err:
-        if not isinstance(err, user_errors()):
+        if isinstance(err, OSError):
+            message, code = os_error_line(err), EXIT_CODES["os error"]
+        elif isinstance(err, user_errors()):
+            message, code = " ".join(str(err).split()), EXIT_CODES["user error"]  # one line
+        else:
             raise
         if args.debug:
             traceback.print_exc()
-        message = " ".join(str(err).split())  # one line
         print(f"error: {message}", file=sys.stderr, flush=True)
-        return 2
+        return code
+
+
+def os_error_line(err: OSError) -> str:
+    """``PATH: what the system said; what to do``, one line, for an ``OSError``."""
+    path = err.filename if err.filename is not None else "a file of the run"
+    reason = err.strerror or str(err) or type(err).__name__
+    advice = _OS_ADVICE.get(err.errno, "fix that, then rerun the same command")
+    return " ".join(f"{path}: {reason}; {advice}".split())

@@ -15,7 +15,12 @@ nothing is written. ``--recompute`` evaluates anyway, as do ``--with-traces``,
 something the record does not hold). The evaluation sets are fixed by
 ``TEST_SEED``, so a recomputation on the same machine gives the same table.
 
-Evaluating reads a run folder and never moves or deletes a checkpoint. A
+Evaluating reads a run folder and never moves or deletes a checkpoint. The
+model is built from the configuration stored inside the checkpoints, not from
+``config.json`` (a file anyone can edit): when the two differ, the evaluation
+is refused, naming the fields, unless ``--ignore-config-json`` says to go on
+with the stored one. A checkpoint without its checksums is refused unless
+``--allow-unverified``, and one whose parameters are not finite always is. A
 missing run, an unknown mode or a malformed range raises an error that
 ``panm_jax.cli.main`` prints as one line, ``error: ...``, exiting with code 2.
 """
@@ -68,6 +73,19 @@ def register(subparsers) -> None:
         "config, checkpoint and modes), whose table is otherwise printed from the record",
     )
     e.add_argument(
+        "--ignore-config-json",
+        action="store_true",
+        dest="ignore_config_json",
+        help="evaluate with the configuration stored in the checkpoints even when WORKDIR/config.json differs "
+        "from it (otherwise refused, naming the fields)",
+    )
+    e.add_argument(
+        "--allow-unverified",
+        action="store_true",
+        dest="allow_unverified",
+        help="read a checkpoint that has no checksums.sha256 (otherwise taken as damaged and skipped)",
+    )
+    e.add_argument(
         "--lengths",
         metavar="LO-HI",
         help="range evaluation instead of the modes: every length LO..HI on its own (the score is the "
@@ -91,6 +109,8 @@ def _eval(args) -> int:
     console = Console()
     _check_checkpoint_arg(args.checkpoint)
     lengths = _check_range_args(args)  # before anything is read: a mistyped range fails at once
+    if not args.workdir.strip():
+        raise UserError(f"--workdir: expected a run folder, got {args.workdir!r}")
     workdir = Path(args.workdir)
     config_path = workdir / "config.json"
     if not config_path.is_file():
@@ -98,11 +118,14 @@ def _eval(args) -> int:
     if args.examples is not None:
         positive_int("--examples", args.examples)
     config = TrainConfig.from_dict(read_config_file(config_path, what="--workdir"))
-    if args.examples is not None:
-        config = dataclasses.replace(config, eval_examples=args.examples)
     # Read-only: evaluating never moves or deletes a checkpoint (a run may be training in this workdir).
-    ckpt = Checkpointer(workdir, keep=config.keep_checkpoints, read_only=True, notify=note)
+    ckpt = Checkpointer(
+        workdir, keep=config.keep_checkpoints, read_only=True, notify=note, allow_unverified=args.allow_unverified
+    )
     try:
+        config = _stored_config(args, config, ckpt, config_path)
+        if args.examples is not None:
+            config = dataclasses.replace(config, eval_examples=args.examples)
         recorded = None if lengths is not None else _recorded(args, config, ckpt, workdir)
         if recorded is not None:
             return _reprint(*recorded, console)
@@ -112,6 +135,26 @@ def _eval(args) -> int:
         return _evaluate_checkpoint(args, run, ckpt, workdir, console)
     finally:
         ckpt.close()
+
+
+def _stored_config(args, given, ckpt, config_path: Path):
+    """The configuration stored in the run's checkpoints (the best's, else the latest's), checked against
+    ``config.json``'s (``given``): a difference is refused, naming the fields, unless ``--ignore-config-json``.
+    ``given`` when no checkpoint can be read (the evaluation then says there is none)."""
+    from panm_jax.train.config import TrainConfig, resume_differences
+
+    meta = ckpt.stored_record()
+    if meta is None or "config" not in meta:
+        return given
+    stored = TrainConfig.from_dict(meta["config"])
+    diff = resume_differences(stored, given)
+    if diff and not args.ignore_config_json:
+        shown = "; ".join(f"{name}: {old!r} stored, {new!r} in config.json" for name, old, new in diff[:4])
+        raise UserError(
+            f"--workdir: {config_path} differs from the configuration stored in the checkpoints "
+            f"({shown}); restore the file, or pass --ignore-config-json to evaluate with the stored one"
+        )
+    return stored
 
 
 def _recorded(args, config, ckpt, workdir: Path) -> tuple[Path, dict] | None:

@@ -7,8 +7,10 @@
 The whole config is checked before anything is created: a user's mistake (a
 bad config field, a workdir in use by another run or holding a run of other
 settings) raises an error that ``panm_jax.cli.main`` prints as one line,
-``error: ...``, exiting with code 2; a run stopped by a non-finite loss exits
-with code 1.
+``error: ...``, exiting with code 2; a run stopped by a non-finite loss, or
+whose results hold a non-finite number, exits with code 1; a path the system
+refuses (a full disk, no permission) exits with code 3, naming it; Ctrl-C
+exits with code 130, saying from which step the same command resumes.
 """
 
 from __future__ import annotations
@@ -77,6 +79,12 @@ def register(subparsers) -> None:
         "(parameters and optimiser state stay float32)",
     )
     p.add_argument("--workdir", default=None, help="run folder (default runs/<task>-<model>-s<seed>)")
+    p.add_argument(
+        "--allow-unverified",
+        action="store_true",
+        dest="allow_unverified",
+        help="resume from a checkpoint that has no checksums.sha256 (otherwise taken as damaged and set aside)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar (logs still go to metrics.jsonl)")
     p.set_defaults(func=_train)
 
@@ -116,11 +124,41 @@ def _error(message: str, code: int = 2) -> int:
     return code
 
 
+def _check_workdir_arg(workdir: str | None) -> None:
+    if workdir is not None and not workdir.strip():
+        raise UserError(f"--workdir: expected a folder path, got {workdir!r}")
+
+
+def _interrupted(workdirs: list[Path]) -> int:
+    """Ctrl-C: one line saying where each folder's run resumes; the exit code."""
+    from panm_jax.cli import EXIT_CODES
+
+    where = []
+    for w in workdirs:
+        steps = sorted(int(p.name) for p in (w / "checkpoints").glob("*") if p.name.isdigit())
+        where.append(f"{w} from step {steps[-1]}" if steps else f"{w} from the start (no checkpoint yet)")
+    _error(
+        "interrupted; the checkpoint being written (if any) was discarded and the lock released; the same "
+        f"command resumes {', '.join(where)}",
+        code=EXIT_CODES["interrupted"],
+    )
+    return EXIT_CODES["interrupted"]
+
+
+def _failed(records: list[dict]) -> int:
+    """Exit code 1, with a line, when a results record says the run failed; else 0."""
+    failed = [f"seed {r['config']['seed']}: {r['failed']}" for r in records if r.get("failed")]
+    if failed:
+        return _error("; ".join(failed), code=1)
+    return 0
+
+
 def _train(args) -> int:
     from panm_jax.train import report
     from panm_jax.train.loop import NonFiniteLossError, train_and_evaluate
     from panm_jax.train.sharding import is_primary, maybe_initialize_distributed
 
+    _check_workdir_arg(args.workdir)
     seeds = _parse_seeds(args)
     config = _config_from_args(args)  # the whole config is checked before anything is created
     maybe_initialize_distributed()  # before the first JAX call below (a multi-process run: docs/distributed.md)
@@ -133,12 +171,20 @@ def _train(args) -> int:
         f"({jax.device_count()} x {jax.devices()[0].device_kind})"
     )
     try:
-        results = train_and_evaluate(config, workdir, progress=not args.no_progress, console=console)
+        results = train_and_evaluate(
+            config,
+            workdir,
+            progress=not args.no_progress,
+            console=console,
+            allow_unverified=args.allow_unverified,
+        )
     except NonFiniteLossError as err:
         return _error(str(err), code=1)
+    except KeyboardInterrupt:
+        return _interrupted([workdir])
     report.print_results(results, console)
     console.print(f"wrote {workdir / 'results.json'} (.csv, .md) and {workdir / 'accuracy.png'}")
-    return 0
+    return _failed([results])
 
 
 def _parse_seeds(args) -> list[int] | None:
@@ -172,9 +218,17 @@ def _train_seeds(args, config, seeds: list[int], console: Console) -> int:
         f"{jax.devices()[0].device_kind})"
     )
     try:
-        records = train_seeds(configs, workdirs, progress=not args.no_progress, console=console)
+        records = train_seeds(
+            configs,
+            workdirs,
+            progress=not args.no_progress,
+            console=console,
+            allow_unverified=args.allow_unverified,
+        )
     except NonFiniteLossError as err:
         return _error(str(err), code=1)
+    except KeyboardInterrupt:
+        return _interrupted(workdirs)
     report.print_seed_summary(records, console)
     console.print(f"wrote results.json (.csv, .md) and accuracy.png in each of {', '.join(map(str, workdirs))}")
-    return 0
+    return _failed(records)

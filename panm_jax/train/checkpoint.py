@@ -35,8 +35,20 @@ checkpoint whose bytes verify but which this code cannot read (its arrays do
 not fit this version's state) is not corrupt: that raises ``CheckpointError``
 and nothing is moved. With ``read_only=True`` (``panm-jax
 eval``) corrupt checkpoints are reported and skipped but left in place.
-Checkpoints written before checksums were stored restore unverified, with a
-note saying so.
+
+A checkpoint without its ``checksums.sha256`` is damaged too: every checkpoint
+this code writes has one (a process killed between orbax's commit and the
+checksums leaves one without, which ``_save`` removes when it can). Only with
+``allow_unverified=True`` (``--allow-unverified``) is such a checkpoint read,
+unverified, with a note saying so. A checkpoint whose folder name is not the
+step recorded inside it (a folder renamed by hand) is damaged as well: taken
+for its name, it would resume at the wrong data position.
+
+A checkpoint whose parameters are not all finite is refused
+(``NonFiniteCheckpointError``, a ``CheckpointError``): nothing can be resumed
+or evaluated from it. The loop checks the parameters' norm of every step before
+saving, so this code does not write such a checkpoint; the refusal covers
+folders written otherwise.
 
 The state is stored as a flat mapping of its leaves (``"00000"``, ...) and put
 back into the structure of a freshly initialised state of the same config, so
@@ -60,6 +72,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import shutil
 import sys
 import warnings
 from collections.abc import Callable
@@ -73,13 +86,29 @@ import orbax.checkpoint as ocp
 from panm_jax.train.checksums import CHECKSUM_FILE, ChecksumError, verify_checksums, write_checksums
 from panm_jax.train.sharding import all_agree, all_same, barrier, is_primary
 
-__all__ = ["CheckpointError", "Checkpointer"]
+__all__ = ["CheckpointError", "Checkpointer", "NonFiniteCheckpointError"]
 
 log = logging.getLogger(__name__)
 
 
 class CheckpointError(ValueError):
     """No usable checkpoint (all corrupt), or one that does not fit the run's state or config."""
+
+
+class NonFiniteCheckpointError(CheckpointError):
+    """A checkpoint whose parameters hold NaN or infinite values."""
+
+
+def _non_finite_count(state) -> tuple[int, int]:
+    """``(non-finite values, values)`` over the floating leaves of ``state.params`` (of ``state`` itself
+    when it has no ``params``)."""
+    bad = total = 0
+    for leaf in jax.tree_util.tree_leaves(getattr(state, "params", state)):
+        a = np.asarray(leaf)
+        if np.issubdtype(a.dtype, np.floating):
+            bad += int(a.size - np.count_nonzero(np.isfinite(a)))
+            total += int(a.size)
+    return bad, total
 
 
 def _flatten(state) -> dict[str, np.ndarray]:
@@ -177,6 +206,8 @@ class Checkpointer:
     ``notify(message)`` receives every one-line note about the checkpoints read
     (a corrupt one moved aside, one restored unverified); by default each is a
     ``RuntimeWarning``. With ``read_only`` nothing is written, moved or deleted.
+    ``allow_unverified`` reads a checkpoint that has no ``checksums.sha256``
+    (otherwise damaged, set aside like any other).
     """
 
     def __init__(
@@ -185,10 +216,12 @@ class Checkpointer:
         keep: int = 3,
         *,
         read_only: bool = False,
+        allow_unverified: bool = False,
         notify: Callable[[str], None] | None = None,
     ):
         self.workdir = Path(workdir).resolve()
         self.read_only = read_only
+        self.allow_unverified = allow_unverified
         self.notify = notify or _warn
         self._unverified_noted: set[Path] = set()
         drop_closed_loop_callbacks()
@@ -212,15 +245,22 @@ class Checkpointer:
             # Saved before, by an earlier attempt at this step (a run resumed from an older
             # checkpoint re-reaches its best step and scores it again): the new one replaces it.
             manager.delete(step)
-        manager.save(
-            step,
-            args=ocp.args.Composite(state=ocp.args.StandardSave(_flatten(state)), meta=ocp.args.JsonSave(meta)),
-            force=True,
-        )
-        manager.wait_until_finished()
         path = Path(manager.directory) / str(step)
-        if is_primary():
-            write_checksums(path)  # after orbax's commit: of the final bytes
+        try:
+            manager.save(
+                step,
+                args=ocp.args.Composite(state=ocp.args.StandardSave(_flatten(state)), meta=ocp.args.JsonSave(meta)),
+                force=True,
+            )
+            manager.wait_until_finished()
+            if is_primary():
+                write_checksums(path)  # after orbax's commit: of the final bytes
+        except BaseException:
+            # Interrupted (Ctrl-C) or failed (a full disk) part-way: discard this checkpoint, so that only
+            # whole, verified ones are ever kept. Orbax's temporary folder is removed by orbax itself.
+            if is_primary() and path.is_dir() and not (path / CHECKSUM_FILE).is_file():
+                shutil.rmtree(path, ignore_errors=True)
+            raise
         barrier(f"panm_jax: checksums of {path.parent.name}/{step}")  # several processes: none reads before
 
     def save(self, step: int, state, meta: dict[str, Any]) -> None:
@@ -241,10 +281,17 @@ class Checkpointer:
             verified = verify_checksums(path)
         except (ChecksumError, OSError) as err:
             raise _Corrupt(_reason(err)) from err
+        if not verified and not self.allow_unverified:
+            raise _Corrupt(
+                f"no {CHECKSUM_FILE}, which every checkpoint of this library has, so its bytes cannot be "
+                "verified; --allow-unverified reads it anyway"
+            )
         try:
             meta = dict(manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))["meta"])
         except Exception as err:  # noqa: BLE001 - any read failure of a checkpoint's record means it is unusable
             raise _Corrupt(_reason(err)) from err
+        if meta.get("step") != step:  # a folder renamed to another step: its data position would be wrong
+            raise _Corrupt(f"its folder is named {step} but its record is of step {meta.get('step')!r}")
         if check is not None:
             check(meta)  # CheckpointError: the checkpoint is fine but not this run's; nothing is moved
         if template is None:
@@ -261,7 +308,14 @@ class Checkpointer:
                 ) from err
             raise _Corrupt(_reason(err)) from err
         self._note_unverified(path, verified)
-        return _unflatten(template, dict(restored["state"]), str(path)), meta
+        state = _unflatten(template, dict(restored["state"]), str(path))
+        bad, total = _non_finite_count(state)
+        if bad:
+            raise NonFiniteCheckpointError(
+                f"checkpoint {path}: {bad} of its {total} parameter values are NaN or infinite, so nothing can be "
+                f"resumed or evaluated from it; kept checkpoints: {self.kept_steps()}"
+            )
+        return state, meta
 
     def _read_agreed(self, manager: ocp.CheckpointManager, step: int, template, check):
         """``_read`` in every process; a checkpoint that fails to read in any process is corrupt in all
@@ -286,8 +340,8 @@ class Checkpointer:
         if not verified and path not in self._unverified_noted:
             self._unverified_noted.add(path)
             self.notify(
-                f"checkpoint {path} has no {CHECKSUM_FILE} (written before checksums were stored); "
-                "restoring it without verifying its bytes"
+                f"checkpoint {path} has no {CHECKSUM_FILE}; restoring it without verifying its bytes "
+                "(--allow-unverified)"
             )
 
     def _set_aside(self, manager: ocp.CheckpointManager, step: int) -> tuple[Path, Path | None]:
@@ -354,6 +408,33 @@ class Checkpointer:
         """``(state, meta)`` of the best checkpoint, or ``None`` (none, or corrupt: reported, ``then`` says
         what the caller does instead)."""
         return self._best(template, check, then)
+
+    def stored_record(self) -> dict[str, Any] | None:
+        """The JSON record of the best checkpoint, else of the newest readable latest one, or ``None``; read
+        quietly (an unreadable checkpoint is skipped, not reported, moved or refused here)."""
+        candidates = [(self.best, s) for s in self.best.all_steps()[-1:]]
+        candidates += [(self.latest, s) for s in sorted(self.latest.all_steps(), reverse=True)]
+        for manager, step in candidates:
+            try:
+                return self._read(manager, step, None, None)[1]
+            except (_Corrupt, CheckpointError):
+                continue
+        return None
+
+    def last_good(self, before: int) -> Path | None:
+        """The newest of the latest checkpoints before step ``before`` that verifies and whose parameters
+        are all finite (read here, whole), or ``None``. For the message of a run that stops."""
+        for step in sorted((s for s in self.latest.all_steps() if s < before), reverse=True):
+            path = Path(self.latest.directory) / str(step)
+            try:
+                if not verify_checksums(path) and not self.allow_unverified:
+                    continue
+                flat = self.latest.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore()))["state"]
+            except Exception:  # noqa: BLE001 - unreadable: not a good checkpoint
+                continue
+            if _non_finite_count(list(dict(flat).values()))[0] == 0:
+                return path
+        return None
 
     def kept_steps(self) -> list[int]:
         """The steps of every checkpoint kept: the latest ones and the best, sorted."""

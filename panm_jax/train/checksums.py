@@ -13,9 +13,10 @@ checks a checkpoint by hand. The listing must name exactly the files in the
 folder: a file missing, changed or not listed (so also a listing cut short)
 fails the check.
 
-A checkpoint without the file was written before checksums were stored (or by a
-process that died between orbax's commit and the checksums): it restores
-unverified, and ``verify_checksums`` returns ``False`` so the caller can say so.
+A checkpoint without the file was left by a process that died between orbax's
+commit and the checksums (or written by other code): ``verify_checksums``
+returns ``False``, and the caller treats the checkpoint as damaged unless told
+to read it unverified (``Checkpointer(allow_unverified=True)``).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def verify_checksums(folder: str | Path) -> bool:
 
     Returns ``True`` when the listed files are exactly the folder's files, each
     with its recorded digest, and ``False`` when the folder has no checksum
-    file (written before checksums were stored). Raises ``ChecksumError``
+    file. Raises ``ChecksumError``
     naming the first file that is missing, differs or is not listed, or a line
     of the listing that cannot be parsed.
     """

@@ -57,7 +57,7 @@ COMPUTE_DTYPES = ("float32", "bfloat16")  # TrainConfig.compute_dtype: the forwa
 # learning-rate schedule decays over it: a cosine run cannot change it (see ``resume_differences``).
 # max_minutes is a wall-clock budget: it only says where this invocation stops, so a run stopped by its
 # budget may be resumed with another budget or none.
-RESUMABLE_CHANGES = ("on_nan", "num_steps", "max_minutes")
+RESUMABLE_CHANGES = ("on_nan", "max_skipped_fraction", "num_steps", "max_minutes")
 
 
 class ConfigError(UserError):
@@ -139,6 +139,9 @@ class TrainConfig:
     # naming the step and saves nothing after the last good checkpoint; "skip-batch" leaves
     # the parameters and optimiser state unchanged for that batch and goes on.
     on_nan: str = "stop"
+    # With on_nan = "skip-batch": the most batches a run may skip, as a fraction of num_steps (at least
+    # one batch); one more stops the run with an error, since a run that skips that many learns little.
+    max_skipped_fraction: float = 0.01
     # The forward pass's dtype: "float32", or "bfloat16" for mixed precision on GPUs and TPUs
     # (parameters and optimiser state stay float32; activations and memories are bfloat16;
     # panm_jax.train.steps).
@@ -168,6 +171,7 @@ class TrainConfig:
         if self.max_minutes is not None:
             _check(checks.positive_number, "max_minutes", self.max_minutes)
         _check(checks.one_of, "on_nan", self.on_nan, ON_NAN)
+        _check(checks.number, "max_skipped_fraction", self.max_skipped_fraction, 0, 1)
         _check(checks.one_of, "compute_dtype", self.compute_dtype, COMPUTE_DTYPES)
         if self.optimizer.warmup_steps > self.num_steps:
             raise ConfigError(
@@ -184,6 +188,7 @@ class TrainConfig:
         task = _check_task(self)
         _check_model(self)
         _check_output_mode(self, task)
+        _check_buckets(self, task)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -375,6 +380,24 @@ def _check_output_mode(config: TrainConfig, task) -> None:
             f"the task {config.task!r} needs one output per input step (output_mode 'aligned'), which model "
             f"{config.model!r} does not have (it reads the whole input first); models with it: "
             f"{', '.join(aligned_models())}",
+        )
+
+
+def _check_buckets(config: TrainConfig, task) -> None:
+    """The buckets that training batches are padded to hold the task's longest training example (at its
+    longest training length), so that no batch of the run fails to fit (evaluation pads each mode's
+    examples to their own length and uses no buckets)."""
+    if not config.buckets:
+        return
+    longest = task.train_lengths.hi
+    top = config.buckets[-1]
+    need_in, need_out = task.input_steps(longest), task.output_steps(longest)
+    if task.input_steps(top) < need_in or task.output_steps(top) < need_out:
+        raise ConfigError(
+            "buckets",
+            f"expected a largest bucket that holds the longest training length of task {config.task!r} "
+            f"({longest}: {need_in} input and {need_out} output steps), got {list(config.buckets)} (bucket {top} "
+            f"holds {task.input_steps(top)} and {task.output_steps(top)}); add a bucket of at least {longest}",
         )
 
 

@@ -46,6 +46,7 @@ run above.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -172,15 +173,29 @@ class Run:
 
 
 def results_record(run: Run, per_mode: dict[str, dict[str, Any]], step: int) -> dict[str, Any]:
-    return {
+    """The results of ``step``'s parameters over the modes. A NaN or infinite number in them is written as
+    ``null`` and the record gets ``"failed"``, saying which (``panm-jax`` then exits with code 1)."""
+    modes, bad = [], []
+    for mode, row in per_mode.items():
+        clean = {}
+        for key, value in row.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                bad.append(f"{key} of mode {mode}")
+                value = None
+            clean[key] = value
+        modes.append({"mode": mode, **clean})
+    record = {
         "task": run.config.task,
         "model": run.config.model,
         "metric": run.task.metric_names[0],
         "step": step,
-        "modes": [{"mode": mode, **row} for mode, row in per_mode.items()],
+        "modes": modes,
         "config": run.config.to_dict(),
         "environment": environment(),
     }
+    if bad:
+        record["failed"] = f"non-finite results (written as null): {', '.join(bad)}"
+    return record
 
 
 def _host_metrics(metrics) -> dict[str, float]:
@@ -219,43 +234,92 @@ def config_check(config: TrainConfig, workdir: Path):
     return check
 
 
-def _check_losses(unchecked, config: TrainConfig, ckpt: Checkpointer, log_path: Path, *, primary: bool = True) -> None:
-    """Look at the losses of the steps since the last check (one transfer): stop or log skipped batches.
+class LossWatch:
+    """The checks of one run's training losses, made before anything is logged, evaluated or saved.
 
-    Every process sees the same (global) losses and decides the same; the ``primary`` one logs.
+    ``check(unchecked)`` looks at the steps since the last check (one transfer):
+    a step is bad when its loss, its gradient norm or its updated parameters'
+    norm (``param_norm``, ``train/steps.py``) is NaN or infinite. Under
+    ``on_nan = "stop"`` the first bad step raises ``NonFiniteLossError`` naming
+    it and the last good checkpoint. Under ``"skip-batch"`` the steps are logged
+    as skipped (their updates were not applied, on device) and counted over the
+    whole run (``skipped``, carried in every checkpoint's record); more than
+    ``max_skipped_fraction`` of ``num_steps`` stops the run with
+    ``NonFiniteLossError``. Every process sees the same (global) losses and
+    decides the same; the ``primary`` one logs.
     """
-    values = jax.device_get([(m["loss"], m.get("grad_norm", 0.0)) for _, m in unchecked])
-    bad = [
-        (step, float(loss), float(norm))
-        for (step, _), (loss, norm) in zip(unchecked, values, strict=True)
-        if not (np.isfinite(loss) and np.isfinite(norm))
-    ]
-    if not bad:
-        return
-    if config.on_nan == "stop":
-        step, loss, norm = bad[0]
-        if primary:
-            append_jsonl(
-                log_path, {"event": "non-finite loss", "step": step, "loss": loss, "grad_norm": norm, "on_nan": "stop"}
+
+    def __init__(self, config: TrainConfig, ckpt: Checkpointer, log_path: Path, *, primary: bool, skipped: int = 0):
+        self.config, self.ckpt, self.log_path, self.primary = config, ckpt, log_path, primary
+        self.skipped = skipped
+        self.limit = max(1, math.floor(config.max_skipped_fraction * config.num_steps))
+
+    def check(self, unchecked) -> None:
+        """``unchecked``: ``(step, metrics)`` pairs, the metrics on device or on the host."""
+        values = jax.device_get([(m["loss"], m.get("grad_norm", 0.0), m.get("param_norm", 0.0)) for _, m in unchecked])
+        bad = [
+            (step, float(loss), float(grad), float(norm))
+            for (step, _), (loss, grad, norm) in zip(unchecked, values, strict=True)
+            if not (np.isfinite(loss) and np.isfinite(grad) and np.isfinite(norm))
+        ]
+        if not bad:
+            return
+        c = self.config
+        if c.on_nan == "stop":
+            step, loss, grad, norm = bad[0]
+            if self.primary:
+                append_jsonl(
+                    self.log_path,
+                    {
+                        "event": "non-finite loss",
+                        "step": step,
+                        "loss": _finite_or_none(loss),
+                        "grad_norm": _finite_or_none(grad),
+                        "param_norm": _finite_or_none(norm),
+                        "on_nan": "stop",
+                    },
+                )
+            raise NonFiniteLossError(
+                f"loss: non-finite at step {step} (loss {loss}, gradient norm {grad}, parameter norm {norm}); the "
+                f'run stopped and saved nothing after it ({self._last_good(step)}); set on_nan = "skip-batch" '
+                "(--on-nan skip-batch) to skip such batches"
             )
-        last = ckpt.latest.latest_step()
-        kept = (
-            f"the last good checkpoint is {ckpt.latest.directory / str(last)}"
-            if last is not None
-            else ("no checkpoint was saved before it")
-        )
-        raise NonFiniteLossError(
-            f"loss: non-finite at step {step} (loss {loss}, gradient norm {norm}); the run stopped and saved "
-            f'nothing after it ({kept}); set on_nan = "skip-batch" (--on-nan skip-batch) to skip such batches'
-        )
-    if not primary:
-        return
-    for step, loss, norm in bad:
-        append_jsonl(log_path, {"event": "skipped non-finite batch", "step": step, "loss": loss, "grad_norm": norm})
-    note(
-        f"skipped {len(bad)} batch(es) with a non-finite loss or gradient (steps {[b[0] for b in bad]}): "
-        "parameters and optimiser state left unchanged for them"
-    )
+        self.skipped += len(bad)
+        if self.primary:
+            for step, loss, grad, norm in bad:
+                append_jsonl(
+                    self.log_path,
+                    {
+                        "event": "skipped non-finite batch",
+                        "step": step,
+                        "loss": _finite_or_none(loss),
+                        "grad_norm": _finite_or_none(grad),
+                        "param_norm": _finite_or_none(norm),
+                    },
+                )
+        if self.skipped > self.limit:
+            raise NonFiniteLossError(
+                f"on_nan: skip-batch skipped {self.skipped} batches by step {bad[-1][0]}, more than "
+                f"max_skipped_fraction = {c.max_skipped_fraction} of num_steps ({self.limit}): the run learns "
+                f"little from what it trains on; it stopped and saved nothing after it ({self._last_good(bad[0][0])})"
+            )
+        if self.primary:
+            note(
+                f"skipped {len(bad)} batch(es) with a non-finite loss, gradient or parameter (steps "
+                f"{[b[0] for b in bad]}; {self.skipped} of at most {self.limit} in this run): parameters and "
+                "optimiser state left unchanged for them"
+            )
+
+    def _last_good(self, step: int) -> str:
+        good = self.ckpt.last_good(before=step)
+        if good is None:
+            return "no good checkpoint was saved before it"
+        return f"the last good checkpoint is {good}"
+
+
+def _finite_or_none(value: float) -> float | None:
+    """``value``, or ``None`` (JSON null) when it is NaN or infinite: no file of a run holds a non-JSON number."""
+    return value if math.isfinite(value) else None
 
 
 def progress_columns() -> list:
@@ -285,8 +349,11 @@ def train_and_evaluate(
     *,
     progress: bool = True,
     console: Console | None = None,
+    allow_unverified: bool = False,
 ) -> dict[str, Any]:
     """Train ``config`` in ``workdir`` (resuming if it holds a checkpoint); returns the results record.
+
+    ``allow_unverified``: resume from a checkpoint without its checksums (``Checkpointer``).
 
     Raises ``WorkdirBusy`` when another run holds the workdir, ``CheckpointError``
     when its checkpoints belong to other settings (or none can be read), and
@@ -307,12 +374,16 @@ def train_and_evaluate(
                 f"{lock.path}: the run of process {lock.stale_pid} ended without releasing it (crashed or killed); "
                 "taking it over"
             )
-        return _train_and_evaluate(config, workdir, progress=progress, console=console)
+        return _train_and_evaluate(
+            config, workdir, progress=progress, console=console, allow_unverified=allow_unverified
+        )
 
 
-def _train_and_evaluate(config: TrainConfig, workdir: Path, *, progress: bool, console: Console) -> dict[str, Any]:
+def _train_and_evaluate(
+    config: TrainConfig, workdir: Path, *, progress: bool, console: Console, allow_unverified: bool
+) -> dict[str, Any]:
     run = Run(config)
-    ckpt = Checkpointer(workdir, keep=config.keep_checkpoints, notify=note)
+    ckpt = Checkpointer(workdir, keep=config.keep_checkpoints, notify=note, allow_unverified=allow_unverified)
     try:
         return _train(run, ckpt, workdir, progress=progress, console=console)
     finally:
@@ -351,6 +422,7 @@ def _train(run: Run, ckpt: Checkpointer, workdir: Path, *, progress: bool, conso
     t_last, s_last = time.perf_counter(), start
     deadline = None if c.max_minutes is None else time.monotonic() + 60.0 * c.max_minutes
     unchecked: list[tuple[int, dict[str, Any]]] = []  # (step, metrics on device) not yet checked for NaN/Inf
+    watch = LossWatch(c, ckpt, log_path, primary=primary, skipped=meta.get("skipped_batches", 0) if restored else 0)
     with Progress(*progress_columns(), console=console, disable=not progress, transient=False) as bar:
         job = bar.add_task(f"{c.model} on {c.task}", total=c.num_steps, completed=start, loss="-", acc="-", rate="-")
         for step in range(start, c.num_steps):
@@ -363,7 +435,7 @@ def _train(run: Run, ckpt: Checkpointer, workdir: Path, *, progress: bool, conso
             save_now = done % c.checkpoint_every == 0 or last
             if log_now or eval_now or save_now or len(unchecked) >= _MAX_UNCHECKED_STEPS:
                 # Before anything is logged, evaluated or saved.
-                _check_losses(unchecked, c, ckpt, log_path, primary=primary)
+                watch.check(unchecked)
                 unchecked = []
             if log_now:
                 m = _host_metrics(metrics)
@@ -397,7 +469,13 @@ def _train(run: Run, ckpt: Checkpointer, workdir: Path, *, progress: bool, conso
                 ckpt.save(
                     done,
                     jax.device_get(state),
-                    {"step": done, "data_position": done, "seed": c.seed, "config": c.to_dict()},
+                    {
+                        "step": done,
+                        "data_position": done,
+                        "seed": c.seed,
+                        "config": c.to_dict(),
+                        "skipped_batches": watch.skipped,
+                    },
                 )
             if last:
                 if done < c.num_steps and primary:

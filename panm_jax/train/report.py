@@ -64,7 +64,7 @@ def write_results(results: dict[str, Any], stem: str | Path) -> list[Path]:
     stem = Path(stem)
     cols = _columns(results)
     json_path, csv_path, md_path = (stem.with_suffix(s) for s in (".json", ".csv", ".md"))
-    atomic_write_text(json_path, json.dumps(results, indent=2) + "\n")
+    atomic_write_text(json_path, json.dumps(results, indent=2, allow_nan=False) + "\n")  # NaN is not JSON
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
     writer.writeheader()
@@ -87,6 +87,8 @@ def write_results(results: dict[str, Any], stem: str | Path) -> list[Path]:
 
 
 def _fmt(v) -> str:
+    if v is None:  # a non-finite number, written as null in a failed run's record
+        return "n/a"
     if isinstance(v, float):
         return f"{v:.4f}"
     return str(v)
@@ -158,7 +160,7 @@ def print_results(results: dict[str, Any], console: Console | None = None) -> No
         cells = []
         for c in cols:
             v = row.get(c, "")
-            cells.append(f"{100 * v:.1f}%" if c == metric else _fmt(v))
+            cells.append(f"{100 * v:.1f}%" if c == metric and v is not None else _fmt(v))
         table.add_row(*cells)
     console.print(table)
 
@@ -178,13 +180,14 @@ def print_seed_summary(records: list[dict[str, Any]], console: Console | None = 
         table.add_column(f"seed {r['config']['seed']} (step {r['step']})", justify="right")
     table.add_column("mean ± std", justify="right")
     for i, row in enumerate(first["modes"]):
-        values = [100 * r["modes"][i][metric] for r in records]
+        cells = [r["modes"][i][metric] for r in records]
+        values = [100 * v for v in cells if v is not None]  # None: a failed seed's non-finite number
         std = statistics.stdev(values) if len(values) > 1 else 0.0
         table.add_row(
             row["mode"],
             str(row["length"]),
-            *(f"{v:.1f}%" for v in values),
-            f"{statistics.mean(values):.1f} ± {std:.1f}",
+            *(f"{100 * v:.1f}%" if v is not None else "n/a" for v in cells),
+            f"{statistics.mean(values):.1f} ± {std:.1f}" if values else "n/a",
         )
     console.print(table)
 
@@ -227,7 +230,7 @@ def plot_accuracy(runs: Sequence[dict[str, Any]], out: str | Path, labels: Seque
     for i, res in enumerate(runs):
         rows = sorted(res["modes"], key=_length_value)
         xs = [_length_value(r) for r in rows]
-        ys = [100 * r[res["metric"]] for r in rows]
+        ys = [100 * r[res["metric"]] if r[res["metric"]] is not None else np.nan for r in rows]
         label = labels[i] if labels else f"{res['model']} (step {res['step']})"
         ax.plot(xs, ys, marker="o", label=label)
     first = runs[0]

@@ -65,7 +65,7 @@ from panm_jax.train.io import append_jsonl, atomic_write_text
 from panm_jax.train.lock import run_lock
 from panm_jax.train.loop import (
     _MAX_UNCHECKED_STEPS,
-    _check_losses,
+    LossWatch,
     _time_up,
     check_batch_sizes,
     config_check,
@@ -203,6 +203,7 @@ def train_seeds(
     *,
     progress: bool = True,
     console: Console | None = None,
+    allow_unverified: bool = False,
 ) -> list[dict[str, Any]]:
     """Train the seeds of ``configs`` (one run's settings, distinct seeds) together, seed s in
     ``workdirs[s]`` (resuming each from its checkpoints); returns each seed's results record, the one
@@ -232,7 +233,11 @@ def train_seeds(
                 )
         group = SeedGroup(configs)
         ckpts = [
-            stack_.enter_context(contextlib.closing(Checkpointer(w, keep=c.keep_checkpoints, notify=note)))
+            stack_.enter_context(
+                contextlib.closing(
+                    Checkpointer(w, keep=c.keep_checkpoints, notify=note, allow_unverified=allow_unverified)
+                )
+            )
             for w, c in zip(workdirs, configs, strict=True)
         ]
         return _train(group, ckpts, workdirs, progress=progress, console=console)
@@ -246,6 +251,7 @@ def _train(
     checks = [config_check(cs, w) for cs, w in zip(configs, workdirs, strict=True)]
     states = [jax.device_get(unstack(group.state, s)) for s in range(S)]
     best_scores = []
+    watches = []
     for s in range(S):
         restored = ckpts[s].restore_latest(group.template, checks[s])
         best_meta = ckpts[s].best_meta(
@@ -262,6 +268,8 @@ def _train(
                 )
             states[s] = saved
             console.print(f"seed {configs[s].seed}: resumed from step {meta['step']} ({workdirs[s] / 'checkpoints'})")
+        skipped = restored[1].get("skipped_batches", 0) if restored is not None else 0
+        watches.append(LossWatch(configs[s], ckpts[s], workdirs[s] / "metrics.jsonl", primary=primary, skipped=skipped))
         if primary:
             started = ("resumed", meta["step"]) if restored is not None else ("started", 0)
             append_jsonl(workdirs[s] / "metrics.jsonl", segment_record(*started))
@@ -298,7 +306,7 @@ def _train(
             eval_now = [s for s in acting if pos[s] % c.eval_every == 0 or last]
             save_now = [s for s in acting if pos[s] % c.checkpoint_every == 0 or last]
             if log_now or eval_now or save_now or len(pending) >= _MAX_UNCHECKED_STEPS:
-                _check_pending(pending, configs, ckpts, logs, primary)
+                _check_pending(pending, watches)
                 pending = []
             if log_now:
                 m = {k: np.asarray(v) for k, v in jax.device_get(metrics).items()}
@@ -347,7 +355,13 @@ def _train(
                 ckpts[s].save(
                     pos[s],
                     unstack(state, s),
-                    {"step": pos[s], "data_position": pos[s], "seed": configs[s].seed, "config": configs[s].to_dict()},
+                    {
+                        "step": pos[s],
+                        "data_position": pos[s],
+                        "seed": configs[s].seed,
+                        "config": configs[s].to_dict(),
+                        "skipped_batches": watches[s].skipped,
+                    },
                 )
             if last:
                 if done < c.num_steps and primary:
@@ -380,16 +394,28 @@ def _train(
     return records
 
 
-def _check_pending(pending, configs, ckpts, logs, primary: bool) -> None:
-    """``_check_losses`` per seed over the steps since the last check (one transfer for all seeds)."""
+def _check_pending(pending, watches: list[LossWatch]) -> None:
+    """Each seed's ``LossWatch.check`` over the steps since the last check (one transfer for all seeds)."""
     if not pending:
         return
-    values = jax.device_get([(m["loss"], m.get("grad_norm", jnp.zeros_like(m["loss"]))) for _, m in pending])
-    for s in range(len(configs)):
+    values = jax.device_get(
+        [
+            (m["loss"], m.get("grad_norm", jnp.zeros_like(m["loss"])), m.get("param_norm", jnp.zeros_like(m["loss"])))
+            for _, m in pending
+        ]
+    )
+    for s, watch in enumerate(watches):
         steps = [
-            (reached[s], {"loss": float(np.asarray(loss)[s]), "grad_norm": float(np.asarray(norm)[s])})
-            for (reached, _), (loss, norm) in zip(pending, values, strict=True)
+            (
+                reached[s],
+                {
+                    "loss": float(np.asarray(loss)[s]),
+                    "grad_norm": float(np.asarray(grad)[s]),
+                    "param_norm": float(np.asarray(norm)[s]),
+                },
+            )
+            for (reached, _), (loss, grad, norm) in zip(pending, values, strict=True)
             if reached[s] >= 0
         ]
         if steps:
-            _check_losses(steps, configs[s], ckpts[s], logs[s], primary=primary)
+            watch.check(steps)

@@ -105,9 +105,12 @@ def make_train_step(
 ):
     """``train_step(state, batch) -> (state, metrics)``: forward, loss, backward, update.
 
-    ``metrics`` holds ``loss``, the task's metrics on this (training) batch and
-    the global gradient norm before clipping. With ``skip_nonfinite`` a batch
-    whose loss or gradient norm is NaN or infinite leaves the parameters and the
+    ``metrics`` holds ``loss``, the task's metrics on this (training) batch,
+    the global gradient norm before clipping (``grad_norm``) and the global norm
+    of the parameters after the update (``param_norm``: not finite when a
+    parameter is not, or when the parameters are too large for their squares to
+    sum in float32). With ``skip_nonfinite`` a batch whose loss, gradient norm or
+    updated parameters' norm is NaN or infinite leaves the parameters and the
     optimiser state as they were (selected on device, no host sync); the step
     counter and the PRNG key advance as for any batch, so the data stream goes
     on to the next batch. ``compute_dtype``: the forward pass's dtype (``COMPUTE_DTYPES``; module
@@ -129,9 +132,14 @@ def make_train_step(
         (loss, logits), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
-        metrics = {"loss": loss, "grad_norm": optax.tree_utils.tree_norm(grads), **task.metrics(logits, batch)}
+        metrics = {
+            "loss": loss,
+            "grad_norm": optax.tree_utils.tree_norm(grads),
+            "param_norm": optax.tree_utils.tree_norm(params),
+            **task.metrics(logits, batch),
+        }
         if skip_nonfinite:
-            finite = jnp.isfinite(loss) & jnp.isfinite(metrics["grad_norm"])
+            finite = jnp.isfinite(loss) & jnp.isfinite(metrics["grad_norm"]) & jnp.isfinite(metrics["param_norm"])
             params, opt_state = jax.tree_util.tree_map(
                 lambda new, old: jnp.where(finite, new, old), (params, opt_state), (state.params, state.opt_state)
             )

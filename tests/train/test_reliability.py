@@ -100,16 +100,48 @@ def test_changed_bytes_in_the_newest_checkpoint_are_caught(run_copy, damage):
     assert (run_copy / "checkpoints" / "corrupt-8" / array_file.relative_to(run_copy / "checkpoints" / "8")).exists()
 
 
-def test_checkpoints_without_checksums_still_restore_and_say_so(run_copy):
-    for listing in run_copy.glob(f"checkpoints/*/{CHECKSUM_FILE}"):
-        listing.unlink()  # as written before checksums were stored
+def test_a_checkpoint_without_its_checksums_is_damaged_and_set_aside(run_copy):
+    # Without its listing a flipped bit would restore as a wrong number: such a checkpoint is not trusted.
+    (run_copy / "checkpoints" / "8" / CHECKSUM_FILE).unlink()
+    array_file = _largest_file(run_copy / "checkpoints" / "8")
+    data = bytearray(array_file.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    array_file.write_bytes(bytes(data))
     with pytest.warns(
         RuntimeWarning,
-        match=rf"checkpoint .*checkpoints/8 has no {CHECKSUM_FILE} \(written before "
-        r"checksums were stored\); restoring it without verifying its bytes",
+        match=rf"checkpoint .*checkpoints/8 is corrupt or unreadable \(no {CHECKSUM_FILE}, which every checkpoint "
+        r"of this library has, .* --allow-unverified reads it anyway\); moved to .*checkpoints/corrupt-8, trying "
+        r"an older one",
     ):
-        _, meta = Checkpointer(run_copy).restore_latest(_template())
+        state, meta = Checkpointer(run_copy).restore_latest(_template())
+    assert meta["step"] == 4 and int(state.step) == 4
+    assert (run_copy / "checkpoints" / "corrupt-8").is_dir()
+
+
+def test_an_unverified_checkpoint_restores_only_when_allowed_and_says_so(run_copy):
+    for listing in run_copy.glob(f"checkpoints/*/{CHECKSUM_FILE}"):
+        listing.unlink()
+    with pytest.warns(
+        RuntimeWarning,
+        match=rf"checkpoint .*checkpoints/8 has no {CHECKSUM_FILE}; restoring it without verifying its bytes "
+        r"\(--allow-unverified\)",
+    ):
+        _, meta = Checkpointer(run_copy, allow_unverified=True).restore_latest(_template())
     assert meta["step"] == 8
+    with pytest.warns(RuntimeWarning), pytest.raises(CheckpointError, match=r"checkpoints: none of .* could be read"):
+        Checkpointer(run_copy).restore_latest(_template())
+
+
+def test_a_checkpoint_folder_renamed_to_another_step_is_set_aside(run_copy):
+    # checkpoints/8 renamed to 12: taken for its name it would resume at step 12's data position.
+    (run_copy / "checkpoints" / "8").rename(run_copy / "checkpoints" / "12")
+    with pytest.warns(
+        RuntimeWarning,
+        match=r"checkpoint .*checkpoints/12 is corrupt or unreadable \(its folder is named 12 but its record is "
+        r"of step 8\); moved to .*checkpoints/corrupt-12, trying an older one",
+    ):
+        state, meta = Checkpointer(run_copy).restore_latest(_template())
+    assert meta["step"] == 4 and int(state.step) == 4
 
 
 def test_a_checksum_listing_must_name_exactly_the_folders_files(tmp_path):
@@ -195,22 +227,38 @@ def test_a_nan_loss_stops_the_run_and_skip_batch_leaves_the_state_unchanged(tmp_
     assert events[-1] == {
         "event": "non-finite loss",
         "step": 5,
-        "loss": events[-1]["loss"],
-        "grad_norm": events[-1]["grad_norm"],
+        "loss": None,  # NaN, written as JSON's null
+        "grad_norm": None,
+        "param_norm": None,
         "on_nan": "stop",
     }
     assert not (tmp_path / "results.json").exists()
 
-    # on_nan may change on resume: the same run goes on from step 4, skipping the four poisoned batches.
-    train_and_evaluate(config.replace(on_nan="skip-batch"), tmp_path, progress=False)
+    # Skipping is limited: by default at most 1 % of num_steps (here at least one batch): the second
+    # poisoned batch stops the run, naming the limit, and nothing is saved after step 4.
+    with pytest.raises(
+        NonFiniteLossError,
+        match=r"on_nan: skip-batch skipped 4 batches by step 8, more than max_skipped_fraction = 0.01 of "
+        r"num_steps \(1\): .* saved nothing after it \(the last good checkpoint is .*checkpoints/4\)",
+    ):
+        train_and_evaluate(config.replace(on_nan="skip-batch"), tmp_path, progress=False)
+    assert Checkpointer(tmp_path, read_only=True).latest.all_steps() == [4]
+
+    # on_nan and the limit may change on resume: the same run goes on from step 4, skipping the four
+    # poisoned batches.
+    train_and_evaluate(config.replace(on_nan="skip-batch", max_skipped_fraction=0.5), tmp_path, progress=False)
     after, meta = Checkpointer(tmp_path, read_only=True).restore_latest(_template(config))
     assert meta["step"] == 8 and int(after.step) == 8 and int(before.step) == 4
     # parameters and optimiser state untouched by skipped batches (same tree, every leaf equal)
     chex.assert_trees_all_equal((before.params, before.opt_state), (after.params, after.opt_state))
+    assert meta["skipped_batches"] == 4  # carried by the checkpoint: the limit counts over the whole run
     events = [r for r in read_jsonl(tmp_path / "metrics.jsonl") if r.get("event") == "skipped non-finite batch"]
-    assert [r["step"] for r in events] == [5, 6, 7, 8]
+    assert [r["step"] for r in events[-4:]] == [5, 6, 7, 8]
     err = capsys.readouterr().err
-    assert "warning: skipped 4 batch(es) with a non-finite loss or gradient (steps [5, 6, 7, 8])" in err
+    assert (
+        "warning: skipped 4 batch(es) with a non-finite loss, gradient or parameter (steps [5, 6, 7, 8]; "
+        "4 of at most 4 in this run)" in err
+    )
 
 
 def test_on_nan_is_a_config_field_and_a_flag():
