@@ -145,6 +145,52 @@ def _interrupted(workdirs: list[Path]) -> int:
     return EXIT_CODES["interrupted"]
 
 
+# What the collectives and the coordination service raise when a process of the run is gone.
+_LOST_PEER = re.compile(r"Gloo|heartbeat|Connection (reset|refused|closed)|UNAVAILABLE|DEADLINE_EXCEEDED|unhealthy")
+
+
+def _lost_peer(err: BaseException) -> bool:
+    """Whether ``err`` says that another process of a multi-process run is gone."""
+    return jax.process_count() > 1 and isinstance(err, jax.errors.JaxRuntimeError) and bool(_LOST_PEER.search(str(err)))
+
+
+def _lost_processes() -> list[int]:
+    """The processes the coordination service no longer hears from (empty when it cannot tell)."""
+    try:
+        from jax._src import distributed
+
+        client = distributed.global_state.client
+        everyone = list(range(jax.process_count()))
+        live = set(client.get_live_nodes(everyone))
+        return [i for i in everyone if i not in live]
+    except Exception:  # noqa: BLE001 - the service itself may be gone (process 0 lost): say what is known
+        return []
+
+
+def _stop_lost(err: BaseException, workdirs: list[Path]) -> None:
+    """A process of the run is gone: one line, then this process ends at once with exit code 4 (``os._exit``:
+    JAX's exit would wait on the lost process at its shutdown barrier, then abort). The lock is released and
+    the checkpoints closed already (the exception has unwound the run)."""
+    import os
+
+    from panm_jax.cli import EXIT_CODES
+
+    lost = _lost_processes()
+    who = f"process {', '.join(map(str, lost))}" if lost else "another process"
+    reason = " ".join(str(err).split())[:160]
+    where = []
+    for w in workdirs:
+        steps = sorted(int(p.name) for p in (w / "checkpoints").glob("*") if p.name.isdigit())
+        where.append(f"{w} from step {steps[-1]}" if steps else f"{w} from the start")
+    _error(
+        f"process {jax.process_index()} of {jax.process_count()}: {who} of this run was lost ({reason}); every "
+        f"process stops; the same command on every process resumes {', '.join(where)}",
+        code=EXIT_CODES["process lost"],
+    )
+    sys.stdout.flush()
+    os._exit(EXIT_CODES["process lost"])
+
+
 def _failed(records: list[dict]) -> int:
     """Exit code 1, with a line, when a results record says the run failed; else 0."""
     failed = [f"seed {r['config']['seed']}: {r['failed']}" for r in records if r.get("failed")]
@@ -182,6 +228,10 @@ def _train(args) -> int:
         return _error(str(err), code=1)
     except KeyboardInterrupt:
         return _interrupted([workdir])
+    except Exception as err:
+        if _lost_peer(err):
+            _stop_lost(err, [workdir])
+        raise
     report.print_results(results, console)
     console.print(f"wrote {workdir / 'results.json'} (.csv, .md) and {workdir / 'accuracy.png'}")
     return _failed([results])
@@ -229,6 +279,10 @@ def _train_seeds(args, config, seeds: list[int], console: Console) -> int:
         return _error(str(err), code=1)
     except KeyboardInterrupt:
         return _interrupted(workdirs)
+    except Exception as err:
+        if _lost_peer(err):
+            _stop_lost(err, workdirs)
+        raise
     report.print_seed_summary(records, console)
     console.print(f"wrote results.json (.csv, .md) and accuracy.png in each of {', '.join(map(str, workdirs))}")
     return _failed(records)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import optax
 
+from panm_jax import checks
+from panm_jax.errors import UserError
 from panm_jax.train.config import OptimizerConfig
 
 __all__ = ["make_optimizer", "paper_optimizer"]
@@ -24,7 +26,18 @@ def make_schedule(config: OptimizerConfig, num_steps: int) -> optax.Schedule:
 
 
 def make_optimizer(config: OptimizerConfig, num_steps: int) -> optax.GradientTransformation:
-    """Clip (values, then global norm, if set), then the optimiser with its schedule."""
+    """Clip (values, then global norm, if set), then the optimiser with its schedule over ``num_steps``.
+
+    Raises ``UserError`` for a ``config`` that is not an ``OptimizerConfig``, a ``num_steps`` that is not a
+    positive integer, and a warmup longer than the run (as ``TrainConfig`` does).
+    """
+    if not isinstance(config, OptimizerConfig):
+        raise UserError(f"config: expected an OptimizerConfig, got {type(config).__name__}")
+    checks.positive_int("num_steps", num_steps)
+    if config.warmup_steps > num_steps:
+        raise UserError(
+            f"optimizer.warmup_steps: expected at most num_steps ({num_steps}), got {config.warmup_steps}"
+        )
     schedule = make_schedule(config, num_steps)
     if config.name == "rmsprop":
         # PyTorch's RMSprop (eps_in_sqrt false): v = a v + (1 - a) g^2; b = m b + g / (sqrt(v) + eps);

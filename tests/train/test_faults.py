@@ -249,3 +249,33 @@ def test_eval_refuses_an_edited_config_json_unless_asked(run_copy, capsys):
     assert main(["eval", "--workdir", str(run_copy), "--modes", "L", "--ignore-config-json"]) == 0
     record = json.loads((run_copy / "eval.json").read_text())
     assert record["config"]["model_options"]["hidden"] == 8  # the model that was trained
+
+
+# ---- a lost process of a multi-process run --------------------------------------------------------
+
+
+def test_a_lost_process_stops_this_one_with_one_line_and_exit_code_4(tmp_path, monkeypatch, capsys):
+    # The survivors of a killed process get this from their next collective (measured with 2 local CPU
+    # processes, one killed with SIGKILL); the coordination service then names the lost one.
+    from panm_jax.cli import train as train_cli
+
+    (tmp_path / "checkpoints" / "50").mkdir(parents=True)
+    err = jax.errors.JaxRuntimeError(
+        "UNKNOWN: Gloo all-reduce failed: [external/gloo/gloo/transport/tcp/pair.cc:547] Connection closed by "
+        "peer [127.0.0.1]:20686"
+    )
+    assert not train_cli._lost_peer(err)  # one process: no peer to lose, a bug like any other
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    assert train_cli._lost_peer(err) and not train_cli._lost_peer(jax.errors.JaxRuntimeError("INTERNAL: bad shape"))
+    monkeypatch.setattr(train_cli, "_lost_processes", lambda: [1])
+    exits = []
+    monkeypatch.setattr("os._exit", exits.append)
+    train_cli._stop_lost(err, [tmp_path])
+    assert exits == [EXIT_CODES["process lost"]]
+    lines = _error_lines(capsys.readouterr().err)
+    assert len(lines) == 1 and re.fullmatch(
+        r"error: process 0 of 2: process 1 of this run was lost \(UNKNOWN: Gloo all-reduce failed: .*Connection "
+        rf"closed by peer .*\); every process stops; the same command on every process resumes {re.escape(str(tmp_path))} "
+        r"from step 50",
+        lines[0],
+    ), lines

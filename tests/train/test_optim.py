@@ -7,6 +7,7 @@ import numpy as np
 import optax
 import pytest
 
+from panm_jax.errors import UserError
 from panm_jax.train.config import ConfigError, OptimizerConfig
 from panm_jax.train.optim import make_optimizer, paper_optimizer
 from tests.conftest import x64
@@ -58,3 +59,17 @@ def test_the_paper_optimiser_is_pytorch_rmsprop_over_300_steps():
 def test_eps_must_be_positive():
     with pytest.raises(ConfigError, match=r"optimizer\.eps"):
         OptimizerConfig(eps=0.0)
+
+
+@pytest.mark.parametrize(
+    "config, num_steps, message",
+    [
+        (OptimizerConfig(warmup_steps=100), 50, r"optimizer.warmup_steps: expected at most num_steps \(50\), got 100"),
+        (OptimizerConfig(), 0, r"num_steps: expected a positive integer, got 0"),
+        (OptimizerConfig(), 2.5, r"num_steps: expected .*integer, got 2.5"),
+        ({"name": "adam"}, 10, r"config: expected an OptimizerConfig, got dict"),
+    ],
+)
+def test_make_optimizer_refuses_what_the_config_path_refuses(config, num_steps, message):
+    with pytest.raises(UserError, match=message):
+        make_optimizer(config, num_steps)
