@@ -45,10 +45,11 @@ from typing import Any, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
 from panm_jax._lazy import load
-from panm_jax.checks import did_you_mean, positive_int, unknown_name
+from panm_jax.checks import did_you_mean, nonnegative_int, positive_int, unknown_name
 from panm_jax.errors import UserError
 
 __all__ = [
@@ -120,6 +121,11 @@ def prepare_inputs(inputs, input_mask, num_outputs, input_size: int | None = Non
     Python int (it is static: one compilation per output length), equal to ``T_in``
     when ``aligned`` (a Python bool).
 
+    Called eagerly (``inputs`` and ``input_mask`` concrete arrays, not traced under
+    ``jit``), it also refuses NaN at a real step (``mask`` true), naming the first
+    one; padded steps may hold anything. Under ``jit`` the values are not known
+    when this runs, and nothing is checked: no check costs a host sync there.
+
     Returns ``(inputs, mask)``: ``inputs`` with every padded step (``mask`` false)
     replaced by zeros and every entry clipped to ``[-INPUT_BOUND, INPUT_BOUND]``;
     ``mask`` as bool. Whatever the padding held (NaN, inf, 1e30), the logits at real
@@ -149,9 +155,22 @@ def prepare_inputs(inputs, input_mask, num_outputs, input_size: int | None = Non
             f"num_outputs: expected T_in = {shape[1]} with aligned=True (one output per input step), got {num_outputs}"
         )
     mask = jnp.asarray(input_mask) != 0 if mask_dtype != jnp.bool_ else jnp.asarray(input_mask)
+    if not isinstance(inputs, jax.core.Tracer) and not isinstance(mask, jax.core.Tracer):
+        _refuse_nan(inputs, mask)
     bound = min(INPUT_BOUND, float(jnp.finfo(dtype).max))
     inputs = jnp.where(mask[..., None], jnp.clip(jnp.asarray(inputs), -bound, bound), 0).astype(dtype)
     return inputs, mask
+
+
+def _refuse_nan(inputs, mask) -> None:
+    """``ValueError`` naming the first real step (``mask`` true) of concrete ``inputs`` that holds a NaN."""
+    nan = np.isnan(np.asarray(inputs, dtype=np.float32)).any(axis=-1) & np.asarray(mask)
+    if nan.any():
+        example, step = (int(i) for i in np.argwhere(nan)[0])
+        raise ValueError(
+            f"inputs: expected no NaN at a real step (input_mask true), got NaN at example {example}, step {step} "
+            f"({int(nan.sum())} real step(s) with NaN in all); padded steps may hold anything"
+        )
 
 
 class ModelSpec(NamedTuple):
@@ -322,7 +341,7 @@ def _config_cls(name: str) -> type:
 
 
 def get_config(name: str, **hparams):
-    """The typed config of model ``name`` with ``hparams`` applied (validated)."""
+    """The typed config of model ``name`` with ``hparams`` applied (validated by the config's own checks)."""
     cls = _config_cls(name)
     fields = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(hparams) - fields)
@@ -332,6 +351,21 @@ def get_config(name: str, **hparams):
             + did_you_mean(unknown, fields)
         )
     return cls(**hparams)
+
+
+def _check_types(name: str, hparams: dict[str, Any]) -> None:
+    """Each of ``hparams`` against the type hint of its field of model ``name``'s config.
+
+    The check a training config's ``model_options`` get
+    (``panm_jax.train.config.check_type``), so that ``build_model("panm", ...,
+    remat="no")`` is refused as the config file's ``remat = "no"`` is:
+    ``remat: expected a boolean (true or false), got 'no'`` (a ``ConfigError``).
+    """
+    from panm_jax.train.config import check_type  # light: no JAX
+
+    hints = typing.get_type_hints(_config_cls(name))
+    for field, value in hparams.items():
+        check_type(field, value, hints[field])
 
 
 def model_options(name: str) -> dict[str, inspect.Parameter]:
@@ -365,10 +399,20 @@ def build_model(name: str, *, input_size: int, output_size: int, seed: int = 0, 
 
     Raises:
       UnknownNameError: for an unknown name (listing the known ones).
-      ValueError: for an unknown hyperparameter (listing the model's fields) or an invalid value.
+      ValueError: for an unknown hyperparameter (listing the model's fields), an invalid value or
+        one of the wrong type (checked against its field's type hint, as a training config's are),
+        or a ``seed`` that is not a non-negative integer.
     """
     input_size = positive_int("input_size", input_size)
     output_size = positive_int("output_size", output_size)
-    config = get_config(name, **hparams)
+    seed = nonnegative_int("seed", seed)  # as a training config's seed
+    try:
+        config = get_config(name, **hparams)
+    except ValueError:
+        raise  # an unknown name, or the config's own check: its message says the most
+    except Exception:
+        _check_types(name, hparams)  # a value of the wrong type that the config's checks did not name
+        raise
+    _check_types(name, hparams)
     spec = _spec(name)
     return _resolve(spec, spec.builder)(*spec.args, config, input_size, output_size, nnx.Rngs(seed))
