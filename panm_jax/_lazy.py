@@ -1,16 +1,21 @@
-"""Lazy exports: a package's public names imported on first use (PEP 562).
+"""Importing on first use: a package's public names (PEP 562) and a registry's entries.
 
 ``panm_jax``, ``panm_jax.kernels``, ``panm_jax.modules`` and ``panm_jax.train``
 import nothing heavy when imported; each public name loads its defining module
-the first time it is read and is then cached in the package's namespace.
+the first time it is read and is then cached in the package's namespace
+(``lazy_exports``). The task and model registries name each entry by where it is
+defined, ``"module:attribute"``, and import it when it is first looked up
+(``load``, ``LazyTable``): listing the names imports nothing.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
+from typing import Any, Generic, TypeVar
+
+V = TypeVar("V")
 
 
 def lazy_exports(
@@ -41,3 +46,50 @@ def lazy_exports(
         return sorted(set(vars(sys.modules[package])) | set(listed))
 
     return __getattr__, __dir__
+
+
+def load(path: str) -> Any:
+    """The object ``path`` names, ``"package.module:attribute"``, importing its module."""
+    module, _, attribute = path.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+class _Path(str):
+    """An entry of a ``LazyTable`` not imported yet: its ``"module:attribute"``."""
+
+
+class LazyTable(MutableMapping[str, V], Generic[V]):
+    """A name -> object table whose entries are written as ``"module:attribute"`` and imported when first read.
+
+    The names, their order, ``len`` and ``in`` need no import; ``table[name]``
+    imports the entry's module once and keeps the object. An entry set with
+    ``table[name] = obj`` (a registration at run time, or a test's
+    ``monkeypatch.setitem``) is the object itself.
+    """
+
+    def __init__(self, paths: Mapping[str, str]):
+        self._entries: dict[str, V | _Path] = {name: _Path(path) for name, path in paths.items()}
+
+    def __getitem__(self, name: str) -> V:
+        entry = self._entries[name]
+        if isinstance(entry, _Path):
+            entry = self._entries[name] = load(entry)
+        return entry
+
+    def __setitem__(self, name: str, value: V) -> None:
+        self._entries[name] = value
+
+    def __delitem__(self, name: str) -> None:
+        del self._entries[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({list(self._entries)})"

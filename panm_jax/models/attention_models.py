@@ -49,7 +49,7 @@ from flax import nnx
 
 from panm_jax import checks
 from panm_jax.kernels.scan import scan
-from panm_jax.models.registry import prepare_inputs, refuse_aligned, register_model
+from panm_jax.models.registry import prepare_inputs, refuse_aligned
 from panm_jax.models.teacher_forcing import decoder_tokens
 from panm_jax.modules.additive_attention import AdditiveAttention
 from panm_jax.modules.controllers import LSTMCell
@@ -181,11 +181,6 @@ class LSTMAttention(nnx.Module):
         return logits
 
 
-@register_model(
-    "lstm_attention",
-    LSTMAttentionConfig,
-    "LSTM encoder-decoder with content/location/hybrid attention (Le et al. 2024 §3.1)",
-)
 def _build_lstm_attention(config, input_size: int, output_size: int, rngs: nnx.Rngs) -> LSTMAttention:
     return LSTMAttention(config, input_size, output_size, rngs=rngs)
 
@@ -272,7 +267,6 @@ class PointerNetwork(nnx.Module):
         return logits
 
 
-@register_model("pointer_network", PointerNetworkConfig, "Pointer Network predicting tokens (Le et al. 2024 App. D.1)")
 def _build_pointer_network(config, input_size: int, output_size: int, rngs: nnx.Rngs) -> PointerNetwork:
     return PointerNetwork(config, input_size, output_size, rngs=rngs)
 
@@ -433,18 +427,10 @@ class TransformerSeq2Seq(nnx.Module):
         return logits
 
 
-@register_model(
-    "transformer", TransformerConfig, "Encoder-decoder Transformer, sinusoidal positions (Le et al. 2024 §3.1)"
-)
 def _build_transformer(config, input_size: int, output_size: int, rngs: nnx.Rngs) -> TransformerSeq2Seq:
     return TransformerSeq2Seq(config, input_size, output_size, relative=False, rngs=rngs)
 
 
-@register_model(
-    "transformer_rpe",
-    TransformerConfig,
-    "Encoder-decoder Transformer, Transformer-XL relative positions (Le et al. 2024 §3.3)",
-)
 def _build_transformer_rpe(config, input_size: int, output_size: int, rngs: nnx.Rngs) -> TransformerSeq2Seq:
     return TransformerSeq2Seq(config, input_size, output_size, relative=True, rngs=rngs)
 
@@ -622,19 +608,9 @@ class UniversalTransformerSeq2Seq(nnx.Module):
         return logits
 
 
-@register_model(
-    "universal_transformer",
-    UniversalTransformerConfig,
-    "Universal Transformer: one shared layer applied `steps` times, sinusoidal positions (Dehghani et al. 2019)",
-)
 def _build_universal_transformer(config, input_size: int, output_size: int, rngs: nnx.Rngs):
     return UniversalTransformerSeq2Seq(config, input_size, output_size, relative=False, rngs=rngs)
 
 
-@register_model(
-    "universal_transformer_rpe",
-    UniversalTransformerConfig,
-    "Universal Transformer with Transformer-XL relative positions (U. TRM + RPE, Csordás et al. 2021)",
-)
 def _build_universal_transformer_rpe(config, input_size: int, output_size: int, rngs: nnx.Rngs):
     return UniversalTransformerSeq2Seq(config, input_size, output_size, relative=True, rngs=rngs)

@@ -20,7 +20,7 @@ from flax import nnx
 
 from panm_jax import checks
 from panm_jax.kernels.scan import scan
-from panm_jax.models.registry import prepare_inputs, register_model
+from panm_jax.models.registry import prepare_inputs
 from panm_jax.modules.controllers import LSTMCell
 from panm_jax.modules.encoders import LSTMEncoder
 
@@ -77,6 +77,5 @@ class LSTMSeq2Seq(nnx.Module):
         return logits
 
 
-@register_model("lstm", LSTMSeq2SeqConfig, "LSTM encoder-decoder baseline (Le et al. 2024 §3.1)", aligned=True)
 def _build(config: LSTMSeq2SeqConfig, input_size: int, output_size: int, rngs: nnx.Rngs) -> LSTMSeq2Seq:
     return LSTMSeq2Seq(config, input_size, output_size, rngs=rngs)

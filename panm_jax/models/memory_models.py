@@ -122,7 +122,7 @@ from flax import nnx
 from panm_jax.checks import did_you_mean, nonnegative_int, positive_int
 from panm_jax.errors import UserError
 from panm_jax.kernels.scan import scan, select
-from panm_jax.models.registry import prepare_inputs, register_model
+from panm_jax.models.registry import prepare_inputs
 from panm_jax.modules.controllers import CONTROLLER_KINDS, make_controller
 from panm_jax.modules.memory import DNCMemory, MemoryModule, NTMMemory, StackMemory, StackRNNMemory, TapeRNNMemory
 
@@ -513,42 +513,3 @@ def build_memory_model(name: str, config, input_size: int, output_size: int, rng
         )
     memory = StackMemory(kind, config.hidden, config.width, rngs=rngs)
     return MemoryModel(config, input_size, output_size, memory, read_to_output=config.read_to_output, rngs=rngs)
-
-
-def _register(name: str, config_cls: type, description: str) -> None:
-    @register_model(name, config_cls, description, aligned=True)
-    def _build(config, input_size: int, output_size: int, rngs: nnx.Rngs) -> MemoryModel:
-        return build_memory_model(name, config, input_size, output_size, rngs)
-
-
-_register(
-    "ntm",
-    NTMConfig,
-    "Neural Turing Machine (Graves et al. 2014; M10AE appendix; Reina Campo 2022): "
-    "controller + content/location-addressed memory",
-)
-_register(
-    "dnc",
-    DNCConfig,
-    "Differentiable Neural Computer (Graves et al. 2016; Reina Campo 2022; Back et al. 2018): "
-    "allocation, temporal links, R read, H write heads",
-)
-_register(
-    "stack_lstm", StackLSTMConfig, "Stack-LSTM (Grefenstette et al. 2015): LSTM controller + continuous neural Stack"
-)
-_register(
-    "queue_lstm", StackLSTMConfig, "Queue-LSTM (Grefenstette et al. 2015): LSTM controller + continuous neural Queue"
-)
-_register(
-    "deque_lstm", StackLSTMConfig, "DeQue-LSTM (Grefenstette et al. 2015): LSTM controller + continuous neural DeQue"
-)
-_register(
-    "stack_rnn",
-    StackRNNConfig,
-    "Stack-RNN (Joulin & Mikolov 2015; Delétang et al. 2023): RNN controller + soft push/pop/no-op stack",
-)
-_register(
-    "tape_rnn",
-    TapeRNNConfig,
-    "Tape-RNN (Delétang et al. 2023): RNN controller + tape with write-and-move and input-length jumps",
-)

@@ -44,7 +44,7 @@ from flax import nnx
 
 from panm_jax import checks
 from panm_jax.errors import UserError
-from panm_jax.models.registry import prepare_inputs, refuse_aligned, register_model
+from panm_jax.models.registry import prepare_inputs, refuse_aligned
 from panm_jax.modules.encoders import BiGRUEncoder, LSTMEncoder, TransformerEncoder
 from panm_jax.modules.panm import PANMDecoder, check_decoder_options
 from panm_jax.modules.pytorch_init import pytorch_init
@@ -251,6 +251,5 @@ def decoding_options(config: PANMConfig, batch: int, train: bool, key) -> tuple[
     return base, dict(distractor_key=distractor_key, dropout_key=dropout_key, snap_pointers=snap)
 
 
-@register_model("panm", PANMConfig, "Pointer-Augmented Neural Memory (Le et al. 2024): LSTM encoder, pointer decoder")
 def _build(config: PANMConfig, input_size: int, output_size: int, rngs: nnx.Rngs) -> PANM:
     return PANM(config, input_size, output_size, rngs=rngs)

@@ -53,7 +53,7 @@ from flax import nnx
 from panm_jax import checks
 from panm_jax.errors import UserError
 from panm_jax.models.panm import TRANSFORMER_ENCODERS, PANMConfig, build_decoder, build_encoder, decoding_options
-from panm_jax.models.registry import prepare_inputs, refuse_aligned, register_model
+from panm_jax.models.registry import prepare_inputs, refuse_aligned
 from panm_jax.models.teacher_forcing import decoder_tokens
 from panm_jax.modules.transformer import DecoderLayer, LayerNorm, causal_mask, sinusoidal_encoding
 
@@ -187,10 +187,5 @@ class PANMTransformer(nnx.Module):
         return decode(tokens, return_traces)
 
 
-@register_model(
-    "panm_transformer",
-    PANMTransformerConfig,
-    "PANM on a Transformer: Transformer encoder, Controller on a 2-layer Transformer decoder (Le et al. 2024 §3.3)",
-)
 def _build(config: PANMTransformerConfig, input_size: int, output_size: int, rngs: nnx.Rngs) -> PANMTransformer:
     return PANMTransformer(config, input_size, output_size, rngs=rngs)

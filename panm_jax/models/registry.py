@@ -22,27 +22,41 @@ typed config: ``build_model("panm", input_size=12, output_size=10, hidden=128)``
 ``model_options(name)`` gives each field of that config with its type and
 default. An unknown name raises ``UnknownNameError`` (``panm_jax.errors``; a
 ``ValueError``) listing the known names.
+
+**One table.** ``MODELS`` is written out below: every built-in name with where
+its config and builder are defined (``ModelSpec``: a module and the names in it),
+its one-line description and whether it has the aligned mode. It is the one
+place a model is added, and reading it imports nothing: ``list_models`` and
+``aligned_models`` answer from the table, and a model's module is imported when
+its config is first read or the model first built. The task registry
+(``panm_jax.tasks.registry.TASKS``) is written the same way. A decorator in each
+model's module, run by importing it, would spread the names over the modules and
+need every model's module (JAX, Flax and all) imported just to list them.
+``register_model`` adds a model at run time.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import inspect
 import typing
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
-from panm_jax.checks import did_you_mean, positive_int, unknown_name
+from panm_jax._lazy import load
+from panm_jax.checks import did_you_mean, nonnegative_int, positive_int, unknown_name
 from panm_jax.errors import UserError
 
 __all__ = [
     "INPUT_BOUND",
+    "MODELS",
     "AlignedModeError",
+    "ModelSpec",
     "SequenceModel",
     "aligned_models",
     "build_model",
@@ -107,6 +121,11 @@ def prepare_inputs(inputs, input_mask, num_outputs, input_size: int | None = Non
     Python int (it is static: one compilation per output length), equal to ``T_in``
     when ``aligned`` (a Python bool).
 
+    Called eagerly (``inputs`` and ``input_mask`` concrete arrays, not traced under
+    ``jit``), it also refuses NaN at a real step (``mask`` true), naming the first
+    one; padded steps may hold anything. Under ``jit`` the values are not known
+    when this runs, and nothing is checked: no check costs a host sync there.
+
     Returns ``(inputs, mask)``: ``inputs`` with every padded step (``mask`` false)
     replaced by zeros and every entry clipped to ``[-INPUT_BOUND, INPUT_BOUND]``;
     ``mask`` as bool. Whatever the padding held (NaN, inf, 1e30), the logits at real
@@ -136,32 +155,154 @@ def prepare_inputs(inputs, input_mask, num_outputs, input_size: int | None = Non
             f"num_outputs: expected T_in = {shape[1]} with aligned=True (one output per input step), got {num_outputs}"
         )
     mask = jnp.asarray(input_mask) != 0 if mask_dtype != jnp.bool_ else jnp.asarray(input_mask)
+    if not isinstance(inputs, jax.core.Tracer) and not isinstance(mask, jax.core.Tracer):
+        _refuse_nan(inputs, mask)
     bound = min(INPUT_BOUND, float(jnp.finfo(dtype).max))
     inputs = jnp.where(mask[..., None], jnp.clip(jnp.asarray(inputs), -bound, bound), 0).astype(dtype)
     return inputs, mask
 
 
-@dataclasses.dataclass(frozen=True)
-class _Entry:
-    config_cls: type
-    builder: Callable[..., nnx.Module]
-    description: str
-    aligned: bool
+def _refuse_nan(inputs, mask) -> None:
+    """``ValueError`` naming the first real step (``mask`` true) of concrete ``inputs`` that holds a NaN."""
+    nan = np.isnan(np.asarray(inputs, dtype=np.float32)).any(axis=-1) & np.asarray(mask)
+    if nan.any():
+        example, step = (int(i) for i in np.argwhere(nan)[0])
+        raise ValueError(
+            f"inputs: expected no NaN at a real step (input_mask true), got NaN at example {example}, step {step} "
+            f"({int(nan.sum())} real step(s) with NaN in all); padded steps may hold anything"
+        )
 
 
-_REGISTRY: dict[str, _Entry] = {}
+class ModelSpec(NamedTuple):
+    """One entry of ``MODELS``: where the model is defined, and what the listings show without importing it.
+
+    ``config`` and ``builder`` are attributes of ``module`` (their names; a model
+    added by ``register_model`` holds the objects themselves). The builder is
+    called as ``builder(*args, config, input_size, output_size, rngs)``.
+    """
+
+    module: str
+    config: str | type  # the typed config dataclass
+    builder: str | Callable[..., nnx.Module]
+    description: str  # one line, for ``list_models`` and ``panm-jax models``
+    aligned: bool = False  # the model has the aligned mode (the module docstring)
+    args: tuple[Any, ...] = ()  # leading arguments of the builder (the memory models' shared one takes the name)
+
+
+def _memory(name: str, config: str, description: str) -> ModelSpec:
+    """A model of ``memory_models``: one builder for all of them, told which by name; every one is causal."""
+    return ModelSpec("panm_jax.models.memory_models", config, "build_memory_model", description, True, (name,))
+
+
+# name -> where the model is defined, its description and whether it has the aligned mode.
+# Nothing is imported to read this table: a model's module is imported when it is first built
+# (or its config read). ``list_models`` sorts the names.
+MODELS: dict[str, ModelSpec] = {
+    "panm": ModelSpec(
+        "panm_jax.models.panm",
+        "PANMConfig",
+        "_build",
+        "Pointer-Augmented Neural Memory (Le et al. 2024): LSTM encoder, pointer decoder",
+    ),
+    "panm_transformer": ModelSpec(
+        "panm_jax.models.panm_transformer",
+        "PANMTransformerConfig",
+        "_build",
+        "PANM on a Transformer: Transformer encoder, Controller on a 2-layer Transformer decoder (Le et al. 2024 §3.3)",
+    ),
+    "ntm": _memory(
+        "ntm",
+        "NTMConfig",
+        "Neural Turing Machine (Graves et al. 2014; M10AE appendix; Reina Campo 2022): "
+        "controller + content/location-addressed memory",
+    ),
+    "dnc": _memory(
+        "dnc",
+        "DNCConfig",
+        "Differentiable Neural Computer (Graves et al. 2016; Reina Campo 2022; Back et al. 2018): "
+        "allocation, temporal links, R read, H write heads",
+    ),
+    "stack_lstm": _memory(
+        "stack_lstm",
+        "StackLSTMConfig",
+        "Stack-LSTM (Grefenstette et al. 2015): LSTM controller + continuous neural Stack",
+    ),
+    "queue_lstm": _memory(
+        "queue_lstm",
+        "StackLSTMConfig",
+        "Queue-LSTM (Grefenstette et al. 2015): LSTM controller + continuous neural Queue",
+    ),
+    "deque_lstm": _memory(
+        "deque_lstm",
+        "StackLSTMConfig",
+        "DeQue-LSTM (Grefenstette et al. 2015): LSTM controller + continuous neural DeQue",
+    ),
+    "stack_rnn": _memory(
+        "stack_rnn",
+        "StackRNNConfig",
+        "Stack-RNN (Joulin & Mikolov 2015; Delétang et al. 2023): RNN controller + soft push/pop/no-op stack",
+    ),
+    "tape_rnn": _memory(
+        "tape_rnn",
+        "TapeRNNConfig",
+        "Tape-RNN (Delétang et al. 2023): RNN controller + tape with write-and-move and input-length jumps",
+    ),
+    "lstm": ModelSpec(
+        "panm_jax.models.lstm",
+        "LSTMSeq2SeqConfig",
+        "_build",
+        "LSTM encoder-decoder baseline (Le et al. 2024 §3.1)",
+        aligned=True,
+    ),
+    "lstm_attention": ModelSpec(
+        "panm_jax.models.attention_models",
+        "LSTMAttentionConfig",
+        "_build_lstm_attention",
+        "LSTM encoder-decoder with content/location/hybrid attention (Le et al. 2024 §3.1)",
+    ),
+    "pointer_network": ModelSpec(
+        "panm_jax.models.attention_models",
+        "PointerNetworkConfig",
+        "_build_pointer_network",
+        "Pointer Network predicting tokens (Le et al. 2024 App. D.1)",
+    ),
+    "transformer": ModelSpec(
+        "panm_jax.models.attention_models",
+        "TransformerConfig",
+        "_build_transformer",
+        "Encoder-decoder Transformer, sinusoidal positions (Le et al. 2024 §3.1)",
+    ),
+    "transformer_rpe": ModelSpec(
+        "panm_jax.models.attention_models",
+        "TransformerConfig",
+        "_build_transformer_rpe",
+        "Encoder-decoder Transformer, Transformer-XL relative positions (Le et al. 2024 §3.3)",
+    ),
+    "universal_transformer": ModelSpec(
+        "panm_jax.models.attention_models",
+        "UniversalTransformerConfig",
+        "_build_universal_transformer",
+        "Universal Transformer: one shared layer applied `steps` times, sinusoidal positions (Dehghani et al. 2019)",
+    ),
+    "universal_transformer_rpe": ModelSpec(
+        "panm_jax.models.attention_models",
+        "UniversalTransformerConfig",
+        "_build_universal_transformer_rpe",
+        "Universal Transformer with Transformer-XL relative positions (U. TRM + RPE, Csordás et al. 2021)",
+    ),
+}
 
 
 def register_model(name: str, config_cls: type, description: str, *, aligned: bool = False):
-    """Decorator: register ``builder(config, input_size, output_size, rngs)`` under ``name``.
+    """Decorator: add ``builder(config, input_size, output_size, rngs)`` to ``MODELS`` under a new ``name``.
 
     ``aligned``: the model has the aligned mode (``model(..., aligned=True)``, module docstring).
     """
 
     def wrap(builder):
-        if name in _REGISTRY:
+        if name in MODELS:
             raise ValueError(f"name: model {name!r} is already registered")
-        _REGISTRY[name] = _Entry(config_cls, builder, description, aligned)
+        MODELS[name] = ModelSpec(builder.__module__, config_cls, builder, description, aligned)
         return builder
 
     return wrap
@@ -169,31 +310,39 @@ def register_model(name: str, config_cls: type, description: str, *, aligned: bo
 
 def supports_aligned(name: str) -> bool:
     """Whether model ``name`` has the aligned mode (one output per input step; the module docstring)."""
-    return _entry(name).aligned
+    return _spec(name).aligned
 
 
 def aligned_models() -> list[str]:
     """The registered models with the aligned mode, sorted."""
-    _load_builtin_models()
-    return sorted(name for name, entry in _REGISTRY.items() if entry.aligned)
+    return sorted(name for name, spec in MODELS.items() if spec.aligned)
 
 
 def list_models() -> dict[str, str]:
     """Registered names and their one-line descriptions."""
-    _load_builtin_models()
-    return {name: entry.description for name, entry in sorted(_REGISTRY.items())}
+    return {name: spec.description for name, spec in sorted(MODELS.items())}
 
 
-def _entry(name: str) -> _Entry:
-    _load_builtin_models()
-    if name not in _REGISTRY:
-        raise unknown_name("name", name, sorted(_REGISTRY))
-    return _REGISTRY[name]
+def _spec(name: str) -> ModelSpec:
+    try:
+        return MODELS[name]
+    except (KeyError, TypeError):
+        raise unknown_name("name", name, sorted(MODELS)) from None
+
+
+def _resolve(spec: ModelSpec, attribute: str | Any) -> Any:
+    """``attribute`` of ``spec.module`` when it is a name (importing the module), else the object itself."""
+    return load(f"{spec.module}:{attribute}") if isinstance(attribute, str) else attribute
+
+
+def _config_cls(name: str) -> type:
+    spec = _spec(name)
+    return _resolve(spec, spec.config)
 
 
 def get_config(name: str, **hparams):
-    """The typed config of model ``name`` with ``hparams`` applied (validated)."""
-    cls = _entry(name).config_cls
+    """The typed config of model ``name`` with ``hparams`` applied (validated by the config's own checks)."""
+    cls = _config_cls(name)
     fields = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(hparams) - fields)
     if unknown:
@@ -202,6 +351,21 @@ def get_config(name: str, **hparams):
             + did_you_mean(unknown, fields)
         )
     return cls(**hparams)
+
+
+def _check_types(name: str, hparams: dict[str, Any]) -> None:
+    """Each of ``hparams`` against the type hint of its field of model ``name``'s config.
+
+    The check a training config's ``model_options`` get
+    (``panm_jax.train.config.check_type``), so that ``build_model("panm", ...,
+    remat="no")`` is refused as the config file's ``remat = "no"`` is:
+    ``remat: expected a boolean (true or false), got 'no'`` (a ``ConfigError``).
+    """
+    from panm_jax.train.config import check_type  # light: no JAX
+
+    hints = typing.get_type_hints(_config_cls(name))
+    for field, value in hparams.items():
+        check_type(field, value, hints[field])
 
 
 def model_options(name: str) -> dict[str, inspect.Parameter]:
@@ -214,7 +378,7 @@ def model_options(name: str) -> dict[str, inspect.Parameter]:
     Raises:
       UnknownNameError: ``name`` is not registered.
     """
-    cls = _entry(name).config_cls
+    cls = _config_cls(name)
     hints = typing.get_type_hints(cls)
     options = {}
     for f in dataclasses.fields(cls):
@@ -235,25 +399,20 @@ def build_model(name: str, *, input_size: int, output_size: int, seed: int = 0, 
 
     Raises:
       UnknownNameError: for an unknown name (listing the known ones).
-      ValueError: for an unknown hyperparameter (listing the model's fields) or an invalid value.
+      ValueError: for an unknown hyperparameter (listing the model's fields), an invalid value or
+        one of the wrong type (checked against its field's type hint, as a training config's are),
+        or a ``seed`` that is not a non-negative integer.
     """
     input_size = positive_int("input_size", input_size)
     output_size = positive_int("output_size", output_size)
-    config = get_config(name, **hparams)
-    return _entry(name).builder(config, input_size, output_size, nnx.Rngs(seed))
-
-
-# Modules whose import registers the built-in models (their @register_model
-# decorators run on import), one per line.
-BUILTIN_MODEL_MODULES = (
-    "panm_jax.models.lstm",
-    "panm_jax.models.panm",
-    "panm_jax.models.attention_models",
-    "panm_jax.models.memory_models",
-    "panm_jax.models.panm_transformer",
-)
-
-
-def _load_builtin_models() -> None:
-    for module in BUILTIN_MODEL_MODULES:
-        importlib.import_module(module)
+    seed = nonnegative_int("seed", seed)  # as a training config's seed
+    try:
+        config = get_config(name, **hparams)
+    except ValueError:
+        raise  # an unknown name, or the config's own check: its message says the most
+    except Exception:
+        _check_types(name, hparams)  # a value of the wrong type that the config's checks did not name
+        raise
+    _check_types(name, hparams)
+    spec = _spec(name)
+    return _resolve(spec, spec.builder)(*spec.args, config, input_size, output_size, nnx.Rngs(seed))

@@ -14,7 +14,9 @@ Modules:
 * ``base``: ``Batch``, ``LengthRange``, the ``Task`` interface, named errors.
   An unknown task name raises ``UnknownNameError`` (``panm_jax.errors``, the
   error of every registry; ``UnknownTaskError`` is another name for it).
-* ``registry``: ``TASKS``, ``get_task``, ``list_tasks``, ``task_options``, ``register_task``.
+* ``registry``: ``TASKS`` (one table: each name and where its class is defined,
+  imported when first looked up), ``get_task``, ``list_tasks``, ``task_options``,
+  ``register_task``.
 * ``buckets``: padding batches to bucket lengths (a handful of compiled shapes).
 * ``metrics``: token / sequence (exact-match) / coarse / fine accuracy.
 * ``losses``: masked softmax and sigmoid cross-entropy.
@@ -26,13 +28,15 @@ Modules:
 * ``itg``: inversion transduction grammars (SVO -> SOV, gender conjugation).
 * ``transduction``: the copy, reversal, bigram flip and ITG tasks of
   Grefenstette et al. (2015).
-* ``chomsky``: the 15 Chomsky-hierarchy tasks of Delétang et al. (2023).
+* ``chomsky``: the 15 Chomsky-hierarchy tasks of Delétang et al. (2023), a
+  package with one module per level of the hierarchy.
 * ``scan``: SCAN generated from its grammar, with its length splits (Lake &
   Baroni 2018).
 * ``mathematics``: ``add_or_sub`` and ``place_value`` of the Mathematics dataset
   (Saxton et al. 2019; needs the ``[math]`` extra).
 * ``automata``: finite, pushdown and Turing machines written as data; acceptance
-  and transduction tasks.
+  and transduction tasks (a package: one module per machine kind, the TOML
+  loader, the tasks).
 
 Task definitions, lengths and metrics are described in ``docs/tasks.md``.
 """

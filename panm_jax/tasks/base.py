@@ -47,6 +47,7 @@ __all__ = [
     "TaskOptionError",
     "UnknownTaskError",
     "check_batch_size",
+    "check_rng",
 ]
 
 
@@ -124,6 +125,18 @@ def check_batch_size(batch_size, name: str = "batch_size") -> int:
     return checks.positive_int(name, batch_size)
 
 
+def check_rng(rng) -> np.random.Generator:
+    """Return ``rng``, or raise ``UserError`` unless it is a ``np.random.Generator``.
+
+    A seed is refused, not turned into a generator: a fresh generator per call
+    would draw the same batch every time.
+    """
+    if not isinstance(rng, np.random.Generator):
+        got = repr(rng) if isinstance(rng, (int, float, str, type(None))) else f"a {type(rng).__name__}"
+        raise UserError(f"rng: expected a numpy.random.Generator (np.random.default_rng(seed)), got {got}")
+    return rng
+
+
 class Task(abc.ABC):
     """A procedural task: sizes, length modes, a generator and its metrics.
 
@@ -189,6 +202,7 @@ class Task(abc.ABC):
           a ``Batch`` with ``T_in = input_steps(max length)`` and
           ``T_out = output_steps(max length)``.
         """
+        check_rng(rng)
         batch_size = check_batch_size(batch_size)
         lengths = self.check_lengths(length, batch_size)
         return self._generate(rng, lengths)
@@ -243,6 +257,7 @@ class Task(abc.ABC):
         repeat it (a fresh length per batch); ``per_example`` tasks draw each
         example's length uniformly.
         """
+        check_rng(rng)
         batch_size = check_batch_size(batch_size)
         values = self.mode_range(mode).values()
         if self.length_sampling == "per_batch":

@@ -73,6 +73,7 @@ from panm_jax.tasks.base import (
     check_int_option,
     check_option,
     check_option_names,
+    check_rng,
     one_hot,
     step_mask,
 )
@@ -288,6 +289,7 @@ class DyckTask(Task):
 
     def sample_lengths(self, rng: np.random.Generator, batch_size: int, mode: str = "train") -> np.ndarray:
         """Per-example lengths from the grammar's own length distribution, restricted to ``mode``'s range."""
+        check_rng(rng)
         batch_size = check_batch_size(batch_size)
         return self.grammar.sample_length(rng, self.mode_range(mode), batch_size)
 
@@ -345,6 +347,7 @@ class DyckTask(Task):
 
     def train_batch(self, rng: np.random.Generator, batch_size: int) -> Batch:
         """``batch_size`` strings drawn uniformly (with replacement) from the fixed training set."""
+        check_rng(rng)
         batch_size = check_batch_size(batch_size)
         data = self.dataset("train")
         return self.encode([data[i] for i in rng.integers(len(data), size=batch_size)])

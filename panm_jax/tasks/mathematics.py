@@ -122,6 +122,7 @@ from panm_jax.tasks.base import (
     check_int_option,
     check_option,
     check_option_names,
+    check_rng,
     one_hot,
     step_mask,
 )
@@ -506,6 +507,7 @@ class MathematicsTask(Task):
 
     def sample_lengths(self, rng: np.random.Generator, batch_size: int, mode: str = "train") -> np.ndarray:
         """Question lengths of ``batch_size`` questions drawn uniformly from the mode's pool."""
+        check_rng(rng)
         batch_size = check_batch_size(batch_size)
         self.mode_range(mode)
         p = self.pool(mode)
@@ -517,6 +519,7 @@ class MathematicsTask(Task):
 
     def test_batch(self, rng: np.random.Generator, batch_size: int, mode: str) -> Batch:
         """``batch_size`` questions drawn uniformly (with replacement) from the pool of ``mode``."""
+        check_rng(rng)
         batch_size = check_batch_size(batch_size)
         self.mode_range(mode)
         p = self.pool(mode)

@@ -8,6 +8,16 @@ An unknown name raises ``UnknownNameError`` (``panm_jax.errors``; a
 ``TaskOptionError`` (a ``ValueError``) naming it. ``task_options(name)`` gives
 each option's type and default, read from the factory's signature, so a
 training config's ``task_options`` are checked before a task is built.
+
+**One table.** ``TASKS`` is written out below: every built-in name, in the
+order tables list them, with where its class is defined
+(``"module:attribute"``). It is the one place a name is added, and reading it
+imports nothing: a task's module is imported the first time the task is looked
+up (``panm_jax._lazy.LazyTable``), so listing the names, or building one task,
+imports no other task's module. The model registry (``panm_jax.models.registry``)
+is written the same way; a decorator run by importing each module would hide
+the names in the modules and need every module imported to list them.
+``register_task`` adds an entry at run time.
 """
 
 from __future__ import annotations
@@ -17,35 +27,55 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
+from panm_jax._lazy import LazyTable
 from panm_jax.checks import unknown_name
-from panm_jax.tasks import algorithmic, automata, chomsky, dyck, m10ae, mathematics, scan, transduction
 from panm_jax.tasks.base import Task
 
 __all__ = ["TASKS", "get_task", "list_tasks", "register_task", "task_options"]
 
 # name -> factory(**options) -> Task, in the order tables list them.
-TASKS: dict[str, Callable[..., Task]] = {
-    "copy": algorithmic.CopyTask,
-    "reverse": algorithmic.ReverseTask,
-    "mix": algorithmic.MixTask,
-    "dynamic_recall": algorithmic.DynamicRecallTask,
-    "priority_sort": algorithmic.PrioritySortTask,
-    "id_sort": algorithmic.IDSortTask,
-    "dyck": dyck.DyckTask,
-    "m10ae": m10ae.M10AETask,
-    "transduction_copy": transduction.TransductionCopyTask,
-    "transduction_reversal": transduction.TransductionReversalTask,
-    "bigram_flip": transduction.BigramFlipTask,
-    "svo_sov": transduction.SVOToSOVTask,
-    "gender_conjugation": transduction.GenderConjugationTask,
-    # Delétang et al. 2023: regular, deterministic context-free, context-sensitive
-    **chomsky.CHOMSKY_TASKS,
-    "scan": scan.SCANTask,
-    "mathematics": mathematics.MathematicsTask,  # needs the optional extra panm_jax[math]
-    # machines written as data (panm_jax/tasks/machines/*.toml)
-    "automaton_acceptance": automata.AcceptanceTask,
-    "automaton_transduction": automata.TransductionTask,
-}
+TASKS: LazyTable[Callable[..., Task]] = LazyTable(
+    {
+        # Le et al. 2024, "Plug, Play, and Generalize"
+        "copy": "panm_jax.tasks.algorithmic:CopyTask",
+        "reverse": "panm_jax.tasks.algorithmic:ReverseTask",
+        "mix": "panm_jax.tasks.algorithmic:MixTask",
+        "dynamic_recall": "panm_jax.tasks.algorithmic:DynamicRecallTask",
+        "priority_sort": "panm_jax.tasks.algorithmic:PrioritySortTask",
+        "id_sort": "panm_jax.tasks.algorithmic:IDSortTask",
+        "dyck": "panm_jax.tasks.dyck:DyckTask",
+        "m10ae": "panm_jax.tasks.m10ae:M10AETask",
+        # Grefenstette et al. 2015
+        "transduction_copy": "panm_jax.tasks.transduction:TransductionCopyTask",
+        "transduction_reversal": "panm_jax.tasks.transduction:TransductionReversalTask",
+        "bigram_flip": "panm_jax.tasks.transduction:BigramFlipTask",
+        "svo_sov": "panm_jax.tasks.transduction:SVOToSOVTask",
+        "gender_conjugation": "panm_jax.tasks.transduction:GenderConjugationTask",
+        # Delétang et al. 2023 (panm_jax.tasks.chomsky.CHOMSKY_TASKS): regular,
+        "even_pairs": "panm_jax.tasks.chomsky.regular:EvenPairsTask",
+        "modular_arithmetic": "panm_jax.tasks.chomsky.regular:ModularArithmeticTask",
+        "parity_check": "panm_jax.tasks.chomsky.regular:ParityCheckTask",
+        "cycle_navigation": "panm_jax.tasks.chomsky.regular:CycleNavigationTask",
+        # deterministic context-free,
+        "modular_arithmetic_brackets": "panm_jax.tasks.chomsky.context_free:ModularArithmeticBracketsTask",
+        "reverse_string": "panm_jax.tasks.chomsky.context_free:ReverseStringTask",
+        "solve_equation": "panm_jax.tasks.chomsky.context_free:SolveEquationTask",
+        "stack_manipulation": "panm_jax.tasks.chomsky.context_free:StackManipulationTask",
+        # context-sensitive
+        "duplicate_string": "panm_jax.tasks.chomsky.context_sensitive:DuplicateStringTask",
+        "missing_duplicate": "panm_jax.tasks.chomsky.context_sensitive:MissingDuplicateTask",
+        "odds_first": "panm_jax.tasks.chomsky.context_sensitive:OddsFirstTask",
+        "binary_addition": "panm_jax.tasks.chomsky.context_sensitive:BinaryAdditionTask",
+        "binary_multiplication": "panm_jax.tasks.chomsky.context_sensitive:BinaryMultiplicationTask",
+        "compute_sqrt": "panm_jax.tasks.chomsky.context_sensitive:ComputeSqrtTask",
+        "bucket_sort": "panm_jax.tasks.chomsky.context_sensitive:BucketSortTask",
+        "scan": "panm_jax.tasks.scan:SCANTask",  # Lake & Baroni 2018
+        "mathematics": "panm_jax.tasks.mathematics:MathematicsTask",  # Saxton et al. 2019; needs panm_jax[math]
+        # machines written as data (panm_jax/tasks/machines/*.toml)
+        "automaton_acceptance": "panm_jax.tasks.automata.tasks:AcceptanceTask",
+        "automaton_transduction": "panm_jax.tasks.automata.tasks:TransductionTask",
+    }
+)
 
 
 def list_tasks() -> list[str]:

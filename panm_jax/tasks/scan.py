@@ -102,6 +102,7 @@ from panm_jax.tasks.base import (
     TaskOptionError,
     check_batch_size,
     check_option_names,
+    check_rng,
     one_hot,
     step_mask,
 )
@@ -369,6 +370,7 @@ class SCANTask(Task):
         ``sample`` then draws uniformly within each count, so a batch is a
         uniform draw (with replacement) from the split.
         """
+        check_rng(rng)
         batch_size = check_batch_size(batch_size)
         self.mode_range(mode)
         pool = self._pools[mode]

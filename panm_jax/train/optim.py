@@ -35,9 +35,7 @@ def make_optimizer(config: OptimizerConfig, num_steps: int) -> optax.GradientTra
         raise UserError(f"config: expected an OptimizerConfig, got {type(config).__name__}")
     checks.positive_int("num_steps", num_steps)
     if config.warmup_steps > num_steps:
-        raise UserError(
-            f"optimizer.warmup_steps: expected at most num_steps ({num_steps}), got {config.warmup_steps}"
-        )
+        raise UserError(f"optimizer.warmup_steps: expected at most num_steps ({num_steps}), got {config.warmup_steps}")
     schedule = make_schedule(config, num_steps)
     if config.name == "rmsprop":
         # PyTorch's RMSprop (eps_in_sqrt false): v = a v + (1 - a) g^2; b = m b + g / (sqrt(v) + eps);
