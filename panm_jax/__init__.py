@@ -41,10 +41,9 @@ the design.
 from __future__ import annotations
 
 from panm_jax._lazy import lazy_exports
+from panm_jax._version import __version__
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
-
-__version__ = "0.1.0"
 
 # name -> the module that defines it; sub-packages map to themselves.
 _EXPORTS = {

@@ -52,9 +52,9 @@ def code_commit() -> str | None:
 def _versions() -> dict[str, str | None]:
     from importlib.metadata import PackageNotFoundError, version
 
-    import panm_jax
+    from panm_jax._version import __version__
 
-    out: dict[str, str | None] = {"panm_jax": panm_jax.__version__}
+    out: dict[str, str | None] = {"panm_jax": __version__}
     for name in ("jax", "flax", "optax"):
         try:
             out[name] = version(name)
