@@ -80,15 +80,17 @@ class PANMConfig(AuthorsConfig):
     against the options that depend on it.
     """
 
-    encoder: str = option("lstm", checks.one_of, sorted(ENCODER_NAMES))  # the backbone writing M (§3.1: LSTM;
-    # "bigru": the authors' code; "transformer(_rpe)": §3.3)
+    # the backbone writing M (§3.1: LSTM; "bigru": the authors' code; "transformer(_rpe)")
+    encoder: str = option("lstm", checks.one_of, sorted(ENCODER_NAMES))
     random_base_at_eval: bool = False  # draw a_B at evaluation too (authors' code)
-    init: str = option("flax", checks.one_of, ("flax", "pytorch"))  # "flax" (LeCun normal, zero biases) or
-    # "pytorch": torch.nn's defaults, as the authors' code (modules.pytorch_init)
-    encoder_layers: int = option(3, checks.positive_int)  # Transformer encoders only: N_l (Csordás et al.: 3)
-    encoder_heads: int = option(8, checks.positive_int)  # Transformer encoders only: heads, a divisor of hidden
-    encoder_ffn_hidden: int | None = option(None, _optional_positive_int)  # Transformer encoders: FFN width;
-    # None: 2 hidden (Csordás et al. 2021: 2 D)
+    # "flax" (LeCun normal, zero biases) or "pytorch": torch.nn's defaults (the authors' code)
+    init: str = option("flax", checks.one_of, ("flax", "pytorch"))
+    # Transformer encoders only: N_l layers (Csordás et al. 2021, SCAN: 3)
+    encoder_layers: int = option(3, checks.positive_int)
+    # Transformer encoders only: heads, a divisor of hidden (Csordás et al. 2021: 8)
+    encoder_heads: int = option(8, checks.positive_int)
+    # Transformer encoders only: FFN width; None: 2 hidden (Csordás: 2 D)
+    encoder_ffn_hidden: int | None = option(None, _optional_positive_int)
 
     def __post_init__(self):
         super().__post_init__()

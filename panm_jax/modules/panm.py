@@ -77,14 +77,22 @@ class DecoderConfig:
     Every field declared with ``option`` (here and in subclasses) is checked when the config is made.
     """
 
-    hidden: int = option(256, checks.positive_int)  # D: encoder, Pointer Unit and Controller GRU width (App. C)
-    address_bits: int = option(10, checks.integer, 1, pointer.MAX_ADDRESS_BITS)  # b: 2^b addresses (§3: 10)
-    pointer_heads: int = option(2, checks.positive_int)  # H^a Mode-1 pointers, started at a_B and a_E (App. C)
-    mode2_heads: int = option(1, checks.nonnegative_int)  # H^c Mode-2 pointers (App. C: 1; 0: no Mode 2)
-    mlp_hidden: int = option(128, checks.positive_int)  # hidden width of g^a, g^c, g^o
-    score: str = option("cosine", checks.one_of, pointer.SCORES)  # Eq. 2/5 "cosine", or "scaled_dot" (authors')
-    inverse_temperature: float = option(5.0, checks.positive_number)  # initial tau of the pointer attentions
-    learn_temperature: bool = option(True, checks.boolean)  # False: tau held at inverse_temperature
+    # D: encoder, Pointer Unit and Controller GRU width (App. C: 256)
+    hidden: int = option(256, checks.positive_int)
+    # b: 2^b addresses (§3: 10 bits)
+    address_bits: int = option(10, checks.integer, 1, pointer.MAX_ADDRESS_BITS)
+    # H^a Mode-1 pointers, started at a_B and a_E (App. C)
+    pointer_heads: int = option(2, checks.positive_int)
+    # H^c Mode-2 pointers (App. C: 1)
+    mode2_heads: int = option(1, checks.nonnegative_int)
+    # hidden width of g^a, g^c, g^o
+    mlp_hidden: int = option(128, checks.positive_int)
+    # Eq. 2/5 "cosine", or "scaled_dot" (authors' code)
+    score: str = option("cosine", checks.one_of, pointer.SCORES)
+    # initial tau of the pointer attentions (learned)
+    inverse_temperature: float = option(5.0, checks.positive_number)
+    # False: tau held at inverse_temperature (1: Eq. 2/5 as printed)
+    learn_temperature: bool = option(True, checks.boolean)
     remat: bool = False  # recompute each step in the backward pass (jax.checkpoint): less memory
 
     def __post_init__(self):

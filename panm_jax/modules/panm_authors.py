@@ -49,7 +49,7 @@ from panm_jax.modules.layers import MLP
 from panm_jax.modules.panm import _Carry, extend, option
 from panm_jax.modules.panm_extensions import ExtendedContext, ExtendedDecoder, ExtensionsConfig
 
-__all__ = ["AuthorsConfig", "AuthorsDecoder", "authors_view"]
+__all__ = ["AuthorsConfig", "AuthorsContext", "AuthorsDecoder", "authors_view"]
 
 
 def authors_view(addresses: jax.Array) -> jax.Array:
@@ -67,11 +67,16 @@ def authors_view(addresses: jax.Array) -> jax.Array:
 class AuthorsConfig(ExtensionsConfig):
     """This library's decoder options (``ExtensionsConfig``) and the authors' code's (module docstring)."""
 
-    eq3_addresses: str = option("own", checks.one_of, ("own", "authors_view"))  # the codes Eq. 3 averages
-    controller_attention: bool = option(False, checks.boolean)  # an additive attention over M feeds Eq. 7
-    mode2_dropout: float = option(0.0, checks.number, 0.0, 1.0, hi_open=True)  # on w^c_t in training (0.5)
-    attention_projections: bool = option(False, checks.boolean)  # W_q, W_k, W_v, W_o around Modes 1 and 2
-    controller_reads_mode2: bool = option(True, checks.boolean)  # False: *p^c_t goes to g^o only
+    # Eq. 3 averages the example's own bank, or "authors_view" (modules/panm_authors.py)
+    eq3_addresses: str = option("own", checks.one_of, ("own", "authors_view"))
+    # the authors' code: an additive attention over M feeds the Controller
+    controller_attention: bool = option(False, checks.boolean)
+    # dropout on the Mode-2 weights in training (the authors' code: 0.5)
+    mode2_dropout: float = option(0.0, checks.number, 0.0, 1.0, hi_open=True)
+    # the authors' code: W_q, W_k, W_v, W_o around Modes 1 and 2
+    attention_projections: bool = option(False, checks.boolean)
+    # Eq. 7 feeds *p^c_t to the Controller; the authors' code: g^o only
+    controller_reads_mode2: bool = option(True, checks.boolean)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -59,10 +59,14 @@ DISTRACTOR_SAMPLING = {"uniform": pointer.off_bank_addresses, "neighbours": poin
 class ExtensionsConfig(DecoderConfig):
     """The paper's decoder (``DecoderConfig``) and this library's options (module docstring)."""
 
-    distractors: int = option(0, checks.nonnegative_int)  # K off-bank addresses added to Eq. 2 in training
-    distractor_sampling: str = option("uniform", checks.one_of, DISTRACTOR_SAMPLING)  # or "neighbours"
-    snap_pointers: str = option("never", checks.one_of, ("never", "eval", "always"))  # feed back the nearest address
-    controller_start: str = option("sum", checks.one_of, ("sum", "mean", "encoder_final"))  # h^c_0
+    # off-bank addresses added to Eq. 2 in training (ours; modules/panm_extensions.py)
+    distractors: int = option(0, checks.nonnegative_int)
+    # "uniform" off the bank, or "neighbours": one bit away from it
+    distractor_sampling: str = option("uniform", checks.one_of, DISTRACTOR_SAMPLING)
+    # feed back the nearest address: "never", "eval" (only) or "always" (ours)
+    snap_pointers: str = option("never", checks.one_of, ("never", "eval", "always"))
+    # h^c_0: "sum" of the slots (Eq. 7), their "mean" (ours), "encoder_final" (the authors' code)
+    controller_start: str = option("sum", checks.one_of, ("sum", "mean", "encoder_final"))
 
 
 @dataclasses.dataclass(frozen=True)
