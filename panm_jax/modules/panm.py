@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -274,7 +274,7 @@ class PANMDecoder(nnx.Module):
         even heads and ``bin(a_E)``, ``a_E = (a_B + l(X) - 1) mod 2^b``, for the odd
         ones (Le et al. 2024, App. C); ``h^c_0`` ``[B, D]`` is ``controller_start_state``.
         """
-        memory, mask, base = context.memory, context.mask, context.base
+        memory, mask, base = context.memory, context.mask, cast(jax.Array, context.base)
         bits = self.config.address_bits
         b, _, d = memory.shape
         end = jax.vmap(lambda a, n: pointer.end_address(a, n, bits))(base, lengths(mask))  # [B] a_E
@@ -375,7 +375,7 @@ class PANMDecoder(nnx.Module):
     # ---- the whole decoder --------------------------------------------------------------
 
     @classmethod
-    def call_options(cls, config: DecoderConfig, train: bool, key) -> dict:
+    def call_options(cls, config: Any, train: bool, key) -> dict:
         """The keywords a call passes to ``context`` in training (``train``) or not, drawn from ``key``: none
         for the paper's decoder (its one random draw, ``a_B``, is the model's)."""
         return {}

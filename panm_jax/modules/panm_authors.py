@@ -34,6 +34,7 @@ of that code live where they act: ``score="scaled_dot"`` (``modules.panm``), the
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -99,7 +100,7 @@ class AuthorsDecoder(ExtendedDecoder):
     config: AuthorsConfig
 
     @classmethod
-    def call_options(cls, config: AuthorsConfig, train: bool, key) -> dict:
+    def call_options(cls, config: Any, train: bool, key) -> dict:
         """``ExtendedDecoder.call_options`` and the Mode-2 dropout's key (``key``'s stream 2, training only)."""
         dropout_key = jax.random.fold_in(key, 2) if train and config.mode2_dropout else None
         return {**super().call_options(config, train, key), "dropout_key": dropout_key}

@@ -41,6 +41,7 @@ that its scale does not. ``"encoder_final"``, the encoder's last hidden state, i
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -82,7 +83,7 @@ class ExtendedDecoder(PANMDecoder):
     config: ExtensionsConfig
 
     @classmethod
-    def call_options(cls, config: ExtensionsConfig, train: bool, key) -> dict:
+    def call_options(cls, config: Any, train: bool, key) -> dict:
         """The per-call options of ``context`` for a call in training (``train``) or not: the distractors'
         key (from ``key``'s stream 1, training only) and whether to snap."""
         snap = config.snap_pointers == "always" or (config.snap_pointers == "eval" and not train)
