@@ -193,6 +193,9 @@ class PANMDecoder(nnx.Module):
     ``decoder_inputs [B, T_out, Z]``: e.g. the output of a Transformer decoder the
     Controller is stacked on (``models.panm_transformer``). With the default
     ``input_features = 0`` there is none (``z_t = 0`` left out).
+
+    It reads the fields of ``DecoderConfig`` only: a config with a variant's options set needs that
+    variant's decoder (``models.panm.decoder_class`` picks it).
     """
 
     def __init__(self, config: DecoderConfig, num_classes: int, *, input_features: int = 0, rngs: nnx.Rngs):

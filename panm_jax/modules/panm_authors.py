@@ -98,6 +98,7 @@ class AuthorsDecoder(ExtendedDecoder):
     """``ExtendedDecoder`` with the authors' code's options (module docstring)."""
 
     config: AuthorsConfig
+    starts = ("sum", "mean", "encoder_final")
 
     @classmethod
     def call_options(cls, config: Any, train: bool, key) -> dict:

@@ -47,6 +47,7 @@ import jax
 import jax.numpy as jnp
 
 from panm_jax import checks
+from panm_jax.errors import UserError
 from panm_jax.kernels import pointer
 from panm_jax.modules.panm import DecoderConfig, PANMDecoder, _Context, extend, lengths, option
 
@@ -81,6 +82,15 @@ class ExtendedDecoder(PANMDecoder):
     """``PANMDecoder`` with this library's options (module docstring)."""
 
     config: ExtensionsConfig
+    starts = ("sum", "mean")  # the controller_start values this class implements
+
+    def __init__(self, config: ExtensionsConfig, num_classes: int, **kwargs):
+        if config.controller_start not in self.starts:
+            raise UserError(
+                f"controller_start: {type(self).__name__} starts from one of {list(self.starts)}, got "
+                f"{config.controller_start!r} (models.panm.decoder_class picks the decoder for a config)"
+            )
+        super().__init__(config, num_classes, **kwargs)
 
     @classmethod
     def call_options(cls, config: Any, train: bool, key) -> dict:
