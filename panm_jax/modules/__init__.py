@@ -14,7 +14,9 @@ Modules:
 * ``memory``: the NTM, DNC, Stack / Queue / DeQue, Stack-RNN and Tape-RNN memory
   modules (each a ``MemoryModule``) and their traces.
 * ``panm``: PANM's Pointer Units and decoder (Le et al. 2024, "Plug, Play, and
-  Generalize: Length Extrapolation with Pointer-Augmented Neural Memory").
+  Generalize: Length Extrapolation with Pointer-Augmented Neural Memory");
+  ``panm_extensions``: this library's own options of that decoder;
+  ``panm_authors``: the choices of the authors' public code, as options.
 * ``transformer``: attention with absolute or relative positions, encoder and
   decoder layers, the causal Transformer controller.
 
@@ -52,7 +54,9 @@ _EXPORTS = {
         ],
         "panm_jax.modules.memory",
     ),
-    **dict.fromkeys(["PANMDecoder", "PANMTraces", "PointerUnits"], "panm_jax.modules.panm"),
+    **dict.fromkeys(["DecoderConfig", "PANMDecoder", "PANMTraces", "PointerUnits"], "panm_jax.modules.panm"),
+    **dict.fromkeys(["ExtendedDecoder", "ExtensionsConfig"], "panm_jax.modules.panm_extensions"),
+    **dict.fromkeys(["AuthorsConfig", "AuthorsDecoder"], "panm_jax.modules.panm_authors"),
     **dict.fromkeys(
         [
             "DecoderLayer",
@@ -90,7 +94,9 @@ if TYPE_CHECKING:
         TapeRNNMemory,
         TapeRNNTrace,
     )
-    from panm_jax.modules.panm import PANMDecoder, PANMTraces, PointerUnits
+    from panm_jax.modules.panm import DecoderConfig, PANMDecoder, PANMTraces, PointerUnits
+    from panm_jax.modules.panm_authors import AuthorsConfig, AuthorsDecoder
+    from panm_jax.modules.panm_extensions import ExtendedDecoder, ExtensionsConfig
     from panm_jax.modules.transformer import (
         DecoderLayer,
         EncoderLayer,

@@ -7,6 +7,8 @@ and ``mode2_dropout`` (its dropout on the Mode-2 weights in training).
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -14,7 +16,7 @@ import pytest
 
 from panm_jax.models.panm import PANMConfig
 from panm_jax.models.registry import build_model
-from panm_jax.modules.panm import authors_view
+from panm_jax.modules.panm_authors import authors_view
 
 
 def _torch_view(bank_bla: np.ndarray) -> np.ndarray:
@@ -86,7 +88,7 @@ def test_controller_attention_adds_its_parameters_and_reads_only_real_slots():
     d, h = SMALL["hidden"], SMALL["mlp_hidden"]
     base = build_model("panm", input_size=5, output_size=3, seed=0, **SMALL)
     attn = build_model("panm", input_size=5, output_size=3, seed=0, controller_attention=True, **SMALL)
-    assert base.decoder.memory_attention is None
+    assert not hasattr(base.decoder, "memory_attention")  # the paper's decoder
     # W_k (d x d), W_q (d x d + d), v (d); the Controller's input kernel takes c_t (d x 3d); g^o's first layer too (d x h).
     assert _count(attn) - _count(base) == (d * d) + (d * d + d) + d + d * 3 * d + d * h
     rng = np.random.default_rng(2)
@@ -111,15 +113,16 @@ def test_mode2_dropout_acts_in_training_only_and_keeps_the_read_unbiased():
     assert not np.allclose(a, np.asarray(plain(x, mask, 4, train=True, key=key)))
     np.testing.assert_array_equal(a, np.asarray(drop(x, mask, 4, train=True, key=key)))  # a key fixes it
     # E[M (w * keep / (1 - p))] = M w: the mean of many dropped reads is the plain read.
-    from panm_jax.modules.panm import _Context
+    from panm_jax.modules.panm_authors import AuthorsContext
 
     dec = drop.decoder
     rng = np.random.default_rng(4)
     memory = jnp.asarray(rng.normal(size=(2, 6, 8)), jnp.float32)
     w_a = jax.nn.softmax(jnp.asarray(rng.normal(size=(2, 2, 6)), jnp.float32), axis=-1)
-    ctx = _Context(memory, jnp.ones((2, 6), bool), None, None, None, jnp.ones(2), jnp.ones(1))
+    ctx = AuthorsContext(memory, jnp.ones((2, 6), bool), None, None, None, jnp.ones(2), jnp.ones(1))
     want = np.asarray(dec.read(w_a, ctx)[0])
-    reads = jax.vmap(lambda k: dec.read(w_a, ctx, k)[0])(jax.random.split(jax.random.key(0), 4000))
+    step = lambda k: dec.read(w_a, dataclasses.replace(ctx, step_key=k))[0]  # noqa: E731
+    reads = jax.vmap(step)(jax.random.split(jax.random.key(0), 4000))
     assert not np.allclose(np.asarray(reads[0]), want)
     np.testing.assert_allclose(np.asarray(reads.mean(0)), want, atol=0.03)
     np.testing.assert_allclose(np.asarray(reads[:, :, :16]), np.broadcast_to(want[:, :16], reads[:, :, :16].shape))

@@ -12,13 +12,14 @@ from flax import nnx
 from panm_jax.models import panm as panm_models
 from panm_jax.models.panm import PANMConfig
 from panm_jax.models.registry import build_model
-from panm_jax.modules.panm import PANMDecoder
+from panm_jax.modules.panm_extensions import ExtendedDecoder, ExtensionsConfig
 
 
-def _decoder(start: str) -> PANMDecoder:
-    return PANMDecoder(
-        4, 3, address_bits=4, pointer_heads=2, mode2_heads=1, mlp_hidden=4, controller_start=start, rngs=nnx.Rngs(0)
+def _decoder(start: str) -> ExtendedDecoder:
+    config = ExtensionsConfig(
+        hidden=4, address_bits=4, pointer_heads=2, mode2_heads=1, mlp_hidden=4, controller_start=start
     )
+    return ExtendedDecoder(config, 3, rngs=nnx.Rngs(0))
 
 
 def test_sum_and_mean_over_the_real_slots_only():
@@ -47,7 +48,7 @@ def test_the_option_reaches_the_model_and_changes_only_the_start():
     small = dict(hidden=8, mlp_hidden=8, address_bits=5)
     default = build_model("panm", input_size=5, output_size=3, seed=0, **small)
     mean = build_model("panm", input_size=5, output_size=3, seed=0, controller_start="mean", **small)
-    assert default.decoder.controller_start == "sum" and mean.decoder.controller_start == "mean"
+    assert default.decoder.config.controller_start == "sum" and mean.decoder.config.controller_start == "mean"
     # Same parameters (the option adds none); different logits, since h^c_0 differs by the factor l(X) = 4.
     assert jax.tree_util.tree_structure(nnx.state(default)) == jax.tree_util.tree_structure(nnx.state(mean))
     assert not np.allclose(default(x, mask, 3), mean(x, mask, 3))
@@ -70,12 +71,12 @@ def test_the_option_reaches_the_model_and_changes_only_the_start():
         (dict(inverse_temperature=0.0), r"inverse_temperature: expected a finite positive number, got 0.0"),
     ],
 )
-def test_the_decoder_and_the_config_reject_an_option_with_one_message(option, message):
-    # One check (check_decoder_options) serves both: the same mistake reads the same.
+def test_the_decoder_and_the_model_configs_reject_an_option_with_one_message(option, message):
+    # One check (the field's own) serves both: the same mistake reads the same.
     with pytest.raises(ValueError, match=message):
         PANMConfig(**option)
     with pytest.raises(ValueError, match=message):
-        PANMDecoder(4, 3, **{"address_bits": 4, "mlp_hidden": 4, **option}, rngs=nnx.Rngs(0))
+        ExtensionsConfig(**{"address_bits": 4, "mlp_hidden": 4, **option})
 
 
 def test_encoder_final_starts_the_controller_at_the_recurrent_encoders_last_hidden_state():
@@ -96,7 +97,7 @@ def test_encoder_final_starts_the_controller_at_the_recurrent_encoders_last_hidd
         steps = [final.encoder(x[:, : n + 1], mask[:, : n + 1])[1][0] for n in range(6)]
         np.testing.assert_allclose(last[0], steps[3][0], rtol=1e-6)  # example 0: l(X) = 4
         np.testing.assert_allclose(last[1], steps[5][1], rtol=1e-6)
-        carry = final.decoder.start(memory, mask, jnp.zeros((2,), jnp.int32), encoder_final=last)
+        carry = final.decoder.start(final.decoder.context(memory, mask, jnp.zeros((2,), jnp.int32), encoder_final=last))
         np.testing.assert_allclose(carry.ctrl_hidden, last)
         base, options = panm_models.decoding_options(final.config, 2, False, None)
         want = final.decoder(memory, mask, base, 3, encoder_final=last, **options)

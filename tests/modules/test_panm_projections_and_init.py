@@ -9,6 +9,7 @@ initialisation, checked layer by layer against PyTorch's documented bounds.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import jax
@@ -19,7 +20,8 @@ from flax import nnx
 
 from panm_jax.models.panm import PANMConfig
 from panm_jax.models.registry import build_model
-from panm_jax.modules.panm import _Carry, _Context
+from panm_jax.modules.panm import _Carry
+from panm_jax.modules.panm_authors import AuthorsContext
 
 SMALL = dict(hidden=8, mlp_hidden=8, address_bits=5)
 
@@ -67,14 +69,20 @@ def test_both_modes_read_through_their_heads_projections(score):
     mask = np.array([[1, 1, 1, 1, 0, 0], [1] * 6], bool)
     keys = jnp.asarray(rng.normal(size=(b, length, d)), jnp.float32)  # g^a(A), any values
     tau_a, tau_c = np.array([2.0, 3.0]), np.array([1.5, 4.0])
-    ctx = _Context(memory, jnp.asarray(mask), keys, None, jnp.asarray(mask), jnp.asarray(tau_a, jnp.float32),
-                   jnp.asarray(tau_c, jnp.float32), None, **dec._projected(keys, memory))  # fmt: skip
+    projected = dict(
+        pointer_keys=dec.pointer_projections.keys(keys),
+        pointer_values=dec.pointer_projections.values(memory),
+        mode2_keys=dec.mode2_projections.keys(memory),
+        mode2_values=dec.mode2_projections.values(memory),
+    )
+    ctx = AuthorsContext(memory, jnp.asarray(mask), keys, None, jnp.asarray(mask), jnp.asarray(tau_a, jnp.float32),
+                         jnp.asarray(tau_c, jnp.float32), **projected)  # fmt: skip
 
     # Eq. 2 through the projections: each head's W_q h^a_t + b_q against its W_k g^a(A[n]) + b_k.
     carry = _Carry(jnp.asarray(rng.normal(size=(b, ha, d)), jnp.float32), jnp.asarray(rng.random((b, ha, 5)),
                    jnp.float32), jnp.zeros((b, d)))  # fmt: skip
     codes = jnp.asarray(rng.integers(0, 2, size=(b, length, 5)), jnp.float32)
-    pu_hidden, w_a, _ = dec.point(carry, ctx._replace(codes=codes), snap_pointers=False)
+    pu_hidden, w_a, _ = dec.point(carry, dataclasses.replace(ctx, codes=codes))
     pp, mp = dec.pointer_projections, dec.mode2_projections
     for i in range(b):
         for h in range(ha):
