@@ -9,8 +9,11 @@ Modules:
 
 * ``config``: ``TrainConfig``, ``OptimizerConfig``, ``load_config`` (TOML or JSON
   files and ``section.field=value`` overrides), validation.
-* ``loop``: ``train_and_evaluate``, the training loop.
-* ``seeds``: ``train_seeds``, several seeds of one run trained together.
+* ``engine``: the one training loop, for one seed or several, yielding
+  records (the command line's progress bar shows them).
+* ``loop``: ``train_and_evaluate`` and ``Run``, a single run (one seed).
+* ``seeds``: ``train_seeds`` and ``SeedGroup``, several seeds of one run
+  trained together.
 * ``steps``: ``TrainState`` and the jitted train and evaluation steps.
 * ``optim``: optimisers and learning-rate schedules from a config.
 * ``checkpoint``: orbax checkpoints that resume exactly.

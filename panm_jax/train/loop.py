@@ -1,28 +1,16 @@
 """``train_and_evaluate(config, workdir)``: a whole run, resumable at any point.
 
-The loop of Flax's examples with the functional step of docs/design.md:
-
-1. build the task, the model (by name) and the optax optimiser from the config;
-   ``nnx.split`` the model once; place the state on a mesh of every device
-   (parameters replicated, batches sharded over the batch axis);
-2. take the workdir's lock (one run per folder, ``train/lock.py``); resume
-   from the newest readable checkpoint in ``workdir/checkpoints`` if there is
-   one (its stored config must match, or the run refuses and touches nothing);
-3. for each step: draw the batch of ``(seed, step)`` (the data stream is a pure
-   function of them, so the step is the stream's position), pad it to its
-   bucket, run the jitted ``train_step`` (one compilation per bucket);
-   every ``log_every`` steps append the metrics to ``metrics.jsonl``; every
-   ``eval_every`` steps evaluate on the validation sets and keep the best
-   checkpoint on ``select_mode`` (ties broken by the lower validation loss);
-   with ``max_minutes`` set, the run stops early when the budget is spent
-   (evaluating and checkpointing at that step); every ``checkpoint_every`` steps and at the
-   end save a checkpoint. Before anything is logged, evaluated or saved the
-   losses since the last such point are checked (no host sync per step): a NaN
-   or infinite loss stops the run with ``NonFiniteLossError`` naming the step,
-   saving nothing (``on_nan = "stop"``), or, with ``on_nan = "skip-batch"``,
-   the step left the parameters unchanged (on device) and is logged as skipped;
-4. evaluate the best checkpoint on the test sets of every length mode and write
-   ``results.{json,csv,md}`` and ``accuracy.png``.
+A single run is the one-seed case of the training loop (``train/engine.py``,
+which ``train_seeds`` drives for several seeds): this module holds its pieces,
+``Run`` (the task, the model by name, the optax optimiser, ``nnx.split`` once,
+the state on a mesh of every device, the jitted ``train_step`` and
+``eval_step``), and what the loop shares between one seed and several: the
+batch of a step (``training_batch``: a pure function of ``(seed, step)``, so
+the step is the data stream's position), the default buckets, the config check
+of a resumed checkpoint, the checks of the losses (``LossWatch``) and the
+results record. ``train_and_evaluate`` takes the workdir's lock (one run per
+folder, ``train/lock.py``), resumes from the newest readable checkpoint and
+runs the loop to its end (see ``train/engine.py`` for its steps).
 
 Files in ``workdir``: ``config.json``, ``metrics.jsonl``, ``checkpoints/``,
 ``best/``, ``results.*``, ``accuracy.png`` and ``.lock`` (the running
@@ -45,34 +33,30 @@ run above.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from panm_jax.errors import UserError
 from panm_jax.models import build_model
 from panm_jax.tasks import get_task
 from panm_jax.tasks.buckets import pad_to_bucket
 from panm_jax.tasks.losses import check_batch
+from panm_jax.train import engine
 from panm_jax.train import evaluate as evaluation
-from panm_jax.train import report
 from panm_jax.train.checkpoint import Checkpointer, CheckpointError
 from panm_jax.train.config import TrainConfig, resume_differences
-from panm_jax.train.io import append_jsonl, atomic_write_text
+from panm_jax.train.io import append_jsonl
 from panm_jax.train.lock import run_lock
 from panm_jax.train.optim import make_optimizer
-from panm_jax.train.provenance import environment, segment_record
+from panm_jax.train.provenance import environment
 from panm_jax.train.sharding import (
     all_agree,
-    barrier,
     is_primary,
     make_mesh,
     maybe_initialize_distributed,
@@ -82,9 +66,6 @@ from panm_jax.train.sharding import (
 from panm_jax.train.steps import init_train_state, make_eval_step, make_train_step
 
 __all__ = ["NonFiniteLossError", "Run", "default_buckets", "train_and_evaluate", "training_batch"]
-
-# Training steps whose losses may wait on device before they are checked (bounds the host's list).
-_MAX_UNCHECKED_STEPS = 1_000
 
 
 class NonFiniteLossError(RuntimeError):
@@ -171,6 +152,44 @@ class Run:
         sets = evaluation.eval_sets(self.task, modes, c.eval_examples, c.eval_batch_size, seed)
         return evaluation.evaluate(self.eval_step, params, self.task, sets, seed, shard=self.shard)
 
+    # ---- the training loop's interface (train/engine.py ``Pieces``): one seed --------------------
+
+    size = 1
+
+    @property
+    def configs(self) -> list[TrainConfig]:
+        return [self.config]
+
+    @property
+    def template(self):
+        return jax.device_get(self.state)
+
+    def description(self) -> str:
+        return f"{self.config.model} on {self.config.task}"
+
+    def unstack(self, state, index: int):
+        return jax.device_get(state)
+
+    def place(self, states):
+        (state,) = states
+        return replicate(state, self.mesh)
+
+    def batch(self, steps):
+        (step,) = steps
+        return self.shard(training_batch(self.task, self.config, step, self.buckets))
+
+    def advance(self, state, batch, active):
+        return self.train_step(state, batch)
+
+    def seed_metrics(self, metrics, index: int) -> dict[str, float]:
+        return {k: float(v) for k, v in metrics.items()}
+
+    def evaluate_seeds(self, params, modes, seed: int) -> list[dict[str, dict[str, Any]]]:
+        return [self.evaluate(params, modes, seed)]
+
+    def view(self, index: int) -> Run:
+        return self
+
 
 def results_record(run: Run, per_mode: dict[str, dict[str, Any]], step: int) -> dict[str, Any]:
     """The results of ``step``'s parameters over the modes. A NaN or infinite number in them is written as
@@ -196,10 +215,6 @@ def results_record(run: Run, per_mode: dict[str, dict[str, Any]], step: int) -> 
     if bad:
         record["failed"] = f"non-finite results (written as null): {', '.join(bad)}"
     return record
-
-
-def _host_metrics(metrics) -> dict[str, float]:
-    return {k: float(v) for k, v in jax.device_get(metrics).items()}
 
 
 def note(message: str) -> None:
@@ -322,27 +337,6 @@ def _finite_or_none(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def progress_columns() -> list:
-    """The training progress bar's columns (rich): description, bar, steps, loss, accuracy, rate, times."""
-    return [
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("loss {task.fields[loss]}"),
-        TextColumn("acc {task.fields[acc]}"),
-        TextColumn("{task.fields[rate]} steps/s"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    ]
-
-
-def _time_up(deadline: float) -> bool:
-    """Whether the time budget is spent; with several processes, whether it is spent in any of them (one
-    all-gather per step, so that all stop at the same step)."""
-    up = time.monotonic() > deadline
-    return not all_agree(not up) if jax.process_count() > 1 else up
-
-
 def train_and_evaluate(
     config: TrainConfig,
     workdir: str | Path,
@@ -374,124 +368,19 @@ def train_and_evaluate(
                 f"{lock.path}: the run of process {lock.stale_pid} ended without releasing it (crashed or killed); "
                 "taking it over"
             )
-        return _train_and_evaluate(
-            config, workdir, progress=progress, console=console, allow_unverified=allow_unverified
-        )
+        run = Run(config)
+        ckpt = Checkpointer(workdir, keep=config.keep_checkpoints, notify=note, allow_unverified=allow_unverified)
+        try:
+            with display(console, progress) as show:
+                (results,) = engine.run_to_end(engine.training(run, [workdir], [ckpt]), show)
+        finally:
+            ckpt.close()
+        return results
 
 
-def _train_and_evaluate(
-    config: TrainConfig, workdir: Path, *, progress: bool, console: Console, allow_unverified: bool
-) -> dict[str, Any]:
-    run = Run(config)
-    ckpt = Checkpointer(workdir, keep=config.keep_checkpoints, notify=note, allow_unverified=allow_unverified)
-    try:
-        return _train(run, ckpt, workdir, progress=progress, console=console)
-    finally:
-        ckpt.close()
+def display(console: Console, progress: bool):
+    """The ``on_record`` of ``engine.run_to_end`` (a context manager): the command line's progress bar and
+    notes (``panm_jax.cli.progress``) on ``console``."""
+    from panm_jax.cli.progress import ProgressDisplay
 
-
-def _train(run: Run, ckpt: Checkpointer, workdir: Path, *, progress: bool, console: Console) -> dict[str, Any]:
-    c = run.config
-    state = run.state
-    primary = is_primary()  # writes the run's files (process 0; the only process of a single-process run)
-    check = config_check(c, workdir)
-    restored = ckpt.restore_latest(jax.device_get(state), check)
-    best_meta = ckpt.best_meta(
-        check, then="the run goes on from the latest checkpoint and keeps a new best at its next evaluation"
-    )
-    if restored is not None:
-        saved_state, meta = restored
-        if meta["step"] > c.num_steps:
-            raise CheckpointError(
-                f"num_steps: the checkpoints in {str(workdir)!r} are at step {meta['step']}, beyond the "
-                f"num_steps given ({c.num_steps}); give at least {meta['step']} to resume, or use another workdir"
-            )
-        state = replicate(saved_state, run.mesh)
-        console.print(f"resumed from step {meta['step']} ({workdir / 'checkpoints'})")
-    if primary:
-        started = ("resumed", meta["step"]) if restored is not None else ("started", 0)
-        append_jsonl(workdir / "metrics.jsonl", segment_record(*started))
-        atomic_write_text(workdir / "config.json", json.dumps(c.to_dict(), indent=2) + "\n")
-    # The best checkpoint maximises the headline metric on the validation mode; ties
-    # (several checkpoints at 100%) go to the lower validation loss.
-    best_score = (best_meta["score"], -best_meta["loss"]) if best_meta else (-np.inf, -np.inf)
-
-    start = int(jax.device_get(state.step))
-    log_path = workdir / "metrics.jsonl"
-    headline = run.task.metric_names[0]
-    t_last, s_last = time.perf_counter(), start
-    deadline = None if c.max_minutes is None else time.monotonic() + 60.0 * c.max_minutes
-    unchecked: list[tuple[int, dict[str, Any]]] = []  # (step, metrics on device) not yet checked for NaN/Inf
-    watch = LossWatch(c, ckpt, log_path, primary=primary, skipped=meta.get("skipped_batches", 0) if restored else 0)
-    with Progress(*progress_columns(), console=console, disable=not progress, transient=False) as bar:
-        job = bar.add_task(f"{c.model} on {c.task}", total=c.num_steps, completed=start, loss="-", acc="-", rate="-")
-        for step in range(start, c.num_steps):
-            batch = run.shard(training_batch(run.task, c, step, run.buckets))
-            state, metrics = run.train_step(state, batch)
-            done = step + 1
-            unchecked.append((done, metrics))
-            last = done == c.num_steps or (deadline is not None and _time_up(deadline))
-            log_now, eval_now = done % c.log_every == 0 or last, done % c.eval_every == 0 or last
-            save_now = done % c.checkpoint_every == 0 or last
-            if log_now or eval_now or save_now or len(unchecked) >= _MAX_UNCHECKED_STEPS:
-                # Before anything is logged, evaluated or saved.
-                watch.check(unchecked)
-                unchecked = []
-            if log_now:
-                m = _host_metrics(metrics)
-                now = time.perf_counter()
-                rate = (done - s_last) / max(now - t_last, 1e-9)
-                t_last, s_last = now, done
-                if primary:
-                    append_jsonl(log_path, {"step": done, "time": time.time(), "steps_per_s": rate, **m})
-                bar.update(
-                    job, completed=done, loss=f"{m['loss']:.4f}", acc=f"{100 * m[headline]:.1f}%", rate=f"{rate:.1f}"
-                )
-            if eval_now:
-                val = run.evaluate(state.params, (c.select_mode,), evaluation.VALIDATION_SEED)
-                score = (val[c.select_mode][headline], -val[c.select_mode]["loss"])
-                if primary:
-                    append_jsonl(log_path, {"step": done, "validation": val})
-                if score > best_score:
-                    best_score = score
-                    ckpt.save_best(
-                        done,
-                        jax.device_get(state),
-                        {
-                            "step": done,
-                            "score": score[0],
-                            "loss": -score[1],
-                            "mode": c.select_mode,
-                            "config": c.to_dict(),
-                        },
-                    )
-            if save_now:
-                ckpt.save(
-                    done,
-                    jax.device_get(state),
-                    {
-                        "step": done,
-                        "data_position": done,
-                        "seed": c.seed,
-                        "config": c.to_dict(),
-                        "skipped_batches": watch.skipped,
-                    },
-                )
-            if last:
-                if done < c.num_steps and primary:
-                    append_jsonl(log_path, {"event": "time budget reached", "step": done, "max_minutes": c.max_minutes})
-                break
-    # Report the best checkpoint (selected on the L+1 validation set, as Le et al. 2024, "Plug, Play,
-    # and Generalize: Length Extrapolation with Pointer-Augmented Neural Memory", do) on the test sets.
-    best = ckpt.restore_best(jax.device_get(state), check, then="reporting the latest state instead")
-    if best is None:
-        params, step = state.params, int(jax.device_get(state.step))
-    else:
-        params, step = replicate(best[0].params, run.mesh), best[1]["step"]
-    per_mode = run.evaluate(params, run.modes, evaluation.TEST_SEED)
-    results = results_record(run, per_mode, step)
-    if primary:
-        report.write_results(results, workdir / "results")
-        report.plot_accuracy([results], workdir / "accuracy.png")
-    barrier("panm_jax: results written")  # no process returns before process 0 has written them
-    return results
+    return ProgressDisplay(console, enabled=progress)

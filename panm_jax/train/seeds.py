@@ -7,7 +7,9 @@ stacked on a leading seed axis ``[S, ...]`` (independent initialisations, PRNG
 keys and optimiser states), their batches too (``[S, B, ...]``: each seed's own
 data stream, ``training_batch(task, config_s, step)``), and one ``jit(vmap(train_step))``
 advances all S at once. Evaluation is ``vmap`` of the eval step over the stacked
-parameters on the shared validation and test sets.
+parameters on the shared validation and test sets. ``SeedGroup`` holds these
+pieces; the loop that drives them is the single run's (``train/engine.py``,
+where a single run is the one-seed case with unbatched programs).
 
 Each seed keeps its own run folder, exactly what ``train_and_evaluate`` of that
 seed alone writes: ``config.json``, ``metrics.jsonl``, ``checkpoints/``, ``best/``,
@@ -40,8 +42,6 @@ their batch axis (``B``), states replicated, as in a single run.
 from __future__ import annotations
 
 import contextlib
-import json
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -51,35 +51,26 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from rich.console import Console
-from rich.progress import Progress
 
 from panm_jax.errors import UserError
 from panm_jax.models import build_model
 from panm_jax.tasks import get_task
 from panm_jax.tasks.buckets import pad_batch
+from panm_jax.train import engine
 from panm_jax.train import evaluate as evaluation
-from panm_jax.train import report
-from panm_jax.train.checkpoint import Checkpointer, CheckpointError
+from panm_jax.train.checkpoint import Checkpointer
 from panm_jax.train.config import TrainConfig
-from panm_jax.train.io import append_jsonl, atomic_write_text
 from panm_jax.train.lock import run_lock
 from panm_jax.train.loop import (
-    _MAX_UNCHECKED_STEPS,
-    LossWatch,
-    _time_up,
     check_batch_sizes,
-    config_check,
     default_buckets,
+    display,
     note,
-    progress_columns,
-    results_record,
     training_batch,
 )
 from panm_jax.train.optim import make_optimizer
-from panm_jax.train.provenance import segment_record
 from panm_jax.train.sharding import (
     all_agree,
-    barrier,
     is_primary,
     make_mesh,
     maybe_initialize_distributed,
@@ -196,6 +187,30 @@ class SeedGroup:
         )
         return evaluation.split_seeds(results, self.size)
 
+    # ---- the training loop's interface (train/engine.py ``Pieces``): S seeds ---------------------
+
+    def description(self) -> str:
+        c = self.config
+        return f"{c.model} on {c.task}, seeds {','.join(str(cs.seed) for cs in self.configs)}"
+
+    def unstack(self, state, index: int):
+        return unstack(state, index)
+
+    def place(self, states):
+        return replicate(stack(states), self.mesh)
+
+    def advance(self, state, batch, active):
+        return self.train_step(state, batch, active)
+
+    def seed_metrics(self, metrics, index: int) -> dict[str, float]:
+        return {k: float(np.asarray(v)[index]) for k, v in metrics.items()}
+
+    def evaluate_seeds(self, params, modes, seed: int) -> list[dict[str, dict[str, Any]]]:
+        return self.evaluate(params, modes, seed)
+
+    def view(self, index: int):
+        return SimpleNamespace(config=self.configs[index], task=self.task)
+
 
 def train_seeds(
     configs: Sequence[TrainConfig],
@@ -240,182 +255,5 @@ def train_seeds(
             )
             for w, c in zip(workdirs, configs, strict=True)
         ]
-        return _train(group, ckpts, workdirs, progress=progress, console=console)
-
-
-def _train(
-    group: SeedGroup, ckpts: list[Checkpointer], workdirs: list[Path], *, progress: bool, console: Console
-) -> list[dict[str, Any]]:
-    c, configs, S = group.config, group.configs, group.size
-    primary = is_primary()
-    checks = [config_check(cs, w) for cs, w in zip(configs, workdirs, strict=True)]
-    states = [jax.device_get(unstack(group.state, s)) for s in range(S)]
-    best_scores = []
-    watches = []
-    for s in range(S):
-        restored = ckpts[s].restore_latest(group.template, checks[s])
-        best_meta = ckpts[s].best_meta(
-            checks[s], then="the run goes on from the latest checkpoint and keeps a new best at its next evaluation"
-        )
-        best_scores.append((best_meta["score"], -best_meta["loss"]) if best_meta else (-np.inf, -np.inf))
-        if restored is not None:
-            saved, meta = restored
-            if meta["step"] > c.num_steps:
-                raise CheckpointError(
-                    f"num_steps: the checkpoints in {str(workdirs[s])!r} are at step {meta['step']}, beyond the "
-                    f"num_steps given ({c.num_steps}); give at least {meta['step']} to resume, or use another "
-                    "workdir"
-                )
-            states[s] = saved
-            console.print(f"seed {configs[s].seed}: resumed from step {meta['step']} ({workdirs[s] / 'checkpoints'})")
-        skipped = restored[1].get("skipped_batches", 0) if restored is not None else 0
-        watches.append(LossWatch(configs[s], ckpts[s], workdirs[s] / "metrics.jsonl", primary=primary, skipped=skipped))
-        if primary:
-            started = ("resumed", meta["step"]) if restored is not None else ("started", 0)
-            append_jsonl(workdirs[s] / "metrics.jsonl", segment_record(*started))
-            atomic_write_text(workdirs[s] / "config.json", json.dumps(configs[s].to_dict(), indent=2) + "\n")
-    state = replicate(stack(states), group.mesh)
-    pos = [int(st.step) for st in states]  # each seed's steps taken
-    logs = [w / "metrics.jsonl" for w in workdirs]
-    headline = group.task.metric_names[0]
-    deadline = None if c.max_minutes is None else time.monotonic() + 60.0 * c.max_minutes
-    pending: list[tuple[list[int], Any]] = []  # (the steps each active seed reached, stacked metrics on device)
-    t_last, s_last = time.perf_counter(), min(pos)
-    seeds_text = ",".join(str(cs.seed) for cs in configs)
-    with Progress(*progress_columns(), console=console, disable=not progress, transient=False) as bar:
-        job = bar.add_task(
-            f"{c.model} on {c.task}, seeds {seeds_text}",
-            total=c.num_steps,
-            completed=min(pos),
-            loss="-",
-            acc="-",
-            rate="-",
-        )
-        while min(pos) < c.num_steps:
-            lo = min(pos)
-            active = [p == lo for p in pos]
-            state, metrics = group.train_step(state, group.batch(pos), active)
-            for s in range(S):
-                if active[s]:
-                    pos[s] += 1
-            done = min(pos)
-            pending.append(([pos[s] if active[s] else -1 for s in range(S)], metrics))
-            last = done == c.num_steps or (deadline is not None and _time_up(deadline))
-            acting = [s for s in range(S) if active[s]]
-            log_now = [s for s in acting if pos[s] % c.log_every == 0 or last]
-            eval_now = [s for s in acting if pos[s] % c.eval_every == 0 or last]
-            save_now = [s for s in acting if pos[s] % c.checkpoint_every == 0 or last]
-            if log_now or eval_now or save_now or len(pending) >= _MAX_UNCHECKED_STEPS:
-                _check_pending(pending, watches)
-                pending = []
-            if log_now:
-                m = {k: np.asarray(v) for k, v in jax.device_get(metrics).items()}
-                now = time.perf_counter()
-                rate = (done - s_last) / max(now - t_last, 1e-9)
-                t_last, s_last = now, done
-                for s in log_now:
-                    if primary:
-                        append_jsonl(
-                            logs[s],
-                            {
-                                "step": pos[s],
-                                "time": time.time(),
-                                "steps_per_s": rate,
-                                **{k: float(v[s]) for k, v in m.items()},
-                            },
-                        )
-                bar.update(
-                    job,
-                    completed=done,
-                    loss=f"{float(np.mean(m['loss'])):.4f}",
-                    acc=f"{100 * float(np.min(m[headline])):.1f}-{100 * float(np.max(m[headline])):.1f}%",
-                    rate=f"{rate:.1f}",
-                )
-            if eval_now:
-                val = group.evaluate(state.params, (c.select_mode,), evaluation.VALIDATION_SEED)
-                for s in eval_now:
-                    row = val[s][c.select_mode]
-                    score = (row[headline], -row["loss"])
-                    if primary:
-                        append_jsonl(logs[s], {"step": pos[s], "validation": val[s]})
-                    if score > best_scores[s]:
-                        best_scores[s] = score
-                        ckpts[s].save_best(
-                            pos[s],
-                            unstack(state, s),
-                            {
-                                "step": pos[s],
-                                "score": score[0],
-                                "loss": -score[1],
-                                "mode": c.select_mode,
-                                "config": configs[s].to_dict(),
-                            },
-                        )
-            for s in save_now:
-                ckpts[s].save(
-                    pos[s],
-                    unstack(state, s),
-                    {
-                        "step": pos[s],
-                        "data_position": pos[s],
-                        "seed": configs[s].seed,
-                        "config": configs[s].to_dict(),
-                        "skipped_batches": watches[s].skipped,
-                    },
-                )
-            if last:
-                if done < c.num_steps and primary:
-                    for s in range(S):
-                        append_jsonl(
-                            logs[s], {"event": "time budget reached", "step": pos[s], "max_minutes": c.max_minutes}
-                        )
-                break
-    # Each seed's best checkpoint (selected on select_mode) on the test sets, all seeds in one evaluation.
-    final_state = jax.device_get(state)
-    best_params, best_steps = [], []
-    for s in range(S):
-        best = ckpts[s].restore_best(unstack(final_state, s), checks[s], then="reporting the latest state instead")
-        if best is None:
-            best_params.append(unstack(final_state.params, s))
-            best_steps.append(pos[s])
-        else:
-            best_params.append(best[0].params)
-            best_steps.append(best[1]["step"])
-    per_seed = group.evaluate(replicate(stack(best_params), group.mesh), group.modes, evaluation.TEST_SEED)
-    records = []
-    for s in range(S):
-        view = SimpleNamespace(config=configs[s], task=group.task)
-        record = results_record(view, per_seed[s], best_steps[s])
-        if primary:
-            report.write_results(record, workdirs[s] / "results")
-            report.plot_accuracy([record], workdirs[s] / "accuracy.png")
-        records.append(record)
-    barrier("panm_jax: seed results written")
-    return records
-
-
-def _check_pending(pending, watches: list[LossWatch]) -> None:
-    """Each seed's ``LossWatch.check`` over the steps since the last check (one transfer for all seeds)."""
-    if not pending:
-        return
-    values = jax.device_get(
-        [
-            (m["loss"], m.get("grad_norm", jnp.zeros_like(m["loss"])), m.get("param_norm", jnp.zeros_like(m["loss"])))
-            for _, m in pending
-        ]
-    )
-    for s, watch in enumerate(watches):
-        steps = [
-            (
-                reached[s],
-                {
-                    "loss": float(np.asarray(loss)[s]),
-                    "grad_norm": float(np.asarray(grad)[s]),
-                    "param_norm": float(np.asarray(norm)[s]),
-                },
-            )
-            for (reached, _), (loss, grad, norm) in zip(pending, values, strict=True)
-            if reached[s] >= 0
-        ]
-        if steps:
-            watch.check(steps)
+        show = stack_.enter_context(display(console, progress))
+        return engine.run_to_end(engine.training(group, workdirs, ckpts), show)

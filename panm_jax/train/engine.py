@@ -1,0 +1,265 @@
+"""The one training loop: S seeds of one run (a single run is S = 1), as a generator of records.
+
+``training(pieces, workdirs, ckpts)`` drives the pieces of a configured run,
+either ``Run`` (one seed, ``train/loop.py``) or ``SeedGroup`` (S seeds stacked
+on a leading axis, ``train/seeds.py``), through the same steps:
+
+1. restore each seed's folder from its newest readable checkpoint (its stored
+   config must match, or the run refuses and touches nothing) and its best
+   checkpoint's score;
+2. step the seeds that stand lowest (all of them, once they stand at the same
+   step): draw each one's batch of ``(seed, step)``, run the jitted step; every
+   ``log_every`` steps append the metrics to each ``metrics.jsonl``; every
+   ``eval_every`` steps evaluate on the validation sets and keep each seed's
+   best checkpoint on ``select_mode`` (ties broken by the lower validation
+   loss); every ``checkpoint_every`` steps and at the end save a checkpoint;
+   before anything is logged, evaluated or saved the losses since the last such
+   point are checked (``LossWatch``, no host sync per step); with
+   ``max_minutes`` set, stop early when the budget is spent;
+3. evaluate each seed's best checkpoint on the test sets and write its
+   ``results.{json,csv,md}`` and ``accuracy.png``.
+
+It yields records (plain dicts) of what a display shows: ``{"event": "note",
+"text": ...}`` for a line to print (a resumed seed), ``{"event": "begin",
+"description": ..., "total": ..., "completed": ...}`` once, and ``{"event":
+"progress", "completed": ..., "loss": ..., "accuracy": (lo, hi), "rate": ...}``
+at every log step; it returns (``StopIteration.value``) each seed's results
+record. The progress bar that shows them is the command line's
+(``panm_jax/cli/progress.py``); ``run_to_end`` consumes the records with any
+``on_record`` callback.
+
+The pieces answer one interface (``Pieces``); with one seed its programs are a
+single run's own (``jit(train_step)``), so a single run computes exactly what it
+did before seeds were batched, and with several they are ``jit(vmap(...))``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Generator, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import jax
+import numpy as np
+
+from panm_jax.train import evaluate as evaluation
+from panm_jax.train import report
+from panm_jax.train.checkpoint import Checkpointer, CheckpointError
+from panm_jax.train.config import TrainConfig
+from panm_jax.train.io import append_jsonl, atomic_write_text
+from panm_jax.train.provenance import segment_record
+from panm_jax.train.sharding import all_agree, barrier, is_primary
+
+__all__ = ["Pieces", "run_to_end", "training"]
+
+# Training steps whose losses may wait on device before they are checked (bounds the host's list).
+MAX_UNCHECKED_STEPS = 1_000
+
+
+class Pieces(Protocol):
+    """What the loop needs of a configured run of ``size`` seeds (``Run``: 1, ``SeedGroup``: S)."""
+
+    configs: list[TrainConfig]
+    task: Any
+    mesh: Any
+    modes: tuple[str, ...]  # the test modes reported at the end
+    template: Any  # one seed's train state (host arrays): the structure checkpoints are restored into
+    state: Any  # the seeds' train state on the mesh
+
+    @property
+    def size(self) -> int: ...
+
+    def description(self) -> str: ...
+
+    def unstack(self, state, index: int): ...
+
+    def place(self, states: Sequence[Any]): ...
+
+    def batch(self, steps: Sequence[int]): ...
+
+    def advance(self, state, batch, active: Sequence[bool]): ...
+
+    def seed_metrics(self, metrics: dict[str, np.ndarray], index: int) -> dict[str, float]: ...
+
+    def evaluate_seeds(self, params, modes, seed: int) -> list[dict[str, dict[str, Any]]]: ...
+
+    def view(self, index: int) -> Any: ...  # seed ``index``'s ``config`` and ``task``, for ``results_record``
+
+
+def _time_up(deadline: float) -> bool:
+    """Whether the time budget is spent; with several processes, whether it is spent in any of them (one
+    all-gather per step, so that all stop at the same step)."""
+    up = time.monotonic() > deadline
+    return not all_agree(not up) if jax.process_count() > 1 else up
+
+
+def training(
+    pieces: Pieces, workdirs: Sequence[Path], ckpts: Sequence[Checkpointer]
+) -> Generator[dict[str, Any], None, list[dict[str, Any]]]:
+    """Train the seeds of ``pieces``, seed s in ``workdirs[s]`` with ``ckpts[s]``, yielding records (module
+    docstring); returns each seed's results record."""
+    from panm_jax.train.loop import LossWatch, config_check, results_record
+
+    configs, S = pieces.configs, pieces.size
+    c = configs[0]
+    primary = is_primary()  # writes the run's files (process 0; the only process of a single-process run)
+    checks = [config_check(cs, w) for cs, w in zip(configs, workdirs, strict=True)]
+    states = [pieces.unstack(pieces.state, s) for s in range(S)]
+    best_scores, watches = [], []
+    for s in range(S):
+        restored = ckpts[s].restore_latest(pieces.template, checks[s])
+        best_meta = ckpts[s].best_meta(
+            checks[s], then="the run goes on from the latest checkpoint and keeps a new best at its next evaluation"
+        )
+        # The best checkpoint maximises the headline metric on the validation mode; ties (several
+        # checkpoints at 100%) go to the lower validation loss.
+        best_scores.append((best_meta["score"], -best_meta["loss"]) if best_meta else (-np.inf, -np.inf))
+        skipped = 0
+        if restored is not None:
+            saved, meta = restored
+            if meta["step"] > c.num_steps:
+                raise CheckpointError(
+                    f"num_steps: the checkpoints in {str(workdirs[s])!r} are at step {meta['step']}, beyond the "
+                    f"num_steps given ({c.num_steps}); give at least {meta['step']} to resume, or use another "
+                    "workdir"
+                )
+            states[s], skipped = saved, meta.get("skipped_batches", 0)
+            who = f"seed {configs[s].seed}: " if S > 1 else ""
+            yield {"event": "note", "text": f"{who}resumed from step {meta['step']} ({workdirs[s] / 'checkpoints'})"}
+        watches.append(LossWatch(configs[s], ckpts[s], workdirs[s] / "metrics.jsonl", primary=primary, skipped=skipped))
+        if primary:
+            started = ("resumed", meta["step"]) if restored is not None else ("started", 0)
+            append_jsonl(workdirs[s] / "metrics.jsonl", segment_record(*started))
+            atomic_write_text(workdirs[s] / "config.json", json.dumps(configs[s].to_dict(), indent=2) + "\n")
+    state = pieces.place(states)
+    pos = [int(st.step) for st in states]  # each seed's steps taken
+    logs = [w / "metrics.jsonl" for w in workdirs]
+    headline = pieces.task.metric_names[0]
+    deadline = None if c.max_minutes is None else time.monotonic() + 60.0 * c.max_minutes
+    pending: list[tuple[list[int], Any]] = []  # (the step each seed reached, -1 if held; metrics on device)
+    t_last, s_last = time.perf_counter(), min(pos)
+    yield {"event": "begin", "description": pieces.description(), "total": c.num_steps, "completed": min(pos)}
+    while min(pos) < c.num_steps:
+        lo = min(pos)
+        active = [p == lo for p in pos]
+        state, metrics = pieces.advance(state, pieces.batch(pos), active)
+        for s in range(S):
+            if active[s]:
+                pos[s] += 1
+        done = min(pos)
+        pending.append(([pos[s] if active[s] else -1 for s in range(S)], metrics))
+        last = done == c.num_steps or (deadline is not None and _time_up(deadline))
+        acting = [s for s in range(S) if active[s]]
+        log_now = [s for s in acting if pos[s] % c.log_every == 0 or last]
+        eval_now = [s for s in acting if pos[s] % c.eval_every == 0 or last]
+        save_now = [s for s in acting if pos[s] % c.checkpoint_every == 0 or last]
+        if log_now or eval_now or save_now or len(pending) >= MAX_UNCHECKED_STEPS:
+            _check_pending(pieces, pending, watches)  # before anything is logged, evaluated or saved
+            pending = []
+        if log_now:
+            m = {k: np.asarray(v) for k, v in jax.device_get(metrics).items()}
+            now = time.perf_counter()
+            rate = (done - s_last) / max(now - t_last, 1e-9)
+            t_last, s_last = now, done
+            rows = {s: pieces.seed_metrics(m, s) for s in log_now}
+            if primary:
+                for s, row in rows.items():
+                    append_jsonl(logs[s], {"step": pos[s], "time": time.time(), "steps_per_s": rate, **row})
+            accuracies = [row[headline] for row in rows.values()]
+            yield {
+                "event": "progress",
+                "completed": done,
+                "loss": float(np.mean([row["loss"] for row in rows.values()])),
+                "accuracy": (min(accuracies), max(accuracies)),
+                "rate": rate,
+            }
+        if eval_now:
+            val = pieces.evaluate_seeds(state.params, (c.select_mode,), evaluation.VALIDATION_SEED)
+            for s in eval_now:
+                row = val[s][c.select_mode]
+                score = (row[headline], -row["loss"])
+                if primary:
+                    append_jsonl(logs[s], {"step": pos[s], "validation": val[s]})
+                if score > best_scores[s]:
+                    best_scores[s] = score
+                    ckpts[s].save_best(
+                        pos[s],
+                        pieces.unstack(state, s),
+                        {
+                            "step": pos[s],
+                            "score": score[0],
+                            "loss": -score[1],
+                            "mode": c.select_mode,
+                            "config": configs[s].to_dict(),
+                        },
+                    )
+        for s in save_now:
+            ckpts[s].save(
+                pos[s],
+                pieces.unstack(state, s),
+                {
+                    "step": pos[s],
+                    "data_position": pos[s],
+                    "seed": configs[s].seed,
+                    "config": configs[s].to_dict(),
+                    "skipped_batches": watches[s].skipped,
+                },
+            )
+        if last:
+            if done < c.num_steps and primary:
+                for s in range(S):
+                    append_jsonl(
+                        logs[s], {"event": "time budget reached", "step": pos[s], "max_minutes": c.max_minutes}
+                    )
+            break
+    # Each seed's best checkpoint (selected on select_mode, as Le et al. 2024, "Plug, Play, and Generalize:
+    # Length Extrapolation with Pointer-Augmented Neural Memory", do on L+1) on the test sets, all seeds in
+    # one evaluation.
+    best_states, best_steps = [], []
+    for s in range(S):
+        final = pieces.unstack(state, s)
+        best = ckpts[s].restore_best(final, checks[s], then="reporting the latest state instead")
+        best_states.append(final if best is None else best[0])
+        best_steps.append(pos[s] if best is None else best[1]["step"])
+    per_seed = pieces.evaluate_seeds(pieces.place(best_states).params, pieces.modes, evaluation.TEST_SEED)
+    records = []
+    for s in range(S):
+        record = results_record(pieces.view(s), per_seed[s], best_steps[s])
+        if primary:
+            report.write_results(record, workdirs[s] / "results")
+            report.plot_accuracy([record], workdirs[s] / "accuracy.png")
+        records.append(record)
+    barrier("panm_jax: results written")  # no process returns before process 0 has written them
+    return records
+
+
+def _check_pending(pieces: Pieces, pending, watches) -> None:
+    """Each seed's ``LossWatch.check`` over the steps since the last check (one transfer for all seeds)."""
+    if not pending:
+        return
+    names = ("loss", "grad_norm", "param_norm")
+    values = jax.device_get([{k: m[k] for k in names if k in m} for _, m in pending])
+    for s, watch in enumerate(watches):
+        steps = [
+            (reached[s], pieces.seed_metrics({k: np.asarray(v) for k, v in host.items()}, s))
+            for (reached, _), host in zip(pending, values, strict=True)
+            if reached[s] >= 0
+        ]
+        if steps:
+            watch.check(steps)
+
+
+def run_to_end(
+    records: Generator[dict[str, Any], None, list[dict[str, Any]]],
+    on_record: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Consume ``training``'s records (each handed to ``on_record``, if given); its return value."""
+    while True:
+        try:
+            record = next(records)
+        except StopIteration as stop:
+            return stop.value
+        if on_record is not None:
+            on_record(record)
