@@ -59,6 +59,7 @@ import jax
 import jax.numpy as jnp
 
 from panm_jax._cache import cache_root
+from panm_jax.kernels._dnc_link_types import LinkAndDirections
 from panm_jax.kernels.validation import check_shape
 
 __all__ = ["available", "build", "flops", "link_and_directions", "supports", "use_for"]
@@ -270,8 +271,6 @@ def _check(prev_link, prev_precedence, weights, prev_read_weights) -> None:
 
 
 def _forward(prev_link, prev_precedence, weights, prev_read_weights):
-    from panm_jax.kernels.dnc import LinkAndDirections
-
     _check(prev_link, prev_precedence, weights, prev_read_weights)  # also under grad, which calls only this
     reads = jnp.broadcast_to(prev_read_weights, (*weights.shape[:-1], *prev_read_weights.shape))  # [..., R, N]
     new_link, backward, forward = _forward_call(prev_link, prev_precedence, weights, reads)

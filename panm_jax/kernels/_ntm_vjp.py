@@ -102,15 +102,11 @@ from __future__ import annotations
 
 import functools
 import operator
-from typing import TYPE_CHECKING
-
 import jax
 import jax.numpy as jnp
 
 from panm_jax.kernels import addressing
-
-if TYPE_CHECKING:
-    from panm_jax.kernels.ntm import HeadControls
+from panm_jax.kernels._ntm_heads import HeadControls
 
 __all__ = ["erase_factors", "memory_step", "outer_sum", "product"]
 
@@ -218,8 +214,8 @@ def memory_step(
       memory: ``[W, N]`` ``M_{t-1}^T``.
       prev_write: ``[H, N]`` ``w^w_{t-1}``.
       prev_read: ``[R, N]`` ``w^r_{t-1}``.
-      write_head: ``ntm.HeadControls`` of the ``H`` write heads.
-      read_head: ``ntm.HeadControls`` of the ``R`` read heads.
+      write_head: ``HeadControls`` of the ``H`` write heads.
+      read_head: ``HeadControls`` of the ``R`` read heads.
       erase: ``[H, W]`` erase vectors in ``[0, 1]``.
       add: ``[H, W]`` add vectors.
       keep: ``[]`` 1 or 0 (or anything between, differentiably).
@@ -303,13 +299,12 @@ def _memory_step_bwd(residuals, cotangents):
     )
     d_key_w = inv_kw[:, None] * (coef_w @ memory.T - jnp.sum(d_sim_w * sim_w, axis=1)[:, None] * unit_kw)
 
-    heads = type(write_head)  # ntm.HeadControls (not imported here: ntm imports this module)
     return (
         d_memory,
         d_prev_write,
         d_prev_read,
-        heads(d_key_w, *d_write_rest),
-        heads(d_key_r, *d_read_rest),
+        HeadControls(d_key_w, *d_write_rest),
+        HeadControls(d_key_r, *d_read_rest),
         jnp.stack(d_erase),
         jnp.stack(d_add),
         d_keep,

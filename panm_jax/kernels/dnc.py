@@ -58,6 +58,7 @@ import numpy as np
 from panm_jax import checks
 from panm_jax.kernels import _dnc_link_cpu
 from panm_jax.kernels import scan as scan_lib
+from panm_jax.kernels._dnc_link_types import LinkAndDirections
 from panm_jax.kernels._dnc_vjp import with_link_vjp
 from panm_jax.kernels.addressing import content_weights, oneplus
 from panm_jax.kernels.validation import (
@@ -134,14 +135,6 @@ class Directions(NamedTuple):
 
     backward: jax.Array  # [R, N] b_t = L_t^T w^r_{t-1} (or [H, R, N], one per write head)
     forward: jax.Array  # [R, N] f_t = L_t w^r_{t-1}   (or [H, R, N])
-
-
-class LinkAndDirections(NamedTuple):
-    """What ``link_and_directions`` returns: this step's link and its directions."""
-
-    link: jax.Array  # [N, N] L_t
-    backward: jax.Array  # [R, N] b_t = L_t^T w^r_{t-1}
-    forward: jax.Array  # [R, N] f_t = L_t w^r_{t-1}
 
 
 def init_state(num_slots: int, word_size: int, num_reads: int, num_writes: int = 1, dtype=jnp.float32) -> DNCState:

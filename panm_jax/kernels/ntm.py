@@ -53,6 +53,7 @@ import jax.numpy as jnp
 
 from panm_jax import checks
 from panm_jax.kernels import addressing
+from panm_jax.kernels._ntm_heads import HeadControls
 from panm_jax.kernels._ntm_vjp import erase_factors, memory_step, outer_sum, product
 from panm_jax.kernels.scan import select
 from panm_jax.kernels.validation import (
@@ -97,16 +98,6 @@ class NTMState(NamedTuple):
     read_weights: jax.Array  # [R, N] w_t of each read head
     write_weights: jax.Array  # [H, N] w_t of each write head
     reads: jax.Array  # [R, W] r_t, the last read vectors
-
-
-class HeadControls(NamedTuple):
-    """Activated addressing controls of a group of heads (the M10AE appendix, Eq. 11-12)."""
-
-    key: jax.Array  # [K, W] k (identity activation)
-    strength: jax.Array  # [K]    beta >= 0 (softplus)
-    gate: jax.Array  # [K]    g in [0, 1] (sigmoid)
-    shift: jax.Array  # [K, S] s, a distribution over shifts -(S-1)/2 .. (S-1)/2 (softmax)
-    sharpen: jax.Array  # [K]    gamma >= 1 (1 + softplus)
 
 
 class NTMControls(NamedTuple):
