@@ -102,6 +102,7 @@ from __future__ import annotations
 
 import functools
 import operator
+
 import jax
 import jax.numpy as jnp
 
