@@ -30,8 +30,7 @@ that is natural (``step`` composes them over the heads):
     precedence            p_t = (1 - sum_i w^w_t[i]) p_{t-1} + w^w_t   (one write head)
     directional_weights   Directions(backward = L_t^T w^r_{t-1}, forward = L_t w^r_{t-1})
     link_and_directions   the two above in one call, with a hand-written VJP (its derivation
-                          is in _dnc_vjp.py); step uses it, or on a CPU the same equations
-                          and VJP compiled as one C++ kernel (_dnc_link_cpu.py)
+                          is in _dnc_vjp.py); step uses it (or, opted in, the C++ kernel below)
     read_weights          w^{r,i}_t = sum_h pi[h] b^{i,h} + pi[H] c^{r,i} + sum_h pi[H+1+h] f^{i,h}
     read                  r^i_t = M_t^T w^{r,i}_t
 
@@ -39,6 +38,17 @@ Content weights ``c = C(M, k, beta)`` come from ``addressing.content_weights``.
 ``controls_from_interface`` turns a raw controller output of
 ``interface_size(W, R, H)`` numbers into ``DNCControls``, so any JAX network can
 drive the kernel without Flax.
+
+The C++ link kernel (opt-in). ``step`` computes the link and directional weights
+with ``link_and_directions`` in XLA by default, on every platform. On a CPU the
+same equations and VJP also exist as one C++ kernel through XLA's FFI
+(``_dnc_link_cpu.py``, compiled with the system's C++ compiler on first use),
+which took a DNC training step at ``N = 256`` from 1.173 s to 0.7077 s (1.658x)
+on a 2-core x86_64 CPU (``benchmarks/results/cpu-2cores/dnc_step_paths.md``;
+``docs/performance.md``). It is used only when asked: set the environment
+variable ``PANM_JAX_DNC_LINK=cpu`` (always, an error if it cannot be built) or
+``PANM_JAX_DNC_LINK=auto`` (where JAX's default backend is one CPU device) before
+the first call of ``step``; unset or ``xla`` keeps the XLA path.
 
 Read modes. Each read head has ``2H + 1`` modes, in the order
 ``(backward_1, ..., backward_H, content, forward_1, ..., forward_H)``, so that
@@ -656,10 +666,10 @@ def _link_and_directions_per_head(
 ) -> LinkAndDirections:
     """``link_and_directions`` for each write head: ``[H, N, N]``, ``[H, N]``, ``[H, N]``, ``[R, N]``.
 
-    On a CPU (JAX's default backend), in float32 or float64, the compiled kernel
-    of ``_dnc_link_cpu`` (same equations, one sweep over each link row; the
-    environment variable ``PANM_JAX_DNC_LINK`` chooses, see there). Otherwise
-    ``jax.vmap`` over the heads; one head is called directly (its head axis is a
+    Opted in by the environment variable ``PANM_JAX_DNC_LINK`` (``cpu`` or
+    ``auto``, see the module docstring), in float32 or float64, the compiled CPU
+    kernel of ``_dnc_link_cpu`` (same equations, one sweep over each link row).
+    Otherwise (the default) ``jax.vmap`` over the heads; one head is called directly (its head axis is a
     free reshape), so ``H = 1`` runs exactly the one-head computation.
     """
     if _dnc_link_cpu.use_for(prev_link.dtype):
