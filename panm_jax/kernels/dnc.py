@@ -9,8 +9,10 @@ paper has ``H = 1``). The interface vector can be split in the paper's order or 
 the order of the reading-comprehension DNC paper's supplementary Table 1
 (``controls_from_interface``).
 
-``R`` read heads and ``H`` write heads over ``N`` slots of width ``W``; the kernel
-sees one example (modules add the batch axis with ``jax.vmap``). The state and
+``R`` read heads and ``H`` write heads over ``N`` slots of width ``W``.
+``init_state(..., batch_shape)`` and ``step`` take any leading (batch) axes (the
+rule of ``panm_jax.kernels``); the per-equation functions below are written for
+one example (``jax.vmap`` them). The state and
 the write controls always carry a leading write-head axis (``[H, ...]``, also for
 ``H = 1``), as the NTM kernel's write weights do. One public function per
 equation, in the order ``step`` calls them; each works on one write head where
@@ -59,6 +61,7 @@ gives the permutation.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -66,17 +69,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from panm_jax import checks
-from panm_jax.kernels import _dnc_link_cpu
+from panm_jax.kernels import _batch, _dnc_link_cpu
 from panm_jax.kernels import scan as scan_lib
 from panm_jax.kernels._dnc_link_types import LinkAndDirections
 from panm_jax.kernels._dnc_vjp import with_link_vjp
 from panm_jax.kernels.addressing import content_weights, oneplus
 from panm_jax.kernels.validation import (
+    bound_raw,
     check_float_dtype,
     check_floating,
     check_floating_fields,
     check_in_range,
     check_shape,
+    check_state_sizes,
 )
 
 __all__ = [
@@ -147,7 +152,15 @@ class Directions(NamedTuple):
     forward: jax.Array  # [R, N] f_t = L_t w^r_{t-1}   (or [H, R, N])
 
 
-def init_state(num_slots: int, word_size: int, num_reads: int, num_writes: int = 1, dtype=jnp.float32) -> DNCState:
+def init_state(
+    num_slots: int,
+    word_size: int,
+    num_reads: int,
+    num_writes: int = 1,
+    dtype=jnp.float32,
+    *,
+    batch_shape: tuple[int, ...] = (),
+) -> DNCState:
     """An empty memory: every field zero.
 
     Zero memory reads as zero; zero usage makes slot 0 the first to be allocated;
@@ -160,28 +173,33 @@ def init_state(num_slots: int, word_size: int, num_reads: int, num_writes: int =
       num_reads: ``R``, the number of read heads.
       num_writes: ``H``, the number of write heads (1 in Graves et al. 2016).
       dtype: the floating dtype of every field (pass it by keyword).
+      batch_shape: leading (batch) axes in front of every field (``()``: one example).
 
     Returns:
-      ``DNCState`` with the shapes of its field comments.
+      ``DNCState`` with the shapes of its field comments, ``batch_shape`` in front.
 
     Raises:
-      ValueError: if a size is not a positive integer or ``dtype`` not a real
-        floating dtype.
+      ValueError: if a size is not a positive integer, ``dtype`` not a real
+        floating dtype, or the sizes too large to index or allocate
+        (``validation.check_state_sizes``), before anything is allocated.
     """
     n = checks.positive_int("num_slots (N)", num_slots)
     w = checks.positive_int("word_size (W)", word_size)
     r = checks.positive_int("num_reads (R)", num_reads)
     h = checks.positive_int("num_writes (H)", num_writes)
     dtype = check_float_dtype("dtype", dtype)
-    return DNCState(
-        memory=jnp.zeros((n, w), dtype),
-        usage=jnp.zeros((n,), dtype),
-        link=jnp.zeros((h, n, n), dtype),
-        precedence=jnp.zeros((h, n), dtype),
-        read_weights=jnp.zeros((r, n), dtype),
-        write_weights=jnp.zeros((h, n), dtype),
-        reads=jnp.zeros((r, w), dtype),
-    )
+    batch_shape = _batch.check_batch_shape(batch_shape)
+    shapes = {
+        "memory": ((n, w), ("num_slots (N)", "word_size (W)")),
+        "usage": ((n,), ("num_slots (N)",)),
+        "link": ((h, n, n), ("num_writes (H)", "num_slots (N)", "num_slots (N)")),
+        "precedence": ((h, n), ("num_writes (H)", "num_slots (N)")),
+        "read_weights": ((r, n), ("num_reads (R)", "num_slots (N)")),
+        "write_weights": ((h, n), ("num_writes (H)", "num_slots (N)")),
+        "reads": ((r, w), ("num_reads (R)", "word_size (W)")),
+    }
+    check_state_sizes({f"state.{name}": spec for name, spec in shapes.items()}, batch_shape, dtype)
+    return DNCState(**{name: jnp.zeros((*batch_shape, *shape), dtype) for name, (shape, _) in shapes.items()})
 
 
 # --------------------------------------------------------------------------------------
@@ -746,6 +764,10 @@ def step(
       ``(new_state, reads)`` with ``reads`` ``[R, W]`` (also stored in
       ``new_state.reads``).
 
+    Leading axes: the state, controls and mask may carry the same leading (batch)
+    axes ``[...]`` in front of the shapes above; the step is then mapped over them
+    (``jax.vmap``, at trace time), and ``reads`` is ``[..., R, W]``.
+
     Raises:
       ValueError: at trace time, naming the field, when a state, control or mask
         shape is inconsistent with ``N, W, R, H`` taken from ``state.memory``,
@@ -754,6 +776,22 @@ def step(
         usage, the link, a gate, the erase vector or a read mode leaves ``[0, 1]``
         or a strength is negative (``validation.check_in_range``).
     """
+    lead = _batch.batch_shape_of("state.memory", state.memory, 2, "N, W")
+    one = functools.partial(
+        _step_one, read_previous_memory=read_previous_memory, stop_usage_write_gradient=stop_usage_write_gradient
+    )
+    return _batch.batched_step(one, lead, state, controls, mask)
+
+
+def _step_one(
+    state: DNCState,
+    controls: DNCControls,
+    mask: jax.Array | None,
+    *,
+    read_previous_memory: bool,
+    stop_usage_write_gradient: bool,
+) -> tuple[DNCState, jax.Array]:
+    # step for one example.
     _, w, r, h = _check_state(state)
     _check_controls(controls, w, r, h)
     if mask is not None:
@@ -914,7 +952,10 @@ def controls_from_interface(
 ) -> DNCControls:
     """Split a raw interface vector and activate each part.
 
-    Pure: no parameters, so any JAX network's output can drive ``step``. The
+    Pure: no parameters, so any JAX network's output can drive ``step``. Raw
+    values beyond ``+-validation.raw_limit(dtype)`` (``1e4``; ``128`` in float16)
+    are first set to that bound (``validation.bound_raw``; the gradient there is
+    0): without it, float32 gradients overflowed from ``|raw| ~ 1e30``. The
     activations are those of Graves et al. 2016 (Methods, "Interface
     parameters"): ``oneplus(x) = 1 + log(1 + e^x)`` for the strengths (so
     ``beta >= 1``), the logistic sigmoid for the erase vectors and the gates, a
@@ -992,6 +1033,7 @@ def controls_from_interface(
 
 
 def _activate(raw: jax.Array, num_reads: int, word_size: int, num_writes: int, layout: str) -> DNCControls:
+    raw = bound_raw(raw)
     lead = raw.shape[:-1]
     shapes = _field_shapes(num_reads, word_size, num_writes)
     fields = {}

@@ -8,7 +8,9 @@ Graves et al. 2014 (Neural Turing Machines) as restated in Reina Campo 2022
 Reading, Writing, Addressing), for any number of read heads ``R`` and write
 heads ``H``.
 
-One example at a time; modules add the batch axis with ``jax.vmap``.
+Leading axes (the rule of ``panm_jax.kernels``): ``init_state(..., batch_shape)`` and
+``step`` take any leading (batch) axes; the per-equation functions (``address``,
+``read``, ``write``, ...) are written for one example (``jax.vmap`` them).
 
 Order within a step (our choice where the sources leave it open; documented in
 ``step``): the write heads address over ``M_{t-1}`` and write, giving ``M_t``;
@@ -19,16 +21,19 @@ written at step ``t`` can therefore be read at step ``t``.
 Notation: ``N`` slots, ``W`` word size, ``R`` read heads, ``H`` write heads,
 ``S`` shift width (odd).
 
-Finite range (float32, measured by ``tests/kernels/test_cosine_scale.py``): the
-step's values stay finite for raw interface values of any finite magnitude (up to
-``3e38``): the cosine is exact at every scale (``addressing.normalize``) and the
-softmaxes of ``beta D`` and ``gamma log w`` cannot lose their largest term
-(``addressing.scaled_softmax``). Gradients are finite for raw values up to ``1e11``
-in magnitude; beyond that the float32 backward pass overflows in products of
-strengths and memory-sized cotangents (float64 gradients are still finite at
-``1e20``). Long before that, at ``|raw| ~ 1e8``, float32 gradients are mostly
-rounding error (a strength of ``1e8`` times a cosine's rounding): keep the
-pre-activations bounded (Collier & Beel clip them to ``[-20, 20]``) or use float64.
+Finite range: the step's values stay finite for raw interface values of any
+finite magnitude (float32, up to ``3e38``; ``tests/kernels/test_cosine_scale.py``):
+the cosine is exact at every scale (``addressing.normalize``) and the softmaxes of
+``beta D`` and ``gamma log w`` cannot lose their largest term
+(``addressing.scaled_softmax``). ``controls_from_interface`` bounds every raw value
+to ``+-validation.raw_limit`` (``1e4``, ``128`` in float16) before its activations,
+so that gradients
+are finite too, in float32, bfloat16 and float16, at that bound and beyond it
+(``tests/kernels/test_extreme_controls.py``); without the bound, float32 gradients
+overflowed from ``|raw| ~ 1e18`` (a sharpening exponent ``gamma ~ |raw|`` times
+memory-sized cotangents). Long before the bound, float32 gradients through a
+strength of ``1e4`` carry that factor times a cosine's rounding: keep the
+pre-activations moderate (Collier & Beel clip them to ``[-20, 20]``) or use float64.
 
 Layout: the memory is stored word-major, ``[W, N]``, the transpose of the
 sources' ``N x W`` matrix ``M_t`` (row ``i`` of ``M_t`` is column ``i`` here). Every
@@ -52,16 +57,18 @@ import jax
 import jax.numpy as jnp
 
 from panm_jax import checks
-from panm_jax.kernels import addressing
+from panm_jax.kernels import _batch, addressing
 from panm_jax.kernels._ntm_heads import HeadControls
 from panm_jax.kernels._ntm_vjp import erase_factors, memory_step, outer_sum, product
 from panm_jax.kernels.scan import select
 from panm_jax.kernels.validation import (
+    bound_raw,
     check_float_dtype,
     check_floating,
     check_floating_fields,
     check_in_range,
     check_shape,
+    check_state_sizes,
 )
 
 __all__ = [
@@ -117,6 +124,7 @@ def init_state(
     *,
     memory_init: float = MEMORY_INIT,
     dtype=jnp.float32,
+    batch_shape: tuple[int, ...] = (),
 ) -> NTMState:
     """The state before the first step.
 
@@ -132,14 +140,17 @@ def init_state(
       num_writes: ``H``.
       memory_init: the value of every memory entry, a finite number.
       dtype: a real floating dtype for every field.
+      batch_shape: leading (batch) axes in front of every field (``()``: one example).
 
     Returns:
-      ``NTMState`` with memory ``[W, N]``, read weights ``[R, N]``, write weights
-      ``[H, N]`` and reads ``[R, W]``.
+      ``NTMState`` with memory ``[..., W, N]``, read weights ``[..., R, N]``, write
+      weights ``[..., H, N]`` and reads ``[..., R, W]`` (``...`` = ``batch_shape``).
 
     Raises:
       ValueError: naming the argument, for a size that is not a positive
-        integer, a non-finite ``memory_init`` or a dtype that is not real floating.
+        integer, a non-finite ``memory_init``, a dtype that is not real floating,
+        or sizes too large to index or allocate (``validation.check_state_sizes``),
+        before anything is allocated.
     """
     n = checks.positive_int("num_slots", num_slots)
     w = checks.positive_int("word_size", word_size)
@@ -147,13 +158,25 @@ def init_state(
     h = checks.positive_int("num_writes", num_writes)
     memory_init = checks.finite_number("memory_init", memory_init)
     dtype = check_float_dtype("dtype", dtype)
+    batch_shape = _batch.check_batch_shape(batch_shape)
+    check_state_sizes(
+        {
+            "state.memory": ((w, n), ("word_size", "num_slots")),
+            "state.read_weights": ((r, n), ("num_reads", "num_slots")),
+            "state.write_weights": ((h, n), ("num_writes", "num_slots")),
+            "state.reads": ((r, w), ("num_reads", "word_size")),
+        },
+        batch_shape,
+        dtype,
+    )
     first = jnp.zeros((n,), dtype).at[0].set(1.0)
-    return NTMState(
+    state = NTMState(
         memory=jnp.full((w, n), memory_init, dtype),
         read_weights=jnp.tile(first, (r, 1)),
         write_weights=jnp.tile(first, (h, 1)),
         reads=jnp.zeros((r, w), dtype),
     )
+    return _batch.broadcast_state(state, batch_shape)
 
 
 def address(memory: jax.Array, previous: jax.Array, head: HeadControls) -> jax.Array:
@@ -288,6 +311,10 @@ def _check_values(state: NTMState, controls: NTMControls) -> None:
 def step(state: NTMState, controls: NTMControls, mask: jax.Array | None = None) -> tuple[NTMState, jax.Array]:
     """One NTM memory step: write heads address and write, then read heads read.
 
+    Leading axes: the state, controls and mask may carry the same leading (batch)
+    axes ``[...]`` in front of the shapes below; the step is then mapped over them
+    (``jax.vmap``, at trace time).
+
     Order: (1) the write heads address ``M_{t-1}`` (Eq. 13) from their previous
     weights; (2) erase-then-add gives ``M_t``; (3) the read heads address ``M_t``
     from their previous weights; (4) they read ``M_t``.
@@ -309,8 +336,14 @@ def step(state: NTMState, controls: NTMControls, mask: jax.Array | None = None) 
     new state is rounded back (``addressing.compute_dtype``).
 
     Returns:
-      ``(new_state, reads [R, W])``.
+      ``(new_state, reads [R, W])`` (``[..., R, W]`` with leading axes).
     """
+    lead = _batch.batch_shape_of("state.memory", state.memory, 2, "W, N")
+    return _batch.batched_step(_step_one, lead, state, controls, mask)
+
+
+def _step_one(state: NTMState, controls: NTMControls, mask: jax.Array | None) -> tuple[NTMState, jax.Array]:
+    # step for one example.
     n, w, r, h = _check_state(state)
     _check_head("controls.read", controls.read, r, w, "R")
     _check_head("controls.write", controls.write, h, w, "H")
@@ -409,6 +442,11 @@ def controls_from_interface(
 
     Any JAX network's output can drive the kernel this way, without Flax.
 
+    Raw values beyond ``+-validation.raw_limit(dtype)`` (``1e4``; ``128`` in
+    float16) are first set to that bound (``validation.bound_raw``): the controls
+    there are those at the bound and the gradient is 0, so that the backward pass
+    stays finite (see "Finite range" above).
+
     Args:
       raw: ``[..., P]`` (leading axes, e.g. a batch, are kept).
       word_size: ``W``. num_reads: ``R``. num_writes: ``H``. shift_width: ``S``.
@@ -430,6 +468,7 @@ def controls_from_interface(
 
 
 def _activate(raw: jax.Array, word_size: int, num_reads: int, num_writes: int, shift_width: int) -> NTMControls:
+    raw = bound_raw(raw)
     lead = jnp.shape(raw)[:-1]
     w, s = word_size, shift_width
     read_len = w + s + 3
