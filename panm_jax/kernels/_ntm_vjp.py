@@ -2,7 +2,7 @@
 
 ``ntm.step`` calls ``memory_step``, which returns ``(M_t, w^w_t, w^r_t, r_t)``,
 exactly the equations of ``ntm.address``, ``ntm.write`` and ``ntm.read`` (Graves
-et al. 2014, "Neural Turing Machines", Eqs. 2-9; the M10AE appendix, Eq. 13)::
+et al. 2014, "Neural Turing Machines", Eqs. 2-9)::
 
     w^w_t = address(M_{t-1}, w^w_{t-1}, write_head)
     M_t   = write(M_{t-1}, keep * w^w_t, erase, add)
@@ -207,8 +207,7 @@ def memory_step(
         w^r_t = address(M_t, w^r_{t-1}, read_head)
         r_t   = read(M_t, w^r_t)
 
-    (Graves et al. 2014, "Neural Turing Machines", Eqs. 2-9; the M10AE appendix,
-    Eq. 13). ``keep`` is a scalar: 1 for a real step, 0 for a padding step,
+    (Graves et al. 2014, "Neural Turing Machines", Eqs. 2-9). ``keep`` is a scalar: 1 for a real step, 0 for a padding step,
     whose write is then ``M (1 - 0 e) + 0 a = M`` exactly.
 
     Args:

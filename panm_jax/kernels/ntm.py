@@ -1,22 +1,18 @@
 """Neural Turing Machine memory: addressing chain, read, erase-then-add write.
 
-Implements Eq. 11-13 of the M10AE appendix (App. A of a paper whose authors
-and title we could not establish; see docs/references.md): interface split,
-activations, content -> interpolation -> shift -> sharpen; and the NTM of
-Graves et al. 2014 (Neural Turing Machines) as restated in Reina Campo 2022
-(MPSoC-NTM documentation, "Turing Machine" chapter: Neural Turing Machine,
-Reading, Writing, Addressing), for any number of read heads ``R`` and write
-heads ``H``.
-
-Leading axes (the rule of ``panm_jax.kernels``): ``init_state(..., batch_shape)`` and
-``step`` take any leading (batch) axes; the per-equation functions (``address``,
-``read``, ``write``, ...) are written for one example (``jax.vmap`` them).
+Implements the Neural Turing Machine of Graves, Wayne & Danihelka 2014, "Neural
+Turing Machines" (arXiv:1410.5401), §3: reading (Eq. 2), writing by erase and add
+(Eqs. 3-4), and addressing (§3.3): content addressing with the cosine similarity
+(Eqs. 5-6), interpolation (Eq. 7), convolutional shift (Eq. 8) and sharpening
+(Eq. 9), for any number of read heads ``R`` and write heads ``H``; as restated in
+Reina Campo 2022 (MPSoC-NTM documentation, "Turing Machine" chapter: Neural
+Turing Machine, Reading, Writing, Addressing).
 
 Order within a step (our choice where the sources leave it open; documented in
 ``step``): the write heads address over ``M_{t-1}`` and write, giving ``M_t``;
 the read heads then address over ``M_t`` and read it, as Reina Campo 2022 writes
-``r_t = sum_i w_t(i) M_t(i)`` and the M10AE appendix's Eq. 13 addresses ``M_t``. A vector
-written at step ``t`` can therefore be read at step ``t``.
+``r_t = sum_i w_t(i) M_t(i)`` and ``w^c_t(i)`` over ``M_t``. A vector written at
+step ``t`` can therefore be read at step ``t``.
 
 Notation: ``N`` slots, ``W`` word size, ``R`` read heads, ``H`` write heads,
 ``S`` shift width (odd).
@@ -182,9 +178,8 @@ def init_state(
 def address(memory: jax.Array, previous: jax.Array, head: HeadControls) -> jax.Array:
     """The NTM addressing chain: content -> interpolation -> shift -> sharpen.
 
-    Implements Eq. 13 of the M10AE appendix, Graves et al. 2014 ("Neural Turing
-    Machines", §3.3, Eqs. 5-9) and Reina Campo 2022 (Neural Turing Machine,
-    "Addressing")::
+    Implements Graves et al. 2014 ("Neural Turing Machines", §3.3, Eqs. 5-9) and
+    Reina Campo 2022 (Neural Turing Machine, "Addressing")::
 
         w_c[i] = softmax_i(beta * cos(k, M[i]))             (Eqs. 5-6)
         w_g    = g w_c + (1 - g) w_prev                     (Eq. 7)
@@ -315,7 +310,7 @@ def step(state: NTMState, controls: NTMControls, mask: jax.Array | None = None) 
     axes ``[...]`` in front of the shapes below; the step is then mapped over them
     (``jax.vmap``, at trace time).
 
-    Order: (1) the write heads address ``M_{t-1}`` (Eq. 13) from their previous
+    Order: (1) the write heads address ``M_{t-1}`` (Eqs. 5-9) from their previous
     weights; (2) erase-then-add gives ``M_t``; (3) the read heads address ``M_t``
     from their previous weights; (4) they read ``M_t``.
 
@@ -394,9 +389,10 @@ def _step_one(state: NTMState, controls: NTMControls, mask: jax.Array | None) ->
 def interface_size(word_size: int, num_reads: int = 1, num_writes: int = 1, shift_width: int = 3) -> int:
     """The length of the raw interface vector that ``controls_from_interface`` splits.
 
-    Per the M10AE appendix, Eq. 11: a read head takes ``[k (W), beta, g, s (S), gamma]``,
-    ``W + S + 3`` values; a write head also ``e (W)`` and ``a (W)``,
-    ``3W + S + 3`` values. Total ``R (W + S + 3) + H (3W + S + 3)``.
+    A read head takes ``[k (W), beta, g, s (S), gamma]``, its addressing outputs
+    (Graves et al. 2014, §3.3, Eqs. 5-9), ``W + S + 3`` values; a write head also
+    ``e (W)`` and ``a (W)`` (Eqs. 3-4), ``3W + S + 3`` values. Total
+    ``R (W + S + 3) + H (3W + S + 3)``.
     """
     w = checks.positive_int("word_size", word_size)
     r = checks.positive_int("num_reads", num_reads)
@@ -414,10 +410,10 @@ def _split_heads(block: jax.Array, word: int, shift_width: int) -> HeadControls:
     gamma = block[..., word + 2 + shift_width]
     return HeadControls(
         key=key,
-        strength=jax.nn.softplus(beta),  # Eq. 12: beta := softplus(beta)
-        gate=jax.nn.sigmoid(gate),  # Eq. 12: g := sigmoid(g)
-        shift=jax.nn.softmax(shift, axis=-1),  # Eq. 12: s := softmax(s)
-        sharpen=addressing.oneplus(gamma),  # Eq. 12: gamma := 1 + softplus(gamma)
+        strength=jax.nn.softplus(beta),  # Eq. 5: beta_t positive
+        gate=jax.nn.sigmoid(gate),  # Eq. 7: g_t in (0, 1)
+        shift=jax.nn.softmax(shift, axis=-1),  # Eq. 8: s_t a distribution over shifts
+        sharpen=addressing.oneplus(gamma),  # Eq. 9: gamma_t >= 1
     )
 
 
@@ -426,15 +422,15 @@ def controls_from_interface(
 ) -> NTMControls:
     """Split a raw controller output into activated ``NTMControls``.
 
-    Implements the split of the M10AE paper's appendix Eq. 11 and its
-    activations of Eq. 12: ``beta = softplus``, ``g = sigmoid``, ``s = softmax``,
-    ``gamma = 1 + softplus``. Keys and add vectors are used as they are (no
-    activation there).
-
-    The erase vector goes through a sigmoid: the library's choice. Eq. 12 leaves
-    ``e`` raw, but Graves et al. 2014 ("Neural Turing Machines", §3.2) require
-    every element of ``e_t`` to lie in ``(0, 1)``, which the sigmoid guarantees
-    (a raw ``e`` above 1 would flip the sign of the memory it erases).
+    The activations give each control the range Graves et al. 2014 require of
+    it (§3.3): ``beta = softplus`` (a positive key strength, Eq. 5),
+    ``g = sigmoid`` (an interpolation gate in ``(0, 1)``, Eq. 7), ``s = softmax``
+    (a distribution over the allowed shifts, Eq. 8), ``gamma = 1 + softplus``
+    (``gamma >= 1``, Eq. 9). Keys and add vectors are used as they are (no
+    activation there). The erase vector goes through a sigmoid: Graves et al.
+    2014 (§3.2, Eq. 3) require every element of ``e_t`` to lie in ``(0, 1)``,
+    which the sigmoid guarantees (a raw ``e`` above 1 would flip the sign of the
+    memory it erases).
 
     Layout of ``raw`` (last axis, ``interface_size(W, R, H, S)`` values): the
     ``R`` read heads first, each ``[k (W), beta, g, s (S), gamma]``; then the
