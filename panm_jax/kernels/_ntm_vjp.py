@@ -207,8 +207,9 @@ def memory_step(
         w^r_t = address(M_t, w^r_{t-1}, read_head)
         r_t   = read(M_t, w^r_t)
 
-    (Graves et al. 2014, "Neural Turing Machines", Eqs. 2-9). ``keep`` is a scalar: 1 for a real step, 0 for a padding step,
-    whose write is then ``M (1 - 0 e) + 0 a = M`` exactly.
+    (Graves et al. 2014, "Neural Turing Machines", Eqs. 2-9). ``keep`` is a
+    scalar: 1 for a real step, 0 for a padding step, whose write is then
+    ``M (1 - 0 e) + 0 a = M`` exactly.
 
     Args:
       memory: ``[W, N]`` ``M_{t-1}^T``.
