@@ -10,8 +10,8 @@ Neural Turing Machine "Addressing" and Differentiable Neural Computer
 
 Every function works on any number of heads: the leading axes ``[...]`` are
 heads (or anything else), the last axis is the memory slots ``N`` (or the word
-``W`` for keys). Kernels see one example; modules add the batch axis with
-``jax.vmap``.
+``W`` for keys). A memory ``[N, W]`` is one example's (``jax.vmap`` over a
+batch of memories).
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ Mode 1) and relational access (§2.3.2, Mode 2, Eq. 5-6). The GRUs of Eq. 1 and 
 the address embedding ``g^a`` and the query network ``g^c`` (Eq. 4) have
 parameters and live in ``panm_jax.modules``.
 
-One public function per equation, one example at a time (modules add the batch
-axis with ``jax.vmap``)::
+One public function per equation, written for one example (the pointer has no
+state or ``step``; PANM's module maps these over the batch with ``jax.vmap``)::
 
     binary_addresses    A[j] = bin((a_B + j) mod 2^b),  j = 0 .. L-1    (Alg. 1, lines 3-5)
     end_address         a_E = (a_B + l(X) - 1) mod 2^b                   (§2.2)
