@@ -45,12 +45,14 @@ def over_leading(fn: Callable, num_axes: int) -> Callable:
     return fn
 
 
-def batch_shape_of(name: str, value, rank: int, dims: str) -> tuple[int, ...]:
-    """The leading axes of ``value`` in front of its ``rank`` example axes (``dims``), or ``ValueError``."""
+def batch_shape_of(value, rank: int) -> tuple[int, ...]:
+    """The leading axes of ``value`` in front of its ``rank`` example axes (``()`` when it has no more).
+
+    An array with fewer than ``rank`` axes gives ``()``: the one-example step then
+    names it with the shape it expects.
+    """
     shape = tuple(np.shape(value))
-    if len(shape) < rank:
-        raise ValueError(f"{name}: expected shape [{dims}], got {shape}; leading (batch) axes go in front of [{dims}]")
-    return shape[: len(shape) - rank]
+    return shape[: max(len(shape) - rank, 0)]
 
 
 def _check_leading(prefix: str, tree: Any, lead: tuple[int, ...]) -> None:

@@ -776,7 +776,7 @@ def step(
         usage, the link, a gate, the erase vector or a read mode leaves ``[0, 1]``
         or a strength is negative (``validation.check_in_range``).
     """
-    lead = _batch.batch_shape_of("state.memory", state.memory, 2, "N, W")
+    lead = _batch.batch_shape_of(state.memory, 2)
     one = functools.partial(
         _step_one, read_previous_memory=read_previous_memory, stop_usage_write_gradient=stop_usage_write_gradient
     )

@@ -333,7 +333,7 @@ def step(state: NTMState, controls: NTMControls, mask: jax.Array | None = None) 
     Returns:
       ``(new_state, reads [R, W])`` (``[..., R, W]`` with leading axes).
     """
-    lead = _batch.batch_shape_of("state.memory", state.memory, 2, "W, N")
+    lead = _batch.batch_shape_of(state.memory, 2)
     return _batch.batched_step(_step_one, lead, state, controls, mask)
 
 

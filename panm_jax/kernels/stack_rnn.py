@@ -186,7 +186,7 @@ def step(state: State, controls: Controls, mask: jax.Array | None = None) -> tup
     Raises:
       ValueError: naming the argument whose shape, dtype or value is wrong.
     """
-    lead = _batch.batch_shape_of("state.stack", state.stack, 2, "S, W")
+    lead = _batch.batch_shape_of(state.stack, 2)
     return _batch.batched_step(_step_one, lead, state, controls, mask)
 
 

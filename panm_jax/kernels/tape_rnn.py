@@ -208,7 +208,7 @@ def step(state: State, controls: Controls, mask: jax.Array | None = None) -> tup
     Raises:
       ValueError: naming the argument whose shape, dtype or value is wrong.
     """
-    lead = _batch.batch_shape_of("state.tape", state.tape, 2, "S, W")
+    lead = _batch.batch_shape_of(state.tape, 2)
     return _batch.batched_step(_step_one, lead, state, controls, mask)
 
 
