@@ -9,6 +9,12 @@ expected and what was given.
 Scalar arguments (a width, an odd shift window, a finite initial value) are
 checked by ``panm_jax.checks`` (``positive_int``, ``odd_int``, ``finite_number``,
 ...), the one checks module of the library.
+
+Two bounds every kernel shares live here too: ``check_state_sizes``, which every
+``init_state`` calls before allocating (an axis beyond int32 indexing, or an
+array XLA cannot describe, raises ``UserError`` instead of aborting the
+process), and ``raw_limit`` / ``bound_raw``, the bound on raw interface values
+that every ``controls_from_interface`` applies so that gradients stay finite.
 """
 
 from __future__ import annotations
