@@ -55,12 +55,20 @@ def batch_shape_of(value, rank: int) -> tuple[int, ...]:
     return shape[: max(len(shape) - rank, 0)]
 
 
+def _key_name(key) -> str:
+    # A NamedTuple field's name (GetAttrKey), else the index or dict key.
+    for attr in ("name", "idx", "key"):
+        if hasattr(key, attr):
+            return str(getattr(key, attr))
+    return str(key)
+
+
 def _check_leading(prefix: str, tree: Any, lead: tuple[int, ...]) -> None:
     # Every array leaf of `tree` must start with `lead` (what vmap would otherwise report as a bare size clash).
     for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
         shape = tuple(np.shape(leaf))
         if shape[: len(lead)] != lead:
-            name = f"{prefix}.{jax.tree_util.keystr(path, simple=True, separator='.')}" if path else prefix
+            name = ".".join([prefix, *(_key_name(key) for key in path)])
             raise ValueError(f"{name}: expected the leading axes {lead} of the state in front, got shape {shape}")
 
 
