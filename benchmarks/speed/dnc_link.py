@@ -29,8 +29,9 @@ XLA the same way:
 * ``forward+VJP (XLA, autodiff)``: the same function differentiated by JAX through
   ``dnc.link`` and ``dnc.directional_weights``;
 * ``forward (CPU kernel)``, ``forward+VJP (CPU kernel)``: the same equations and
-  VJP as one compiled C++ kernel (``panm_jax/kernels/_dnc_link_cpu.py``, what
-  ``dnc.step`` uses on a CPU), where it can be built.
+  VJP as one compiled C++ kernel (``panm_jax/kernels/_dnc_link_cpu.py``, which
+  ``dnc.step`` uses when opted in with ``PANM_JAX_DNC_LINK=cpu``), called here
+  directly, where it can be built.
 
 ``passes`` = a row's time / the read+write pass's time: how many
 read-and-write sweeps of ``L`` the row costs. ``GB_s`` = ``B N^2 4`` bytes times

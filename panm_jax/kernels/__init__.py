@@ -1,11 +1,38 @@
-"""Pure memory kernels: no parameters, no Flax, one example at a time (the Stack,
-Queue and DeQue also take leading batch axes).
+"""Pure memory kernels: no parameters, no Flax.
 
 Each memory family lives in its own module and provides an arrays-only
 ``XxxState``, an ``init_state``, an ``XxxControls`` of already-activated interface
 values, ``step(state, controls, mask=None) -> (state, read)`` in ``lax.scan``
 carry order, ``controls_from_interface`` (the split-and-activate of a raw
 controller output), and one public function per equation.
+
+Leading axes, one rule for every family (NTM, DNC, Stack, Queue, DeQue,
+Stack-RNN, Tape-RNN):
+
+* ``init_state(..., batch_shape=())`` puts ``batch_shape`` in front of every
+  field of the state;
+* ``step(state, controls, mask)`` takes a state whose fields carry any leading
+  (batch) axes ``[...]`` in front of the shapes its docstring gives for one
+  example, controls and a mask with the same leading axes, and returns a state
+  and a read with them; stepping a ``[2, 3]`` batch equals stepping each of its
+  six examples;
+* ``controls_from_interface(raw [..., P])`` keeps the leading axes of ``raw``.
+
+Raw interface values are bounded: every ``controls_from_interface`` sets values
+beyond ``+-validation.raw_limit(dtype)`` (``1e4``; ``128`` in float16) to that
+bound before its activations, with gradient 0 there, so that value and gradient
+stay finite for any finite raw value. Sizes are checked before allocating:
+``init_state`` refuses a state that int32 indices or XLA cannot address
+(``validation.check_state_sizes``).
+
+So a kernel can be called on a batch directly, or on one example inside the
+caller's own ``jax.vmap``: the two compile to the same program (the NTM, DNC,
+Stack-RNN and Tape-RNN steps map their one-example equations over the leading
+axes with ``jax.vmap`` at trace time; the Stack, Queue and DeQue are written
+for leading axes). The per-equation functions say in their docstrings which
+shapes they take; those written for one example (``ntm.address``,
+``dnc.allocation``, PANM's ``pointer`` functions, ...) are mapped with
+``jax.vmap``.
 
 Modules:
 

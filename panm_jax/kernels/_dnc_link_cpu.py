@@ -19,10 +19,25 @@ threads of XLA's intra-op pool.
 
 Why: at ``N = 256`` these ``O(N^2)`` sweeps were most of a DNC training step on
 a CPU (``benchmarks/results/cpu-2cores/NOTES.md``). Pallas compiles no CPU
-kernels, so the CPU path is C++; on other platforms ``dnc.step`` keeps the XLA
-path.
+kernels, so the CPU path is C++.
 
-Build. The kernel is compiled on first use with the system C++ compiler
+Opt-in. ``dnc.step`` uses this kernel only when asked, by the environment
+variable ``PANM_JAX_DNC_LINK``:
+
+* unset or ``xla`` (the default): the XLA path (``dnc.link_and_directions``),
+  on every platform; nothing is compiled;
+* ``cpu``: this kernel for float32 and float64 states (an error if it cannot be
+  built; other dtypes keep the XLA path);
+* ``auto``: this kernel where it applies (JAX's default backend is the CPU with
+  one device: the kernel has no sharding rule, so on a mesh of several devices
+  the XLA path, which XLA partitions, is kept; float32 or float64), else the XLA
+  path; where it cannot be built, one warning says why and the XLA path is used.
+
+The choice is made when ``dnc.step`` is traced, and JAX keeps traces: set the
+variable before the first call. ``docs/performance.md`` has the recorded speed
+of the two paths.
+
+Build. The kernel is compiled on its first use with the system C++ compiler
 (``$CXX``, else ``c++``) against the XLA FFI headers that jaxlib ships
 (``jax.ffi.include_dir()``), with ``-O3 -march=native``, into
 ``$PANM_JAX_CACHE_DIR`` (default ``$XDG_CACHE_HOME/panm_jax``, else
@@ -30,15 +45,7 @@ Build. The kernel is compiled on first use with the system C++ compiler
 jaxlib's version and this CPU's instruction-set flags, and written atomically;
 later processes load it. Compiling prints one line on stderr (``panm_jax:
 compiling the DNC link's CPU kernel ...``), so that a first run's wait has its
-reason; loading it from the cache prints nothing. Where it cannot be built (no
-compiler), ``available()`` is false, one warning says why, and ``dnc.step``
-uses the XLA path.
-``PANM_JAX_DNC_LINK=xla`` forces the XLA path, ``=cpu`` requires this one (an
-error if it cannot be built); unset, ``dnc.step`` uses this kernel when JAX's
-default backend is the CPU with one device (the kernel has no sharding rule,
-so on a mesh of several devices the XLA path, which XLA partitions, is kept)
-and the dtype is float32 or float64. The choice is made when ``dnc.step`` is
-traced, and JAX keeps traces: set the variable before the first call.
+reason; loading it from the cache prints nothing.
 """
 
 from __future__ import annotations
@@ -59,6 +66,7 @@ import jax
 import jax.numpy as jnp
 
 from panm_jax._cache import cache_root
+from panm_jax.kernels._dnc_link_types import LinkAndDirections
 from panm_jax.kernels.validation import check_shape
 
 __all__ = ["available", "build", "flops", "link_and_directions", "supports", "use_for"]
@@ -72,7 +80,7 @@ _TARGETS = {
     ("backward", "float64"): "PanmDncLinkBackwardF64",
 }
 _ENV = "PANM_JAX_DNC_LINK"
-_CHOICES = ("auto", "cpu", "xla")
+_CHOICES = ("xla", "cpu", "auto")  # the first is the default
 
 
 def _cpu_flags() -> str:
@@ -159,7 +167,7 @@ def supports(dtype) -> bool:
 
 def use_for(dtype) -> bool:
     """Whether ``dnc.step`` should use this kernel for arrays of ``dtype`` (see the module docstring)."""
-    choice = os.environ.get(_ENV, "auto").strip().lower() or "auto"
+    choice = os.environ.get(_ENV, _CHOICES[0]).strip().lower() or _CHOICES[0]
     if choice not in _CHOICES:
         raise ValueError(f"{_ENV}: expected one of {', '.join(_CHOICES)}, got {choice!r}")
     if choice == "xla" or not supports(dtype):
@@ -270,8 +278,6 @@ def _check(prev_link, prev_precedence, weights, prev_read_weights) -> None:
 
 
 def _forward(prev_link, prev_precedence, weights, prev_read_weights):
-    from panm_jax.kernels.dnc import LinkAndDirections
-
     _check(prev_link, prev_precedence, weights, prev_read_weights)  # also under grad, which calls only this
     reads = jnp.broadcast_to(prev_read_weights, (*weights.shape[:-1], *prev_read_weights.shape))  # [..., R, N]
     new_link, backward, forward = _forward_call(prev_link, prev_precedence, weights, reads)

@@ -36,13 +36,16 @@ import jax
 import jax.numpy as jnp
 
 from panm_jax.checks import positive_int
+from panm_jax.kernels._batch import check_batch_shape, over_leading
 from panm_jax.kernels.scan import select
 from panm_jax.kernels.validation import (
+    bound_raw,
     check_float_dtype,
     check_floating,
     check_floating_fields,
     check_in_range,
     check_shape,
+    check_state_sizes,
 )
 
 # ---- footnote 1: max/min with the derivative on the left argument at ties ----
@@ -111,13 +114,6 @@ def weighted_read(weights: jax.Array, values: jax.Array) -> jax.Array:
 
 
 # ---- push ----------------------------------------------------------------------
-
-
-def over_leading(fn: Callable, num_axes: int) -> Callable:
-    """``fn`` of one structure ``jax.vmap``-ped once per leading axis, every argument mapped."""
-    for _ in range(num_axes):
-        fn = jax.vmap(fn)
-    return fn
 
 
 def write_row(
@@ -192,20 +188,29 @@ def push(
 # ---- init, checks, step ----------------------------------------------------------
 
 
-def empty(capacity: int, width: int, dtype, rows_per_step: int) -> tuple[jax.Array, ...]:
+def empty(capacity: int, width: int, dtype, rows_per_step: int, batch_shape=()) -> tuple[jax.Array, ...]:
     """``(values, strengths, size, overflow)`` of an empty structure of ``rows_per_step * capacity`` rows.
 
+    ``batch_shape`` goes in front of every field.
+
     Raises:
-      ValueError: naming ``capacity``, ``width`` or ``dtype`` when invalid.
+      ValueError: naming ``capacity``, ``width``, ``dtype`` or ``batch_shape`` when
+        invalid, or sizes too large to index or allocate (``check_state_sizes``),
+        before anything is allocated.
     """
     rows = rows_per_step * positive_int("capacity", capacity)
     width = positive_int("width", width)
     dt = check_float_dtype("dtype", dtype)
+    lead = check_batch_shape(batch_shape)
+    row_name = "capacity" if rows_per_step == 1 else f"capacity ({rows_per_step} rows per step)"
+    check_state_sizes(
+        {"state.values": ((rows, width), (row_name, "width")), "state.strengths": ((rows,), (row_name,))}, lead, dt
+    )
     return (
-        jnp.zeros((rows, width), dt),
-        jnp.zeros((rows,), dt),
-        jnp.zeros((), jnp.int32),
-        jnp.zeros((), bool),
+        jnp.zeros((*lead, rows, width), dt),
+        jnp.zeros((*lead, rows), dt),
+        jnp.zeros(lead, jnp.int32),
+        jnp.zeros(lead, bool),
     )
 
 
@@ -328,6 +333,8 @@ def activate_end(raw: jax.Array, width: int) -> tuple[jax.Array, jax.Array, jax.
     """``[..., 2 + W] -> (d [...], u [...], v [..., W])``: sigmoid, sigmoid, tanh.
 
     The paper's controller outputs (Grefenstette et al. 2015, §3.4):
-    ``d_t = sigmoid(.)``, ``u_t = sigmoid(.)``, ``v_t = tanh(.)``.
+    ``d_t = sigmoid(.)``, ``u_t = sigmoid(.)``, ``v_t = tanh(.)``, of ``raw`` bounded
+    to ``+-validation.RAW_LIMIT`` (``validation.bound_raw``).
     """
+    raw = bound_raw(raw)
     return jax.nn.sigmoid(raw[..., 0]), jax.nn.sigmoid(raw[..., 1]), jnp.tanh(raw[..., 2 : 2 + width])

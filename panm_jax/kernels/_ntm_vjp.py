@@ -2,7 +2,7 @@
 
 ``ntm.step`` calls ``memory_step``, which returns ``(M_t, w^w_t, w^r_t, r_t)``,
 exactly the equations of ``ntm.address``, ``ntm.write`` and ``ntm.read`` (Graves
-et al. 2014, "Neural Turing Machines", Eqs. 2-9; the M10AE appendix, Eq. 13)::
+et al. 2014, "Neural Turing Machines", Eqs. 2-9)::
 
     w^w_t = address(M_{t-1}, w^w_{t-1}, write_head)
     M_t   = write(M_{t-1}, keep * w^w_t, erase, add)
@@ -102,15 +102,12 @@ from __future__ import annotations
 
 import functools
 import operator
-from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
 
 from panm_jax.kernels import addressing
-
-if TYPE_CHECKING:
-    from panm_jax.kernels.ntm import HeadControls
+from panm_jax.kernels._ntm_heads import HeadControls
 
 __all__ = ["erase_factors", "memory_step", "outer_sum", "product"]
 
@@ -210,16 +207,16 @@ def memory_step(
         w^r_t = address(M_t, w^r_{t-1}, read_head)
         r_t   = read(M_t, w^r_t)
 
-    (Graves et al. 2014, "Neural Turing Machines", Eqs. 2-9; the M10AE appendix,
-    Eq. 13). ``keep`` is a scalar: 1 for a real step, 0 for a padding step,
-    whose write is then ``M (1 - 0 e) + 0 a = M`` exactly.
+    (Graves et al. 2014, "Neural Turing Machines", Eqs. 2-9). ``keep`` is a
+    scalar: 1 for a real step, 0 for a padding step, whose write is then
+    ``M (1 - 0 e) + 0 a = M`` exactly.
 
     Args:
       memory: ``[W, N]`` ``M_{t-1}^T``.
       prev_write: ``[H, N]`` ``w^w_{t-1}``.
       prev_read: ``[R, N]`` ``w^r_{t-1}``.
-      write_head: ``ntm.HeadControls`` of the ``H`` write heads.
-      read_head: ``ntm.HeadControls`` of the ``R`` read heads.
+      write_head: ``HeadControls`` of the ``H`` write heads.
+      read_head: ``HeadControls`` of the ``R`` read heads.
       erase: ``[H, W]`` erase vectors in ``[0, 1]``.
       add: ``[H, W]`` add vectors.
       keep: ``[]`` 1 or 0 (or anything between, differentiably).
@@ -303,13 +300,12 @@ def _memory_step_bwd(residuals, cotangents):
     )
     d_key_w = inv_kw[:, None] * (coef_w @ memory.T - jnp.sum(d_sim_w * sim_w, axis=1)[:, None] * unit_kw)
 
-    heads = type(write_head)  # ntm.HeadControls (not imported here: ntm imports this module)
     return (
         d_memory,
         d_prev_write,
         d_prev_read,
-        heads(d_key_w, *d_write_rest),
-        heads(d_key_r, *d_read_rest),
+        HeadControls(d_key_w, *d_write_rest),
+        HeadControls(d_key_r, *d_read_rest),
         jnp.stack(d_erase),
         jnp.stack(d_add),
         d_keep,

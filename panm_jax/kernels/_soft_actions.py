@@ -24,6 +24,7 @@ import numpy as np
 from panm_jax.kernels.scan import select
 from panm_jax.kernels.validation import (
     RANGE_SLACK,
+    bound_raw,
     check_floating,
     check_floating_fields,
     check_in_range,
@@ -68,6 +69,7 @@ def split_interface(
     """``raw [..., A + W] -> (softmax(raw[..., :A]) [..., A], value_fn(raw[..., A:]) [..., W])``.
 
     ``size`` is ``A + W`` (the kernel's ``interface_size``); leading axes are kept.
+    ``raw`` is first bounded to ``+-validation.RAW_LIMIT`` (``validation.bound_raw``).
 
     Raises:
       ValueError: naming ``raw`` when it is not real floating or its last axis is not ``size``.
@@ -75,4 +77,5 @@ def split_interface(
     check_floating("raw", raw)
     if jnp.ndim(raw) < 1 or jnp.shape(raw)[-1] != size:
         raise ValueError(f"raw: expected shape [..., {num_actions} + W] = (..., {size}), got {tuple(jnp.shape(raw))}")
+    raw = bound_raw(raw)
     return jax.nn.softmax(raw[..., :num_actions], axis=-1), value_fn(raw[..., num_actions:])

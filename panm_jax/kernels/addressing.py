@@ -2,15 +2,16 @@
 
 Content addressing (cosine similarity, softmax over slots) and the NTM's
 location-addressing chain: interpolation, circular shift, sharpening
-(Eq. 12-13 of the M10AE appendix, App. A of a paper whose authors and title we
-could not establish, see docs/references.md; Reina Campo 2022, MPSoC-NTM
-documentation, "Turing Machine" chapter: Neural Turing Machine "Addressing" and
-Differentiable Neural Computer "Definitions").
+(Graves, Wayne & Danihelka 2014, "Neural Turing Machines", §3.3: content
+addressing Eqs. 5-6, interpolation Eq. 7, convolutional shift Eq. 8, sharpening
+Eq. 9; Reina Campo 2022, MPSoC-NTM documentation, "Turing Machine" chapter:
+Neural Turing Machine "Addressing" and Differentiable Neural Computer
+"Definitions").
 
 Every function works on any number of heads: the leading axes ``[...]`` are
 heads (or anything else), the last axis is the memory slots ``N`` (or the word
-``W`` for keys). Kernels see one example; modules add the batch axis with
-``jax.vmap``.
+``W`` for keys). A memory ``[N, W]`` is one example's (``jax.vmap`` over a
+batch of memories).
 """
 
 from __future__ import annotations
@@ -61,8 +62,9 @@ def oneplus(x: jax.Array) -> jax.Array:
     "Definitions"; Graves et al. 2016) and the strength activation
     ``1 + log(1 + e^alpha)`` of Back et al. 2018 (MemoReader: Large-Scale Reading
     Comprehension through Neural Memory Controller, EMNLP), supplementary §1
-    ("Memory addressing"); also the sharpening activation
-    ``gamma = 1 + softplus(gamma)`` of the M10AE appendix, Eq. 12.
+    ("Memory addressing"); also the NTM's sharpening activation
+    ``gamma = 1 + softplus(x)``, which gives Graves et al. 2014's ``gamma >= 1``
+    (Eq. 9).
     Computed with the overflow-safe ``jax.nn.softplus``.
     """
     return 1.0 + jax.nn.softplus(x)
@@ -204,8 +206,8 @@ def _scaled_softmax(scores: jax.Array, scale: jax.Array) -> jax.Array:
 def content_weights(memory: jax.Array, keys: jax.Array, strengths: jax.Array) -> jax.Array:
     """Content-based address weights: a softmax over slots of strength x cosine.
 
-    Implements ``w_c[i] = exp(beta D(k, M[i])) / sum_j exp(beta D(k, M[j]))``: the
-    M10AE appendix, Eq. 13 (first line), Reina Campo 2022 NTM "Addressing" ``w^c_t`` and DNC
+    Implements ``w_c[i] = exp(beta D(k, M[i])) / sum_j exp(beta D(k, M[j]))``: Graves
+    et al. 2014, Eqs. 5-6, Reina Campo 2022 NTM "Addressing" ``w^c_t`` and DNC
     ``C(M, k, beta)``, Back et al. 2018 "Memory addressing".
 
     Args:
@@ -224,8 +226,8 @@ def content_weights(memory: jax.Array, keys: jax.Array, strengths: jax.Array) ->
 def interpolate(content: jax.Array, previous: jax.Array, gate: jax.Array) -> jax.Array:
     """Interpolation with the previous weighting.
 
-    Implements ``w_g = g w_c + (1 - g) w_prev`` (the M10AE appendix, Eq. 13,
-    second line; Reina Campo 2022 NTM "Addressing" ``w^g_t``).
+    Implements ``w_g = g w_c + (1 - g) w_prev`` (Graves et al. 2014, Eq. 7; Reina
+    Campo 2022 NTM "Addressing" ``w^g_t``).
 
     Args:
       content: ``[..., N]`` content weights ``w_c``.
@@ -255,8 +257,8 @@ def _shift_index(num_slots: int, shift_width: int) -> np.ndarray:
 def circular_shift(weights: jax.Array, shift: jax.Array) -> jax.Array:
     """Rotate each weighting by a distribution over shifts (circular convolution).
 
-    Implements ``w~[i] = sum_j w_g[j] s[i - j]`` with indices mod ``N`` (the
-    M10AE appendix, Eq. 13, third line; Reina Campo 2022 NTM "Addressing" ``w~_t``).
+    Implements ``w~[i] = sum_j w_g[j] s[i - j]`` with indices mod ``N`` (Graves
+    et al. 2014, Eq. 8; Reina Campo 2022 NTM "Addressing" ``w~_t``).
 
     The shift vector is centred: with odd width ``S``, ``shift[k]`` is the
     probability of moving every weight by ``k - (S - 1) / 2`` slots, so index 0
@@ -291,7 +293,7 @@ def circular_shift(weights: jax.Array, shift: jax.Array) -> jax.Array:
 def sharpen(weights: jax.Array, gamma: jax.Array) -> jax.Array:
     """Sharpen a weighting: ``w[i] = w~[i]^gamma / sum_j w~[j]^gamma``.
 
-    Implements the M10AE appendix, Eq. 13 (last line) and Reina Campo 2022 NTM "Addressing"
+    Implements Graves et al. 2014, Eq. 9 and Reina Campo 2022 NTM "Addressing"
     ``w_t``, with ``gamma >= 1``.
 
     Computed as ``softmax(gamma * log(w~ + SHARPEN_EPS))`` (by ``scaled_softmax``,

@@ -31,6 +31,7 @@ import jax.numpy as jnp
 
 from panm_jax.kernels import _neural_stack as common
 from panm_jax.kernels import queue, stack
+from panm_jax.kernels._batch import over_leading
 
 __all__ = [
     "ENDS",
@@ -89,22 +90,24 @@ State = DequeState
 Controls = DequeControls
 
 
-def init_state(capacity: int, width: int, dtype=jnp.float32) -> DequeState:
+def init_state(capacity: int, width: int, dtype=jnp.float32, *, batch_shape: tuple[int, ...] = ()) -> DequeState:
     """An empty DeQue with room for ``capacity`` steps (``2C`` rows, ``C`` per end).
 
     Args:
       capacity: ``C`` >= 1, the number of steps (each pushes one row at each end).
       width: ``W`` >= 1.
       dtype: a floating dtype for values and strengths.
+      batch_shape: leading (batch) axes in front of every field (``()``: one structure).
 
     Returns:
       ``DequeState`` with zero values ``[2C, W]``, zero strengths ``[2C]``, size 0,
       overflow False.
 
     Raises:
-      ValueError: naming ``capacity``, ``width`` or ``dtype`` when invalid.
+      ValueError: naming ``capacity``, ``width``, ``dtype`` or ``batch_shape`` when
+        invalid, or sizes too large to index or allocate, before anything is allocated.
     """
-    return DequeState(*common.empty(capacity, width, dtype, rows_per_step=2))
+    return DequeState(*common.empty(capacity, width, dtype, rows_per_step=2, batch_shape=batch_shape))
 
 
 def pop_strengths(strengths: jax.Array, pop_top: jax.Array, pop_bottom: jax.Array) -> jax.Array:
@@ -178,7 +181,7 @@ def push(
     ``size == C`` both pushes are dropped (nothing changes) and ``dropped`` is
     True.
     """
-    return common.over_leading(_push_one, jnp.ndim(values) - 2)(
+    return over_leading(_push_one, jnp.ndim(values) - 2)(
         values, strengths, size, value_top, strength_top, value_bottom, strength_bottom
     )
 

@@ -9,8 +9,10 @@ paper has ``H = 1``). The interface vector can be split in the paper's order or 
 the order of the reading-comprehension DNC paper's supplementary Table 1
 (``controls_from_interface``).
 
-``R`` read heads and ``H`` write heads over ``N`` slots of width ``W``; the kernel
-sees one example (modules add the batch axis with ``jax.vmap``). The state and
+``R`` read heads and ``H`` write heads over ``N`` slots of width ``W``.
+``init_state(..., batch_shape)`` and ``step`` take any leading (batch) axes (the
+rule of ``panm_jax.kernels``); the per-equation functions below are written for
+one example (``jax.vmap`` them). The state and
 the write controls always carry a leading write-head axis (``[H, ...]``, also for
 ``H = 1``), as the NTM kernel's write weights do. One public function per
 equation, in the order ``step`` calls them; each works on one write head where
@@ -30,8 +32,7 @@ that is natural (``step`` composes them over the heads):
     precedence            p_t = (1 - sum_i w^w_t[i]) p_{t-1} + w^w_t   (one write head)
     directional_weights   Directions(backward = L_t^T w^r_{t-1}, forward = L_t w^r_{t-1})
     link_and_directions   the two above in one call, with a hand-written VJP (its derivation
-                          is in _dnc_vjp.py); step uses it, or on a CPU the same equations
-                          and VJP compiled as one C++ kernel (_dnc_link_cpu.py)
+                          is in _dnc_vjp.py); step uses it (or, opted in, the C++ kernel below)
     read_weights          w^{r,i}_t = sum_h pi[h] b^{i,h} + pi[H] c^{r,i} + sum_h pi[H+1+h] f^{i,h}
     read                  r^i_t = M_t^T w^{r,i}_t
 
@@ -39,6 +40,17 @@ Content weights ``c = C(M, k, beta)`` come from ``addressing.content_weights``.
 ``controls_from_interface`` turns a raw controller output of
 ``interface_size(W, R, H)`` numbers into ``DNCControls``, so any JAX network can
 drive the kernel without Flax.
+
+The C++ link kernel (opt-in). ``step`` computes the link and directional weights
+with ``link_and_directions`` in XLA by default, on every platform. On a CPU the
+same equations and VJP also exist as one C++ kernel through XLA's FFI
+(``_dnc_link_cpu.py``, compiled with the system's C++ compiler on first use),
+which took a DNC training step at ``N = 256`` from 1.173 s to 0.7077 s (1.658x)
+on a 2-core x86_64 CPU (``benchmarks/results/cpu-2cores/dnc_step_paths.md``;
+``docs/performance.md``). It is used only when asked: set the environment
+variable ``PANM_JAX_DNC_LINK=cpu`` (always, an error if it cannot be built) or
+``PANM_JAX_DNC_LINK=auto`` (where JAX's default backend is one CPU device) before
+the first call of ``step``; unset or ``xla`` keeps the XLA path.
 
 Read modes. Each read head has ``2H + 1`` modes, in the order
 ``(backward_1, ..., backward_H, content, forward_1, ..., forward_H)``, so that
@@ -49,6 +61,7 @@ gives the permutation.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -56,16 +69,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from panm_jax import checks
-from panm_jax.kernels import _dnc_link_cpu
+from panm_jax.kernels import _batch, _dnc_link_cpu
 from panm_jax.kernels import scan as scan_lib
+from panm_jax.kernels._dnc_link_types import LinkAndDirections
 from panm_jax.kernels._dnc_vjp import with_link_vjp
 from panm_jax.kernels.addressing import content_weights, oneplus
 from panm_jax.kernels.validation import (
+    bound_raw,
     check_float_dtype,
     check_floating,
     check_floating_fields,
     check_in_range,
     check_shape,
+    check_state_sizes,
 )
 
 __all__ = [
@@ -136,15 +152,15 @@ class Directions(NamedTuple):
     forward: jax.Array  # [R, N] f_t = L_t w^r_{t-1}   (or [H, R, N])
 
 
-class LinkAndDirections(NamedTuple):
-    """What ``link_and_directions`` returns: this step's link and its directions."""
-
-    link: jax.Array  # [N, N] L_t
-    backward: jax.Array  # [R, N] b_t = L_t^T w^r_{t-1}
-    forward: jax.Array  # [R, N] f_t = L_t w^r_{t-1}
-
-
-def init_state(num_slots: int, word_size: int, num_reads: int, num_writes: int = 1, dtype=jnp.float32) -> DNCState:
+def init_state(
+    num_slots: int,
+    word_size: int,
+    num_reads: int,
+    num_writes: int = 1,
+    dtype=jnp.float32,
+    *,
+    batch_shape: tuple[int, ...] = (),
+) -> DNCState:
     """An empty memory: every field zero.
 
     Zero memory reads as zero; zero usage makes slot 0 the first to be allocated;
@@ -157,28 +173,33 @@ def init_state(num_slots: int, word_size: int, num_reads: int, num_writes: int =
       num_reads: ``R``, the number of read heads.
       num_writes: ``H``, the number of write heads (1 in Graves et al. 2016).
       dtype: the floating dtype of every field (pass it by keyword).
+      batch_shape: leading (batch) axes in front of every field (``()``: one example).
 
     Returns:
-      ``DNCState`` with the shapes of its field comments.
+      ``DNCState`` with the shapes of its field comments, ``batch_shape`` in front.
 
     Raises:
-      ValueError: if a size is not a positive integer or ``dtype`` not a real
-        floating dtype.
+      ValueError: if a size is not a positive integer, ``dtype`` not a real
+        floating dtype, or the sizes too large to index or allocate
+        (``validation.check_state_sizes``), before anything is allocated.
     """
     n = checks.positive_int("num_slots (N)", num_slots)
     w = checks.positive_int("word_size (W)", word_size)
     r = checks.positive_int("num_reads (R)", num_reads)
     h = checks.positive_int("num_writes (H)", num_writes)
     dtype = check_float_dtype("dtype", dtype)
-    return DNCState(
-        memory=jnp.zeros((n, w), dtype),
-        usage=jnp.zeros((n,), dtype),
-        link=jnp.zeros((h, n, n), dtype),
-        precedence=jnp.zeros((h, n), dtype),
-        read_weights=jnp.zeros((r, n), dtype),
-        write_weights=jnp.zeros((h, n), dtype),
-        reads=jnp.zeros((r, w), dtype),
-    )
+    batch_shape = _batch.check_batch_shape(batch_shape)
+    shapes = {
+        "memory": ((n, w), ("num_slots (N)", "word_size (W)")),
+        "usage": ((n,), ("num_slots (N)",)),
+        "link": ((h, n, n), ("num_writes (H)", "num_slots (N)", "num_slots (N)")),
+        "precedence": ((h, n), ("num_writes (H)", "num_slots (N)")),
+        "read_weights": ((r, n), ("num_reads (R)", "num_slots (N)")),
+        "write_weights": ((h, n), ("num_writes (H)", "num_slots (N)")),
+        "reads": ((r, w), ("num_reads (R)", "word_size (W)")),
+    }
+    check_state_sizes({f"state.{name}": spec for name, spec in shapes.items()}, batch_shape, dtype)
+    return DNCState(**{name: jnp.zeros((*batch_shape, *shape), dtype) for name, (shape, _) in shapes.items()})
 
 
 # --------------------------------------------------------------------------------------
@@ -663,10 +684,10 @@ def _link_and_directions_per_head(
 ) -> LinkAndDirections:
     """``link_and_directions`` for each write head: ``[H, N, N]``, ``[H, N]``, ``[H, N]``, ``[R, N]``.
 
-    On a CPU (JAX's default backend), in float32 or float64, the compiled kernel
-    of ``_dnc_link_cpu`` (same equations, one sweep over each link row; the
-    environment variable ``PANM_JAX_DNC_LINK`` chooses, see there). Otherwise
-    ``jax.vmap`` over the heads; one head is called directly (its head axis is a
+    Opted in by the environment variable ``PANM_JAX_DNC_LINK`` (``cpu`` or
+    ``auto``, see the module docstring), in float32 or float64, the compiled CPU
+    kernel of ``_dnc_link_cpu`` (same equations, one sweep over each link row).
+    Otherwise (the default) ``jax.vmap`` over the heads; one head is called directly (its head axis is a
     free reshape), so ``H = 1`` runs exactly the one-head computation.
     """
     if _dnc_link_cpu.use_for(prev_link.dtype):
@@ -743,6 +764,10 @@ def step(
       ``(new_state, reads)`` with ``reads`` ``[R, W]`` (also stored in
       ``new_state.reads``).
 
+    Leading axes: the state, controls and mask may carry the same leading (batch)
+    axes ``[...]`` in front of the shapes above; the step is then mapped over them
+    (``jax.vmap``, at trace time), and ``reads`` is ``[..., R, W]``.
+
     Raises:
       ValueError: at trace time, naming the field, when a state, control or mask
         shape is inconsistent with ``N, W, R, H`` taken from ``state.memory``,
@@ -751,6 +776,22 @@ def step(
         usage, the link, a gate, the erase vector or a read mode leaves ``[0, 1]``
         or a strength is negative (``validation.check_in_range``).
     """
+    lead = _batch.batch_shape_of(state.memory, 2)
+    one = functools.partial(
+        _step_one, read_previous_memory=read_previous_memory, stop_usage_write_gradient=stop_usage_write_gradient
+    )
+    return _batch.batched_step(one, lead, state, controls, mask)
+
+
+def _step_one(
+    state: DNCState,
+    controls: DNCControls,
+    mask: jax.Array | None,
+    *,
+    read_previous_memory: bool,
+    stop_usage_write_gradient: bool,
+) -> tuple[DNCState, jax.Array]:
+    # step for one example.
     _, w, r, h = _check_state(state)
     _check_controls(controls, w, r, h)
     if mask is not None:
@@ -911,7 +952,10 @@ def controls_from_interface(
 ) -> DNCControls:
     """Split a raw interface vector and activate each part.
 
-    Pure: no parameters, so any JAX network's output can drive ``step``. The
+    Pure: no parameters, so any JAX network's output can drive ``step``. Raw
+    values beyond ``+-validation.raw_limit(dtype)`` (``1e4``; ``128`` in float16)
+    are first set to that bound (``validation.bound_raw``; the gradient there is
+    0): without it, float32 gradients overflowed from ``|raw| ~ 1e30``. The
     activations are those of Graves et al. 2016 (Methods, "Interface
     parameters"): ``oneplus(x) = 1 + log(1 + e^x)`` for the strengths (so
     ``beta >= 1``), the logistic sigmoid for the erase vectors and the gates, a
@@ -989,6 +1033,7 @@ def controls_from_interface(
 
 
 def _activate(raw: jax.Array, num_reads: int, word_size: int, num_writes: int, layout: str) -> DNCControls:
+    raw = bound_raw(raw)
     lead = raw.shape[:-1]
     shapes = _field_shapes(num_reads, word_size, num_writes)
     fields = {}

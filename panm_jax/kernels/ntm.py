@@ -1,34 +1,35 @@
 """Neural Turing Machine memory: addressing chain, read, erase-then-add write.
 
-Implements Eq. 11-13 of the M10AE appendix (App. A of a paper whose authors
-and title we could not establish; see docs/references.md): interface split,
-activations, content -> interpolation -> shift -> sharpen; and the NTM of
-Graves et al. 2014 (Neural Turing Machines) as restated in Reina Campo 2022
-(MPSoC-NTM documentation, "Turing Machine" chapter: Neural Turing Machine,
-Reading, Writing, Addressing), for any number of read heads ``R`` and write
-heads ``H``.
-
-One example at a time; modules add the batch axis with ``jax.vmap``.
+Implements the Neural Turing Machine of Graves, Wayne & Danihelka 2014, "Neural
+Turing Machines" (arXiv:1410.5401), §3: reading (Eq. 2), writing by erase and add
+(Eqs. 3-4), and addressing (§3.3): content addressing with the cosine similarity
+(Eqs. 5-6), interpolation (Eq. 7), convolutional shift (Eq. 8) and sharpening
+(Eq. 9), for any number of read heads ``R`` and write heads ``H``; as restated in
+Reina Campo 2022 (MPSoC-NTM documentation, "Turing Machine" chapter: Neural
+Turing Machine, Reading, Writing, Addressing).
 
 Order within a step (our choice where the sources leave it open; documented in
 ``step``): the write heads address over ``M_{t-1}`` and write, giving ``M_t``;
 the read heads then address over ``M_t`` and read it, as Reina Campo 2022 writes
-``r_t = sum_i w_t(i) M_t(i)`` and the M10AE appendix's Eq. 13 addresses ``M_t``. A vector
-written at step ``t`` can therefore be read at step ``t``.
+``r_t = sum_i w_t(i) M_t(i)`` and ``w^c_t(i)`` over ``M_t``. A vector written at
+step ``t`` can therefore be read at step ``t``.
 
 Notation: ``N`` slots, ``W`` word size, ``R`` read heads, ``H`` write heads,
 ``S`` shift width (odd).
 
-Finite range (float32, measured by ``tests/kernels/test_cosine_scale.py``): the
-step's values stay finite for raw interface values of any finite magnitude (up to
-``3e38``): the cosine is exact at every scale (``addressing.normalize``) and the
-softmaxes of ``beta D`` and ``gamma log w`` cannot lose their largest term
-(``addressing.scaled_softmax``). Gradients are finite for raw values up to ``1e11``
-in magnitude; beyond that the float32 backward pass overflows in products of
-strengths and memory-sized cotangents (float64 gradients are still finite at
-``1e20``). Long before that, at ``|raw| ~ 1e8``, float32 gradients are mostly
-rounding error (a strength of ``1e8`` times a cosine's rounding): keep the
-pre-activations bounded (Collier & Beel clip them to ``[-20, 20]``) or use float64.
+Finite range: the step's values stay finite for raw interface values of any
+finite magnitude (float32, up to ``3e38``; ``tests/kernels/test_cosine_scale.py``):
+the cosine is exact at every scale (``addressing.normalize``) and the softmaxes of
+``beta D`` and ``gamma log w`` cannot lose their largest term
+(``addressing.scaled_softmax``). ``controls_from_interface`` bounds every raw value
+to ``+-validation.raw_limit`` (``1e4``, ``128`` in float16) before its activations,
+so that gradients
+are finite too, in float32, bfloat16 and float16, at that bound and beyond it
+(``tests/kernels/test_extreme_controls.py``); without the bound, float32 gradients
+overflowed from ``|raw| ~ 1e18`` (a sharpening exponent ``gamma ~ |raw|`` times
+memory-sized cotangents). Long before the bound, float32 gradients through a
+strength of ``1e4`` carry that factor times a cosine's rounding: keep the
+pre-activations moderate (Collier & Beel clip them to ``[-20, 20]``) or use float64.
 
 Layout: the memory is stored word-major, ``[W, N]``, the transpose of the
 sources' ``N x W`` matrix ``M_t`` (row ``i`` of ``M_t`` is column ``i`` here). Every
@@ -52,15 +53,18 @@ import jax
 import jax.numpy as jnp
 
 from panm_jax import checks
-from panm_jax.kernels import addressing
+from panm_jax.kernels import _batch, addressing
+from panm_jax.kernels._ntm_heads import HeadControls
 from panm_jax.kernels._ntm_vjp import erase_factors, memory_step, outer_sum, product
 from panm_jax.kernels.scan import select
 from panm_jax.kernels.validation import (
+    bound_raw,
     check_float_dtype,
     check_floating,
     check_floating_fields,
     check_in_range,
     check_shape,
+    check_state_sizes,
 )
 
 __all__ = [
@@ -99,16 +103,6 @@ class NTMState(NamedTuple):
     reads: jax.Array  # [R, W] r_t, the last read vectors
 
 
-class HeadControls(NamedTuple):
-    """Activated addressing controls of a group of heads (the M10AE appendix, Eq. 11-12)."""
-
-    key: jax.Array  # [K, W] k (identity activation)
-    strength: jax.Array  # [K]    beta >= 0 (softplus)
-    gate: jax.Array  # [K]    g in [0, 1] (sigmoid)
-    shift: jax.Array  # [K, S] s, a distribution over shifts -(S-1)/2 .. (S-1)/2 (softmax)
-    sharpen: jax.Array  # [K]    gamma >= 1 (1 + softplus)
-
-
 class NTMControls(NamedTuple):
     """Activated controls of one NTM step."""
 
@@ -126,6 +120,7 @@ def init_state(
     *,
     memory_init: float = MEMORY_INIT,
     dtype=jnp.float32,
+    batch_shape: tuple[int, ...] = (),
 ) -> NTMState:
     """The state before the first step.
 
@@ -141,14 +136,17 @@ def init_state(
       num_writes: ``H``.
       memory_init: the value of every memory entry, a finite number.
       dtype: a real floating dtype for every field.
+      batch_shape: leading (batch) axes in front of every field (``()``: one example).
 
     Returns:
-      ``NTMState`` with memory ``[W, N]``, read weights ``[R, N]``, write weights
-      ``[H, N]`` and reads ``[R, W]``.
+      ``NTMState`` with memory ``[..., W, N]``, read weights ``[..., R, N]``, write
+      weights ``[..., H, N]`` and reads ``[..., R, W]`` (``...`` = ``batch_shape``).
 
     Raises:
       ValueError: naming the argument, for a size that is not a positive
-        integer, a non-finite ``memory_init`` or a dtype that is not real floating.
+        integer, a non-finite ``memory_init``, a dtype that is not real floating,
+        or sizes too large to index or allocate (``validation.check_state_sizes``),
+        before anything is allocated.
     """
     n = checks.positive_int("num_slots", num_slots)
     w = checks.positive_int("word_size", word_size)
@@ -156,21 +154,32 @@ def init_state(
     h = checks.positive_int("num_writes", num_writes)
     memory_init = checks.finite_number("memory_init", memory_init)
     dtype = check_float_dtype("dtype", dtype)
+    batch_shape = _batch.check_batch_shape(batch_shape)
+    check_state_sizes(
+        {
+            "state.memory": ((w, n), ("word_size", "num_slots")),
+            "state.read_weights": ((r, n), ("num_reads", "num_slots")),
+            "state.write_weights": ((h, n), ("num_writes", "num_slots")),
+            "state.reads": ((r, w), ("num_reads", "word_size")),
+        },
+        batch_shape,
+        dtype,
+    )
     first = jnp.zeros((n,), dtype).at[0].set(1.0)
-    return NTMState(
+    state = NTMState(
         memory=jnp.full((w, n), memory_init, dtype),
         read_weights=jnp.tile(first, (r, 1)),
         write_weights=jnp.tile(first, (h, 1)),
         reads=jnp.zeros((r, w), dtype),
     )
+    return _batch.broadcast_state(state, batch_shape)
 
 
 def address(memory: jax.Array, previous: jax.Array, head: HeadControls) -> jax.Array:
     """The NTM addressing chain: content -> interpolation -> shift -> sharpen.
 
-    Implements Eq. 13 of the M10AE appendix, Graves et al. 2014 ("Neural Turing
-    Machines", §3.3, Eqs. 5-9) and Reina Campo 2022 (Neural Turing Machine,
-    "Addressing")::
+    Implements Graves et al. 2014 ("Neural Turing Machines", §3.3, Eqs. 5-9) and
+    Reina Campo 2022 (Neural Turing Machine, "Addressing")::
 
         w_c[i] = softmax_i(beta * cos(k, M[i]))             (Eqs. 5-6)
         w_g    = g w_c + (1 - g) w_prev                     (Eq. 7)
@@ -297,7 +306,11 @@ def _check_values(state: NTMState, controls: NTMControls) -> None:
 def step(state: NTMState, controls: NTMControls, mask: jax.Array | None = None) -> tuple[NTMState, jax.Array]:
     """One NTM memory step: write heads address and write, then read heads read.
 
-    Order: (1) the write heads address ``M_{t-1}`` (Eq. 13) from their previous
+    Leading axes: the state, controls and mask may carry the same leading (batch)
+    axes ``[...]`` in front of the shapes below; the step is then mapped over them
+    (``jax.vmap``, at trace time).
+
+    Order: (1) the write heads address ``M_{t-1}`` (Eqs. 5-9) from their previous
     weights; (2) erase-then-add gives ``M_t``; (3) the read heads address ``M_t``
     from their previous weights; (4) they read ``M_t``.
 
@@ -318,8 +331,14 @@ def step(state: NTMState, controls: NTMControls, mask: jax.Array | None = None) 
     new state is rounded back (``addressing.compute_dtype``).
 
     Returns:
-      ``(new_state, reads [R, W])``.
+      ``(new_state, reads [R, W])`` (``[..., R, W]`` with leading axes).
     """
+    lead = _batch.batch_shape_of(state.memory, 2)
+    return _batch.batched_step(_step_one, lead, state, controls, mask)
+
+
+def _step_one(state: NTMState, controls: NTMControls, mask: jax.Array | None) -> tuple[NTMState, jax.Array]:
+    # step for one example.
     n, w, r, h = _check_state(state)
     _check_head("controls.read", controls.read, r, w, "R")
     _check_head("controls.write", controls.write, h, w, "H")
@@ -370,9 +389,10 @@ def step(state: NTMState, controls: NTMControls, mask: jax.Array | None = None) 
 def interface_size(word_size: int, num_reads: int = 1, num_writes: int = 1, shift_width: int = 3) -> int:
     """The length of the raw interface vector that ``controls_from_interface`` splits.
 
-    Per the M10AE appendix, Eq. 11: a read head takes ``[k (W), beta, g, s (S), gamma]``,
-    ``W + S + 3`` values; a write head also ``e (W)`` and ``a (W)``,
-    ``3W + S + 3`` values. Total ``R (W + S + 3) + H (3W + S + 3)``.
+    A read head takes ``[k (W), beta, g, s (S), gamma]``, its addressing outputs
+    (Graves et al. 2014, §3.3, Eqs. 5-9), ``W + S + 3`` values; a write head also
+    ``e (W)`` and ``a (W)`` (Eqs. 3-4), ``3W + S + 3`` values. Total
+    ``R (W + S + 3) + H (3W + S + 3)``.
     """
     w = checks.positive_int("word_size", word_size)
     r = checks.positive_int("num_reads", num_reads)
@@ -390,10 +410,10 @@ def _split_heads(block: jax.Array, word: int, shift_width: int) -> HeadControls:
     gamma = block[..., word + 2 + shift_width]
     return HeadControls(
         key=key,
-        strength=jax.nn.softplus(beta),  # Eq. 12: beta := softplus(beta)
-        gate=jax.nn.sigmoid(gate),  # Eq. 12: g := sigmoid(g)
-        shift=jax.nn.softmax(shift, axis=-1),  # Eq. 12: s := softmax(s)
-        sharpen=addressing.oneplus(gamma),  # Eq. 12: gamma := 1 + softplus(gamma)
+        strength=jax.nn.softplus(beta),  # Eq. 5: beta_t positive
+        gate=jax.nn.sigmoid(gate),  # Eq. 7: g_t in (0, 1)
+        shift=jax.nn.softmax(shift, axis=-1),  # Eq. 8: s_t a distribution over shifts
+        sharpen=addressing.oneplus(gamma),  # Eq. 9: gamma_t >= 1
     )
 
 
@@ -402,21 +422,26 @@ def controls_from_interface(
 ) -> NTMControls:
     """Split a raw controller output into activated ``NTMControls``.
 
-    Implements the split of the M10AE paper's appendix Eq. 11 and its
-    activations of Eq. 12: ``beta = softplus``, ``g = sigmoid``, ``s = softmax``,
-    ``gamma = 1 + softplus``. Keys and add vectors are used as they are (no
-    activation there).
-
-    The erase vector goes through a sigmoid: the library's choice. Eq. 12 leaves
-    ``e`` raw, but Graves et al. 2014 ("Neural Turing Machines", §3.2) require
-    every element of ``e_t`` to lie in ``(0, 1)``, which the sigmoid guarantees
-    (a raw ``e`` above 1 would flip the sign of the memory it erases).
+    The activations give each control the range Graves et al. 2014 require of
+    it (§3.3): ``beta = softplus`` (a positive key strength, Eq. 5),
+    ``g = sigmoid`` (an interpolation gate in ``(0, 1)``, Eq. 7), ``s = softmax``
+    (a distribution over the allowed shifts, Eq. 8), ``gamma = 1 + softplus``
+    (``gamma >= 1``, Eq. 9). Keys and add vectors are used as they are (no
+    activation there). The erase vector goes through a sigmoid: Graves et al.
+    2014 (§3.2, Eq. 3) require every element of ``e_t`` to lie in ``(0, 1)``,
+    which the sigmoid guarantees (a raw ``e`` above 1 would flip the sign of the
+    memory it erases).
 
     Layout of ``raw`` (last axis, ``interface_size(W, R, H, S)`` values): the
     ``R`` read heads first, each ``[k (W), beta, g, s (S), gamma]``; then the
     ``H`` write heads, each ``[k (W), beta, g, s (S), gamma, e (W), a (W)]``.
 
     Any JAX network's output can drive the kernel this way, without Flax.
+
+    Raw values beyond ``+-validation.raw_limit(dtype)`` (``1e4``; ``128`` in
+    float16) are first set to that bound (``validation.bound_raw``): the controls
+    there are those at the bound and the gradient is 0, so that the backward pass
+    stays finite (see "Finite range" above).
 
     Args:
       raw: ``[..., P]`` (leading axes, e.g. a batch, are kept).
@@ -439,6 +464,7 @@ def controls_from_interface(
 
 
 def _activate(raw: jax.Array, word_size: int, num_reads: int, num_writes: int, shift_width: int) -> NTMControls:
+    raw = bound_raw(raw)
     lead = jnp.shape(raw)[:-1]
     w, s = word_size, shift_width
     read_len = w + s + 3

@@ -8,8 +8,8 @@ Mode 1) and relational access (§2.3.2, Mode 2, Eq. 5-6). The GRUs of Eq. 1 and 
 the address embedding ``g^a`` and the query network ``g^c`` (Eq. 4) have
 parameters and live in ``panm_jax.modules``.
 
-One public function per equation, one example at a time (modules add the batch
-axis with ``jax.vmap``)::
+One public function per equation, written for one example (the pointer has no
+state or ``step``; PANM's module maps these over the batch with ``jax.vmap``)::
 
     binary_addresses    A[j] = bin((a_B + j) mod 2^b),  j = 0 .. L-1    (Alg. 1, lines 3-5)
     end_address         a_E = (a_B + l(X) - 1) mod 2^b                   (§2.2)
@@ -102,7 +102,7 @@ import jax.numpy as jnp
 
 from panm_jax import checks
 from panm_jax.kernels.addressing import compute_dtype, cosine_similarity
-from panm_jax.kernels.validation import check_float_dtype, check_floating, check_shape
+from panm_jax.kernels.validation import check_float_dtype, check_floating, check_in_range, check_shape
 
 __all__ = [
     "MAX_ADDRESS_BITS",
@@ -144,6 +144,13 @@ def _check_int_scalar(name: str, value) -> jax.Array:
     if not jnp.issubdtype(value.dtype, jnp.integer):
         raise ValueError(f"{name}: expected an integer scalar, got dtype {value.dtype}")
     return value
+
+
+def _check_length(length) -> jax.Array:
+    # l(X): an integer scalar, not negative (checked where concrete; a traced length is the caller's).
+    length = _check_int_scalar("length", length)
+    check_in_range("length", length, 0, None)
+    return length
 
 
 def _check_matrix(name: str, value, dims: str) -> tuple[int, int]:
@@ -229,15 +236,20 @@ def end_address(base: jax.Array, length: jax.Array, bits: int) -> jax.Array:
 
     Args:
       base: ``[]`` integer ``a_B``.
-      length: ``[]`` integer ``l(X)``, the number of real slots.
+      length: ``[]`` integer ``l(X)`` >= 0, the number of real slots.
       bits: ``A`` (the paper's ``b``), a static Python int in ``[1, MAX_ADDRESS_BITS]`` (30).
 
     Returns:
       ``[]`` int32 in ``[0, 2^A)``.
+
+    Raises:
+      ValueError: ``base`` or ``length`` is not an integer scalar, ``length`` is
+        negative (checked where it is concrete) or ``bits`` is outside
+        ``[1, MAX_ADDRESS_BITS]``.
     """
     bits = _check_bits(bits)
     base = _check_int_scalar("base", base)
-    length = _check_int_scalar("length", length)
+    length = _check_length(length)
     return _wrap(_wrap(base, bits) + _wrap(length, bits) - 1, bits)
 
 
@@ -284,7 +296,7 @@ def off_bank_addresses(
     Args:
       key: a PRNG key.
       base: ``[]`` integer ``a_B``.
-      length: ``[]`` integer ``l(X)`` (may be traced).
+      length: ``[]`` integer ``l(X)`` >= 0 (may be traced).
       count: ``K``, a static Python int >= 1.
       bits: ``A`` (the paper's ``b``), a static Python int in ``[1, MAX_ADDRESS_BITS]`` (30).
 
@@ -294,7 +306,7 @@ def off_bank_addresses(
     count = checks.positive_int("count", count)
     bits = _check_bits(bits)
     base = _check_int_scalar("base", base)
-    length = _check_int_scalar("length", length)
+    length = _check_length(length)
     free = (1 << bits) - length.astype(jnp.int32)  # addresses outside the bank
     offsets = jax.random.randint(key, (count,), 0, jnp.maximum(free, 1), dtype=jnp.int32)
     return _wrap(end_address(base, length, bits) + 1 + offsets, bits), jnp.broadcast_to(free > 0, (count,))
@@ -319,7 +331,7 @@ def neighbour_addresses(
     Args:
       key: a PRNG key.
       base: ``[]`` integer ``a_B``.
-      length: ``[]`` integer ``l(X)`` (may be traced; 0 gives no valid draw).
+      length: ``[]`` integer ``l(X)`` >= 0 (may be traced; 0 gives no valid draw).
       count: ``K``, a static Python int >= 1.
       bits: ``A`` (the paper's ``b``), a static Python int in ``[1, MAX_ADDRESS_BITS]`` (30).
 
@@ -329,7 +341,7 @@ def neighbour_addresses(
     count = checks.positive_int("count", count)
     bits = _check_bits(bits)
     base = _check_int_scalar("base", base)
-    length = _check_int_scalar("length", length).astype(jnp.int32)
+    length = _check_length(length).astype(jnp.int32)
     slot_key, bit_key = jax.random.split(key)
     slots = jax.random.randint(slot_key, (count,), 0, jnp.maximum(length, 1), dtype=jnp.int32)
     flips = jax.random.randint(bit_key, (count,), 0, bits, dtype=jnp.int32)

@@ -54,9 +54,9 @@ State = QueueState
 Controls = QueueControls
 
 
-def init_state(capacity: int, width: int, dtype=jnp.float32) -> QueueState:
-    """An empty Queue of ``capacity`` rows of ``width``: ``stack.init_state`` (the same type)."""
-    return stack.init_state(capacity, width, dtype)
+def init_state(capacity: int, width: int, dtype=jnp.float32, *, batch_shape: tuple[int, ...] = ()) -> QueueState:
+    """An empty Queue of ``capacity`` rows of ``width``: ``stack.init_state`` (the same type and arguments)."""
+    return stack.init_state(capacity, width, dtype, batch_shape=batch_shape)
 
 
 def pop_strengths(strengths: jax.Array, pop: jax.Array) -> jax.Array:

@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from panm_jax.checks import positive_int
+from panm_jax.checks import nonnegative_int, positive_int
 
 State = TypeVar("State")
 
@@ -130,8 +130,9 @@ def scan(
         ``k``-th step (and one chunk's residuals at a time) instead of at every
         step. ``T`` need not be a multiple of ``k``: the last ``T mod k`` steps
         run as a plain scan. ``None`` (default) or ``k >= T``: a plain scan.
-      unroll: passed to ``lax.scan``: steps unrolled per loop iteration.
-      length: the number of steps when ``xs`` is ``None``.
+      unroll: passed to ``lax.scan``: steps unrolled per loop iteration, a
+        non-negative integer or a bool.
+      length: the number of steps when ``xs`` is ``None``, a non-negative integer.
       trace_fn: if given, outputs are ``(out, trace)`` with
         ``trace[t] = trace_fn(state after step t)``.
 
@@ -140,9 +141,15 @@ def scan(
 
     Raises:
       ValueError: when the leaves of ``xs`` disagree on ``T``, when ``mask`` is not
-        ``[T]``, when neither ``xs`` nor ``length`` gives ``T``, or when
-        ``remat_chunk`` is neither ``None`` nor a positive integer.
+        ``[T]``, when neither ``xs`` nor ``length`` gives ``T``, when ``length``
+        is not a non-negative integer (``-1``, ``2.5``), when ``unroll`` is
+        neither a bool nor a non-negative integer, or when ``remat_chunk`` is
+        neither ``None`` nor a positive integer.
     """
+    if length is not None:
+        length = nonnegative_int("length", length)
+    if not isinstance(unroll, bool):
+        unroll = nonnegative_int("unroll", unroll)
     sizes = _leading_sizes(xs)
     if -1 in sizes:
         raise ValueError("xs: expected every leaf to have a leading time axis [T, ...], got a scalar leaf")
@@ -155,7 +162,7 @@ def scan(
     elif length is None:
         raise ValueError("length: expected the number of steps when xs is None, got None")
     else:
-        num_steps = int(length)
+        num_steps = length
 
     if remat_chunk is not None:
         remat_chunk = positive_int("remat_chunk", remat_chunk)

@@ -31,7 +31,7 @@ derivative at a tie is 1 for ``x`` and 0 for ``y``.
 API (the contract of ``queue`` and ``deque`` too):
 
 * ``State`` (``StackState``), ``Controls`` (``StackControls``);
-* ``init_state(capacity, width, dtype=float32)``;
+* ``init_state(capacity, width, dtype=float32, *, batch_shape=())``;
 * ``step(state, controls, mask=None) -> (state, read)``;
 * ``interface_size(width)``, ``controls_from_interface(raw, width)``;
 * ``ENDS``: the ends pushed, popped and read per step (1; the DeQue's 2);
@@ -39,8 +39,8 @@ API (the contract of ``queue`` and ``deque`` too):
   (Eq. 2), ``read_weights`` / ``read`` (Eq. 3); ``left_max``, ``left_min``.
 
 Leading axes: every function takes states, controls and raw interfaces with any
-leading (batch) axes, the same ones on every argument (``init_state`` makes one
-structure; broadcast it to a batch).
+leading (batch) axes, the same ones on every argument (``init_state(...,
+batch_shape)`` puts them in front of every field).
 
 Dtypes: states keep the dtype ``init_state`` gave them. float16 and bfloat16
 states are stepped in float32 (their cumulative sums over up to ``C`` strengths
@@ -103,22 +103,24 @@ State = StackState
 Controls = StackControls
 
 
-def init_state(capacity: int, width: int, dtype=jnp.float32) -> StackState:
+def init_state(capacity: int, width: int, dtype=jnp.float32, *, batch_shape: tuple[int, ...] = ()) -> StackState:
     """An empty Stack of ``capacity`` rows (``C``) of ``width`` (``W``).
 
     Args:
       capacity: ``C`` >= 1, the number of steps the Stack will see (each pushes a row).
       width: ``W`` >= 1, the paper's embedding size ``m``.
       dtype: a floating dtype for values and strengths.
+      batch_shape: leading (batch) axes in front of every field (``()``: one structure).
 
     Returns:
       ``StackState`` with zero values ``[C, W]``, zero strengths ``[C]``, size 0,
       overflow False.
 
     Raises:
-      ValueError: naming ``capacity``, ``width`` or ``dtype`` when invalid.
+      ValueError: naming ``capacity``, ``width``, ``dtype`` or ``batch_shape`` when
+        invalid, or sizes too large to index or allocate, before anything is allocated.
     """
-    return StackState(*common.empty(capacity, width, dtype, rows_per_step=1))
+    return StackState(*common.empty(capacity, width, dtype, rows_per_step=1, batch_shape=batch_shape))
 
 
 def pop_strengths(strengths: jax.Array, pop: jax.Array) -> jax.Array:

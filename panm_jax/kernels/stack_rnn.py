@@ -36,9 +36,11 @@ Choices where the papers leave the details open:
 * The no-op is always present (three actions); Joulin & Mikolov add it as an
   option. Drive ``a_noop = 0`` for their two-action stack.
 
-API (one example at a time; modules add the batch axis with ``jax.vmap``):
-``State``, ``Controls``, ``init_state``, ``step``, ``update`` (Eq. 4-5),
-``read_top``, ``interface_size``, ``controls_from_interface``.
+API: ``State``, ``Controls``, ``init_state``, ``step``, ``update`` (Eq. 4-5),
+``read_top``, ``interface_size``, ``controls_from_interface``. Leading axes (the
+rule of ``panm_jax.kernels``): ``init_state(..., batch_shape)``, ``step`` and
+``read_top`` take any leading (batch) axes; ``update`` is written for one
+example (``jax.vmap`` it).
 
 Dtypes: the state keeps the dtype ``init_state`` gave it; float16 and bfloat16
 states are stepped in float32 and the new state is rounded back.
@@ -54,8 +56,9 @@ import jax
 import jax.numpy as jnp
 
 from panm_jax.checks import positive_int
-from panm_jax.kernels import _soft_actions
-from panm_jax.kernels.validation import check_float_dtype, check_floating_fields, check_shape
+from panm_jax.kernels import _batch, _soft_actions
+from panm_jax.kernels._batch import check_batch_shape
+from panm_jax.kernels.validation import check_float_dtype, check_floating_fields, check_shape, check_state_sizes
 
 __all__ = [
     "ACTIONS",
@@ -86,24 +89,28 @@ class Controls(NamedTuple):
     value: jax.Array  # [W] v_t, the value to push, in (0, 1) (sigmoid)
 
 
-def init_state(size: int, width: int, dtype=jnp.float32) -> State:
+def init_state(size: int, width: int, dtype=jnp.float32, *, batch_shape: tuple[int, ...] = ()) -> State:
     """An empty stack: ``S = size`` cells of width ``W = width``, all zero.
 
     Args:
       size: ``S`` >= 1, the number of cells (fixed for the episode).
       width: ``W`` >= 1, the width of a cell.
       dtype: a real floating dtype.
+      batch_shape: leading (batch) axes in front of the stack (``()``: one example).
 
     Returns:
-      ``State`` with a zero ``[S, W]`` stack.
+      ``State`` with a zero ``[..., S, W]`` stack (``...`` = ``batch_shape``).
 
     Raises:
-      ValueError: naming ``size``, ``width`` or ``dtype`` when invalid.
+      ValueError: naming ``size``, ``width``, ``dtype`` or ``batch_shape`` when
+        invalid, or sizes too large to index or allocate, before anything is allocated.
     """
     size = positive_int("size", size)
     width = positive_int("width", width)
     dt = check_float_dtype("dtype", dtype)
-    return State(stack=jnp.zeros((size, width), dt))
+    lead = check_batch_shape(batch_shape)
+    check_state_sizes({"state.stack": ((size, width), ("size", "width"))}, lead, dt)
+    return State(stack=jnp.zeros((*lead, size, width), dt))
 
 
 def update(stack: jax.Array, actions: jax.Array, value: jax.Array) -> jax.Array:
@@ -139,20 +146,21 @@ def read_top(state: State, k: int = 1) -> jax.Array:
     """The top ``k`` cells ``s_t^k = s_t[0:k]``, what Joulin & Mikolov's Eq. (6) feeds the controller.
 
     Args:
-      state: a ``State`` (``[S, W]``).
+      state: a ``State`` (``[..., S, W]``).
       k: ``1 <= k <= S`` (static).
 
     Returns:
-      ``[k, W]``, the top first.
+      ``[..., k, W]``, the top first.
 
     Raises:
       ValueError: naming ``k`` when it is not a positive int or exceeds ``S``.
     """
     k = positive_int("k", k)
-    size = jnp.shape(state.stack)[0]
+    check_shape("state.stack", state.stack, (*jnp.shape(state.stack)[:-2], None, None), "..., S, W")
+    size = jnp.shape(state.stack)[-2]
     if k > size:
         raise ValueError(f"k: expected at most S = {size} cells, got {k}")
-    return state.stack[:k]
+    return state.stack[..., :k, :]
 
 
 def step(state: State, controls: Controls, mask: jax.Array | None = None) -> tuple[State, jax.Array]:
@@ -168,12 +176,22 @@ def step(state: State, controls: Controls, mask: jax.Array | None = None) -> tup
       mask: optional ``[]``; where 0 (a padding step) the state is returned
         unchanged and the read is zeros.
 
+    Leading axes: the state, controls and mask may carry the same leading (batch)
+    axes ``[...]`` in front of these shapes; the step is then mapped over them
+    (``jax.vmap``, at trace time).
+
     Returns:
       ``(new_state, read [W])`` with ``read = s_t[0]``, the new top.
 
     Raises:
       ValueError: naming the argument whose shape, dtype or value is wrong.
     """
+    lead = _batch.batch_shape_of(state.stack, 2)
+    return _batch.batched_step(_step_one, lead, state, controls, mask)
+
+
+def _step_one(state: State, controls: Controls, mask: jax.Array | None) -> tuple[State, jax.Array]:
+    # step for one example.
     check_shape("state.stack", state.stack, (None, None), "S, W")
     _, width = jnp.shape(state.stack)
     check_floating_fields("state", state)

@@ -46,9 +46,10 @@ Conventions and choices (the paper describes the actions in words):
   library's choice: zero-centred, like the all-zero empty tape); the step
   accepts any real ``w_t``.
 
-API (one example at a time; modules add the batch axis with ``jax.vmap``):
-``State``, ``Controls``, ``init_state``, ``step``, ``update``,
-``interface_size``, ``controls_from_interface``.
+API: ``State``, ``Controls``, ``init_state``, ``step``, ``update``,
+``interface_size``, ``controls_from_interface``. Leading axes (the rule of
+``panm_jax.kernels``): ``init_state(..., batch_shape)`` and ``step`` take any
+leading (batch) axes; ``update`` is written for one example (``jax.vmap`` it).
 
 Dtypes: the tape keeps the dtype ``init_state`` gave it; float16 and bfloat16
 tapes are stepped in float32 and rounded back.
@@ -65,8 +66,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from panm_jax.checks import nonnegative_int, positive_int
-from panm_jax.kernels import _soft_actions
-from panm_jax.kernels.validation import check_float_dtype, check_floating_fields, check_in_range, check_shape
+from panm_jax.kernels import _batch, _soft_actions
+from panm_jax.kernels.validation import (
+    check_float_dtype,
+    check_floating_fields,
+    check_in_range,
+    check_shape,
+    check_state_sizes,
+)
 
 __all__ = [
     "ACTIONS",
@@ -108,7 +115,7 @@ def _check_jump(name: str, jump) -> jax.Array:
     return jnp.asarray(jump).astype(jnp.int32)
 
 
-def init_state(size: int, width: int, dtype=jnp.float32, jump_length=1) -> State:
+def init_state(size: int, width: int, dtype=jnp.float32, jump_length=1, *, batch_shape: tuple[int, ...] = ()) -> State:
     """An empty tape: ``S = size`` zero cells of width ``W = width``, jump length ``L``.
 
     Args:
@@ -119,18 +126,24 @@ def init_state(size: int, width: int, dtype=jnp.float32, jump_length=1) -> State
         the input length, as Delétang et al. do. A Python int or an integer
         scalar array (may be traced, e.g. one length per example under
         ``vmap``). The default 1 makes the jumps equal to the single moves.
+      batch_shape: leading (batch) axes in front of every field (``()``: one
+        example); every example gets the jump length ``L``.
 
     Returns:
-      ``State`` with a zero ``[S, W]`` tape and ``jump = L`` (int32).
+      ``State`` with a zero ``[..., S, W]`` tape and ``jump = L`` (int32, ``[...]``).
 
     Raises:
-      ValueError: naming ``size``, ``width``, ``dtype`` or ``jump_length`` when invalid.
+      ValueError: naming ``size``, ``width``, ``dtype``, ``jump_length`` or
+        ``batch_shape`` when invalid, or sizes too large to index or allocate,
+        before anything is allocated.
     """
     size = positive_int("size", size)
     width = positive_int("width", width)
     dt = check_float_dtype("dtype", dtype)
     jump = _check_jump("jump_length", jump_length)
-    return State(tape=jnp.zeros((size, width), dt), jump=jump)
+    lead = _batch.check_batch_shape(batch_shape)
+    check_state_sizes({"state.tape": ((size, width), ("size", "width"))}, lead, dt)
+    return _batch.broadcast_state(State(tape=jnp.zeros((size, width), dt), jump=jump), lead)
 
 
 def _shift(tape: jax.Array, offset: jax.Array) -> jax.Array:
@@ -185,12 +198,22 @@ def step(state: State, controls: Controls, mask: jax.Array | None = None) -> tup
       mask: optional ``[]``; where 0 (a padding step) the state is returned
         unchanged and the read is zeros.
 
+    Leading axes: the state, controls and mask may carry the same leading (batch)
+    axes ``[...]`` in front of these shapes; the step is then mapped over them
+    (``jax.vmap``, at trace time).
+
     Returns:
       ``(new_state, read [W])`` with ``read = T_t[0]``, the cell under the head.
 
     Raises:
       ValueError: naming the argument whose shape, dtype or value is wrong.
     """
+    lead = _batch.batch_shape_of(state.tape, 2)
+    return _batch.batched_step(_step_one, lead, state, controls, mask)
+
+
+def _step_one(state: State, controls: Controls, mask: jax.Array | None) -> tuple[State, jax.Array]:
+    # step for one example.
     check_shape("state.tape", state.tape, (None, None), "S, W")
     _, width = jnp.shape(state.tape)
     check_shape("state.jump", state.jump, (), "")

@@ -194,8 +194,9 @@ def test_ntm_values_are_finite_for_any_finite_interface(magnitude):
 
 
 def test_ntm_gradient_is_finite_at_the_edge_of_its_documented_range():
-    # float32: gradients finite for raw interface values up to 1e11 in magnitude (the module
-    # docstring's range); float64: still finite at 1e20.
+    # float32: gradients finite for raw interface values of 1e11 in magnitude; float64: at 1e20
+    # (controls_from_interface bounds them to validation.raw_limit; test_extreme_controls.py
+    # checks every kernel and dtype at that bound and beyond).
     loss = lambda raw, dtype: jnp.sum(_ntm_rollout(raw, dtype))  # noqa: E731
     raw = jnp.asarray(_signs(5) * 1e11, jnp.float32)
     assert np.all(np.isfinite(np.asarray(jax.grad(loss)(raw, jnp.float32))))

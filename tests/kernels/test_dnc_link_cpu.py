@@ -4,9 +4,10 @@ The kernel (C++ through XLA's FFI) must compute Graves et al. 2016's link and
 directional weights (Nature 538, Methods, "Temporal memory linkage") and their
 VJP. Checked here against a float64 NumPy transcription of the equations written
 element by element, against JAX's autodiff of the same equations, against finite
-differences, and through ``dnc.step`` against the XLA path it replaces on a CPU
-(which ``tests/kernels/test_dnc.py`` tests against the DNC reference through this
-kernel). Sizes differ per axis (N = 7, R = 3, H = 2, batch 4) so that a swapped
+differences, and through ``dnc.step`` against the XLA path it replaces when opted
+in (``PANM_JAX_DNC_LINK=cpu``, set by each test that takes this path through
+``dnc.step``; ``tests/kernels/test_dnc.py`` tests the XLA path against the DNC
+reference). Sizes differ per axis (N = 7, R = 3, H = 2, batch 4) so that a swapped
 axis fails.
 
 The kernel is compiled on first use with the system's C++ compiler; where there
@@ -171,6 +172,9 @@ def _step_jaxpr(dtype=jnp.float32) -> str:
 
 def test_path_choice(monkeypatch):
     monkeypatch.delenv("PANM_JAX_DNC_LINK", raising=False)
+    assert not _dnc_link_cpu.use_for(jnp.float32)  # the default is the XLA path, on a CPU too
+    assert "ffi_call" not in _step_jaxpr()
+    monkeypatch.setenv("PANM_JAX_DNC_LINK", "auto")
     on_one_cpu = jax.default_backend() == "cpu" and jax.device_count() == 1
     assert _dnc_link_cpu.use_for(jnp.float32) == on_one_cpu
     assert ("ffi_call" in _step_jaxpr()) == on_one_cpu  # dnc.step takes the kernel
@@ -182,7 +186,7 @@ def test_path_choice(monkeypatch):
     monkeypatch.setenv("PANM_JAX_DNC_LINK", "cpu")
     assert _dnc_link_cpu.use_for(jnp.float64)
     monkeypatch.setenv("PANM_JAX_DNC_LINK", "gpu")
-    with pytest.raises(ValueError, match="PANM_JAX_DNC_LINK: expected one of auto, cpu, xla, got 'gpu'"):
+    with pytest.raises(ValueError, match="PANM_JAX_DNC_LINK: expected one of xla, cpu, auto, got 'gpu'"):
         _dnc_link_cpu.use_for(jnp.float32)
 
 

@@ -1,7 +1,7 @@
 """Tests of panm_jax/kernels/ntm.py against tests/reference/ntm_ref.py (float64 loops).
 
-The kernel stores the memory ``[W, N]`` (the transpose of the papers' ``M``: Graves
-et al. 2014, Neural Turing Machines, and the M10AE appendix, see docs/references.md);
+The kernel stores the memory ``[W, N]`` (the transpose of the papers' ``M``: Graves,
+Wayne & Danihelka 2014, Neural Turing Machines, see docs/references.md);
 the reference keeps the papers' ``[N, W]``, so every comparison transposes.
 """
 

@@ -386,6 +386,12 @@ def test_address_functions_reject_bad_sizes():
         pointer.end_address(0, jnp.float32(3.0), A)
     with pytest.raises(ValueError, match=r"address: expected shape \[\] = \(\), got \(3,\)"):
         pointer.address_bits(jnp.zeros((3,), jnp.int32), A)
+    # A negative l(X) used to wrap silently (end_address(0, -5, 8) was 250).
+    with pytest.raises(ValueError, match=r"length: expected values in \[0, inf\], got -5"):
+        pointer.end_address(0, jnp.int32(-5), 8)
+    for draw in (pointer.off_bank_addresses, pointer.neighbour_addresses):
+        with pytest.raises(ValueError, match=r"length: expected values in \[0, inf\], got -1"):
+            draw(jax.random.key(0), 0, jnp.int32(-1), 2, A)
 
 
 def test_attention_names_the_bad_argument():

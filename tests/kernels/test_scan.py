@@ -182,6 +182,14 @@ def test_bad_inputs_name_the_argument():
     for bad in (0, -2, 2.5, True):
         with pytest.raises(ValueError, match=r"remat_chunk: expected a positive integer, got"):
             scan(step, jnp.zeros(()), jnp.zeros((3,)), remat_chunk=bad)
+    for bad in (-1, 2.5, True):  # a length of -1 used to reach lax.scan as a length to run
+        with pytest.raises(ValueError, match=rf"length: expected a non-negative integer, got {bad!r}"):
+            scan(step, jnp.zeros(()), None, length=bad)
+    for bad in (-1, 1.5):
+        with pytest.raises(ValueError, match=rf"unroll: expected a non-negative integer, got {bad!r}"):
+            scan(step, jnp.zeros(()), jnp.zeros((3,)), unroll=bad)
+    final, outs = scan(lambda c, _: (c + 1, c), jnp.zeros(()), None, length=0)  # zero steps: not a mistake
+    assert float(final) == 0.0 and jnp.shape(outs) == (0,)
 
 
 def test_select_derivatives_equal_where_and_keep_only_the_small_mask():
