@@ -16,9 +16,9 @@ Sources: Reina Campo 2022 (MPSoC-NTM documentation, "Turing Machine" chapter,
 restating Graves et al. 2014 and 2016: NTM and DNC with feed-forward, LSTM
 and Transformer controllers; the interface ``xi_t = W_xi h_t``; the output
 ``y_t = W_y h_t + sum_i W_r^i r_t^i``, written here as one ``W_r`` over the
-concatenated reads, the same thing); the M10AE appendix (App. A of a paper
-whose authors and title we could not establish, see docs/references.md: the NTM
-interface and its activations); Back et al. 2018 (MemoReader: Large-Scale
+concatenated reads, the same thing); Graves, Wayne & Danihelka 2014 (Neural
+Turing Machines, §3: the NTM's reads, writes and addressing, and the ranges of
+its addressing controls); Back et al. 2018 (MemoReader: Large-Scale
 Reading Comprehension through Neural Memory Controller, EMNLP), supplementary §1
 (the DNC interface vector); Grefenstette et al. 2015 (Learning to Transduce with
 Unbounded Memory, NeurIPS; the Stack/Queue/DeQue-LSTM: "the controller's input is the input concatenated with the

@@ -213,7 +213,7 @@ MODELS: dict[str, ModelSpec] = {
     "ntm": _memory(
         "ntm",
         "NTMConfig",
-        "Neural Turing Machine (Graves et al. 2014; M10AE appendix; Reina Campo 2022): "
+        "Neural Turing Machine (Graves et al. 2014; Reina Campo 2022): "
         "controller + content/location-addressed memory",
     ),
     "dnc": _memory(

@@ -176,12 +176,13 @@ class MemoryModule(nnx.Module):
 
 
 class NTMMemory(MemoryModule):
-    """NTM memory (M10AE appendix Eq. 11-13, Reina Campo 2022 "Neural Turing Machine") behind a projection.
+    """NTM memory (Graves, Wayne & Danihelka 2014, "Neural Turing Machines", §3, Eq. 2-9) behind a projection.
 
     ``xi_t = W_xi h_t + b`` has ``ntm.interface_size(W, R, H, S)`` numbers; the
-    kernel's ``controls_from_interface`` activates them (the M10AE appendix, Eq. 12, see docs/references.md: keys
-    and add vectors as they are, ``beta = softplus >= 0``, ``g = sigmoid``, shifts
-    ``softmax``, ``gamma = 1 + softplus >= 1``, erase ``sigmoid``) and
+    kernel's ``controls_from_interface`` activates them into the ranges §3.3
+    requires (keys and add vectors as they are, ``beta = softplus >= 0``,
+    ``g = sigmoid`` in (0, 1), shifts ``softmax`` (a distribution),
+    ``gamma = 1 + softplus >= 1``, erase ``sigmoid`` in (0, 1)) and
     ``ntm.step`` writes, then reads.
 
     Args:

@@ -1,10 +1,8 @@
 """Float64 NumPy transcription of the NTM equations (never imports panm_jax).
 
-Written from Eq. 11-13 of the M10AE appendix (App. A, "Preparation steps before
-read and write in neural Turing machine", of a paper whose authors and title are
-not established; see docs/references.md), Graves et al. 2014 (Neural Turing
-Machines, §3.1 Reading, Eq. 2; §3.2 Writing, Eq. 3-4; §3.3 Addressing, Eq. 5-9),
-and Reina Campo 2022 (MPSoC-NTM documentation, "Turing Machine" chapter, which
+Written from Graves, Wayne & Danihelka 2014 (Neural Turing Machines, §3.1
+Reading, Eq. 2; §3.2 Writing, Eq. 3-4; §3.3 Addressing, Eq. 5-9, with the ranges
+of the addressing controls that §3.3 requires), and Reina Campo 2022 (MPSoC-NTM documentation, "Turing Machine" chapter, which
 restates them under "Definitions", "Reading", "Writing", "Addressing"), with
 literal loops over slots, heads and time.
 
@@ -14,7 +12,7 @@ shift by ``k - (S - 1) / 2`` slots; several write heads erase multiplicatively
 and add additively (Graves et al. 2014, §3.2); in a step the write heads address
 and write ``M_{t-1}``, then the read heads address and read ``M_t``; the raw
 interface holds the read heads ``[k, beta, g, s, gamma]`` then the write heads
-``[k, beta, g, s, gamma, e, a]`` (the M10AE appendix, Eq. 11).
+``[k, beta, g, s, gamma, e, a]`` (the library's contract, ``kernels/ntm.py``).
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ import math
 
 import numpy as np
 
-# ---- activations (the M10AE appendix, Eq. 12) --------------------------------
+# ---- activations into the ranges of Graves et al. 2014, §3.3 ------------------
 
 
 def softplus(x: float) -> float:
@@ -41,7 +39,7 @@ def softmax(xs) -> np.ndarray:
     return np.array([v / z for v in e])
 
 
-# ---- addressing (the M10AE appendix, Eq. 13; Graves et al. 2014, §3.3, Eq. 5-9) --
+# ---- addressing (Graves et al. 2014, §3.3, Eq. 5-9) ---------------------------
 
 
 def cosine(u, v) -> float:
@@ -117,7 +115,7 @@ def write(memory, weights, erases, adds) -> np.ndarray:
     return m
 
 
-# ---- interface (the M10AE appendix, Eq. 11-12) --------------------------------
+# ---- interface (the library's layout of the raw controls) ----------------------
 
 
 def split_interface(raw, word, num_reads, num_writes, shift_width):
