@@ -129,20 +129,24 @@ def _check_workdir_arg(workdir: str | None) -> None:
         raise UserError(f"--workdir: expected a folder path, got {workdir!r}")
 
 
-def _interrupted(workdirs: list[Path]) -> int:
-    """Ctrl-C: one line saying where each folder's run resumes; the exit code."""
-    from panm_jax.cli import EXIT_CODES
-
+def _resume_points(workdirs: list[Path]) -> str:
+    """``"runs/a from step 50, runs/b from the start"``: where the same command resumes each folder."""
     where = []
     for w in workdirs:
         steps = sorted(int(p.name) for p in (w / "checkpoints").glob("*") if p.name.isdigit())
         where.append(f"{w} from step {steps[-1]}" if steps else f"{w} from the start (no checkpoint yet)")
-    _error(
+    return ", ".join(where)
+
+
+def _interrupted(workdirs: list[Path]) -> int:
+    """Ctrl-C: one line saying where each folder's run resumes; the exit code."""
+    from panm_jax.cli import EXIT_CODES
+
+    return _error(
         "interrupted; the checkpoint being written (if any) was discarded and the lock released; the same "
-        f"command resumes {', '.join(where)}",
+        f"command resumes {_resume_points(workdirs)}",
         code=EXIT_CODES["interrupted"],
     )
-    return EXIT_CODES["interrupted"]
 
 
 # What the collectives and the coordination service raise when a process of the run is gone.
@@ -178,17 +182,30 @@ def _stop_lost(err: BaseException, workdirs: list[Path]) -> None:
     lost = _lost_processes()
     who = f"process {', '.join(map(str, lost))}" if lost else "another process"
     reason = " ".join(str(err).split())[:160]
-    where = []
-    for w in workdirs:
-        steps = sorted(int(p.name) for p in (w / "checkpoints").glob("*") if p.name.isdigit())
-        where.append(f"{w} from step {steps[-1]}" if steps else f"{w} from the start")
     _error(
         f"process {jax.process_index()} of {jax.process_count()}: {who} of this run was lost ({reason}); every "
-        f"process stops; the same command on every process resumes {', '.join(where)}",
+        f"process stops; the same command on every process resumes {_resume_points(workdirs)}",
         code=EXIT_CODES["process lost"],
     )
     sys.stdout.flush()
     os._exit(EXIT_CODES["process lost"])
+
+
+def _guarded(train, workdirs: list[Path]) -> list[dict] | int:
+    """``train()``'s results records, or the exit code of how it failed (a line said it): a non-finite
+    loss (1), Ctrl-C (130), a lost process of a multi-process run (4, ending this process)."""
+    from panm_jax.train.loop import NonFiniteLossError
+
+    try:
+        return train()
+    except NonFiniteLossError as err:
+        return _error(str(err), code=1)
+    except KeyboardInterrupt:
+        return _interrupted(workdirs)
+    except Exception as err:
+        if _lost_peer(err):
+            _stop_lost(err, workdirs)
+        raise
 
 
 def _failed(records: list[dict]) -> int:
@@ -201,7 +218,7 @@ def _failed(records: list[dict]) -> int:
 
 def _train(args) -> int:
     from panm_jax.train import report
-    from panm_jax.train.loop import NonFiniteLossError, train_and_evaluate
+    from panm_jax.train.loop import train_and_evaluate
     from panm_jax.train.sharding import is_primary, maybe_initialize_distributed
 
     _check_workdir_arg(args.workdir)
@@ -216,22 +233,21 @@ def _train(args) -> int:
         f"[bold]panm-jax train[/] {config.model} on {config.task} -> {workdir} "
         f"({jax.device_count()} x {jax.devices()[0].device_kind})"
     )
-    try:
-        results = train_and_evaluate(
-            config,
-            workdir,
-            progress=not args.no_progress,
-            console=console,
-            allow_unverified=args.allow_unverified,
-        )
-    except NonFiniteLossError as err:
-        return _error(str(err), code=1)
-    except KeyboardInterrupt:
-        return _interrupted([workdir])
-    except Exception as err:
-        if _lost_peer(err):
-            _stop_lost(err, [workdir])
-        raise
+    results = _guarded(
+        lambda: [
+            train_and_evaluate(
+                config,
+                workdir,
+                progress=not args.no_progress,
+                console=console,
+                allow_unverified=args.allow_unverified,
+            )
+        ],
+        [workdir],
+    )
+    if isinstance(results, int):
+        return results
+    (results,) = results
     report.print_results(results, console)
     console.print(f"wrote {workdir / 'results.json'} (.csv, .md) and {workdir / 'accuracy.png'}")
     return _failed([results])
@@ -254,7 +270,6 @@ def _parse_seeds(args) -> list[int] | None:
 
 def _train_seeds(args, config, seeds: list[int], console: Console) -> int:
     from panm_jax.train import report
-    from panm_jax.train.loop import NonFiniteLossError
     from panm_jax.train.seeds import train_seeds
 
     configs = [config.replace(seed=s) for s in seeds]
@@ -267,22 +282,18 @@ def _train_seeds(args, config, seeds: list[int], console: Console) -> int:
         f"together -> {', '.join(map(str, workdirs))} ({jax.device_count()} x "
         f"{jax.devices()[0].device_kind})"
     )
-    try:
-        records = train_seeds(
+    records = _guarded(
+        lambda: train_seeds(
             configs,
             workdirs,
             progress=not args.no_progress,
             console=console,
             allow_unverified=args.allow_unverified,
-        )
-    except NonFiniteLossError as err:
-        return _error(str(err), code=1)
-    except KeyboardInterrupt:
-        return _interrupted(workdirs)
-    except Exception as err:
-        if _lost_peer(err):
-            _stop_lost(err, workdirs)
-        raise
+        ),
+        workdirs,
+    )
+    if isinstance(records, int):
+        return records
     report.print_seed_summary(records, console)
     console.print(f"wrote results.json (.csv, .md) and accuracy.png in each of {', '.join(map(str, workdirs))}")
     return _failed(records)
