@@ -213,8 +213,7 @@ MODELS: dict[str, ModelSpec] = {
     "ntm": _memory(
         "ntm",
         "NTMConfig",
-        "Neural Turing Machine (Graves et al. 2014; Reina Campo 2022): "
-        "controller + content/location-addressed memory",
+        "Neural Turing Machine (Graves et al. 2014; Reina Campo 2022): controller + content/location-addressed memory",
     ),
     "dnc": _memory(
         "dnc",
