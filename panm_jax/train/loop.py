@@ -283,17 +283,7 @@ class LossWatch:
         if c.on_nan == "stop":
             step, loss, grad, norm = bad[0]
             if self.primary:
-                append_jsonl(
-                    self.log_path,
-                    {
-                        "event": "non-finite loss",
-                        "step": step,
-                        "loss": _finite_or_none(loss),
-                        "grad_norm": _finite_or_none(grad),
-                        "param_norm": _finite_or_none(norm),
-                        "on_nan": "stop",
-                    },
-                )
+                append_jsonl(self.log_path, {**_event("non-finite loss", bad[0]), "on_nan": "stop"})
             raise NonFiniteLossError(
                 f"loss: non-finite at step {step} (loss {loss}, gradient norm {grad}, parameter norm {norm}); the "
                 f'run stopped and saved nothing after it ({self._last_good(step)}); set on_nan = "skip-batch" '
@@ -301,17 +291,8 @@ class LossWatch:
             )
         self.skipped += len(bad)
         if self.primary:
-            for step, loss, grad, norm in bad:
-                append_jsonl(
-                    self.log_path,
-                    {
-                        "event": "skipped non-finite batch",
-                        "step": step,
-                        "loss": _finite_or_none(loss),
-                        "grad_norm": _finite_or_none(grad),
-                        "param_norm": _finite_or_none(norm),
-                    },
-                )
+            for row in bad:
+                append_jsonl(self.log_path, _event("skipped non-finite batch", row))
         if self.skipped > self.limit:
             raise NonFiniteLossError(
                 f"on_nan: skip-batch skipped {self.skipped} batches by step {bad[-1][0]}, more than "
@@ -332,9 +313,16 @@ class LossWatch:
         return f"the last good checkpoint is {good}"
 
 
-def _finite_or_none(value: float) -> float | None:
-    """``value``, or ``None`` (JSON null) when it is NaN or infinite: no file of a run holds a non-JSON number."""
-    return value if math.isfinite(value) else None
+def _event(name: str, row: tuple[int, float, float, float]) -> dict[str, Any]:
+    """The ``metrics.jsonl`` record of a bad step ``(step, loss, grad_norm, param_norm)``; a NaN or infinite
+    number is written as ``null`` (JSON's), so no file of a run holds a non-JSON number."""
+    step, *values = row
+    names = ("loss", "grad_norm", "param_norm")
+    return {
+        "event": name,
+        "step": step,
+        **{k: v if math.isfinite(v) else None for k, v in zip(names, values, strict=True)},
+    }
 
 
 def train_and_evaluate(
