@@ -220,7 +220,7 @@ def test_resuming_with_another_config_is_refused(run_copy):
 _HANG_AFTER = """
 import time
 from panm_jax import cli
-from panm_jax.train import loop
+from panm_jax.train import engine
 from panm_jax.train.io import append_jsonl
 
 def append_then_hang(path, record):
@@ -228,7 +228,8 @@ def append_then_hang(path, record):
     if record.get("step") == {hang_at} and "loss" in record:
         time.sleep(3600)
 
-loop.append_jsonl = append_then_hang
+assert engine.append_jsonl is append_jsonl  # the training loop logs through this name
+engine.append_jsonl = append_then_hang
 raise SystemExit(cli.main({argv!r}))
 """
 
