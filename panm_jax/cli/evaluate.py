@@ -27,7 +27,6 @@ missing run, an unknown mode or a malformed range raises an error that
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from pathlib import Path
@@ -125,7 +124,7 @@ def _eval(args) -> int:
     try:
         config = _stored_config(args, config, ckpt, config_path)
         if args.examples is not None:
-            config = dataclasses.replace(config, eval_examples=args.examples)
+            config = config.replace(eval_examples=args.examples)
         recorded = None if lengths is not None else _recorded(args, config, ckpt, workdir)
         if recorded is not None:
             return _reprint(*recorded, console)
@@ -159,7 +158,6 @@ def _stored_config(args, given, ckpt, config_path: Path):
 
 def _recorded(args, config, ckpt, workdir: Path) -> tuple[Path, dict] | None:
     """``(path, record)`` of the run's record of this very evaluation, or None (module docstring)."""
-    from panm_jax.tasks import get_task
     from panm_jax.train import report
 
     if args.recompute or args.with_traces or args.out or args.checkpoint != "best":
@@ -169,7 +167,7 @@ def _recorded(args, config, ckpt, workdir: Path) -> tuple[Path, dict] | None:
     if args.modes:
         modes = args.modes.split(",")
     else:
-        modes = list(config.eval_modes) or list(get_task(config.task, **config.task_options).test_modes)
+        modes = list(config.eval_modes) or list(config.build_task().test_modes)
     wanted = json.loads(json.dumps(config.to_dict()))  # as a record holds it (lists, not tuples)
     for path in (workdir / "results.json", workdir / "eval.json"):
         try:

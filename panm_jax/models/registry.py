@@ -393,25 +393,41 @@ def model_options(name: str) -> dict[str, inspect.Parameter]:
     return options
 
 
-def build_model(name: str, *, input_size: int, output_size: int, seed: int = 0, **hparams) -> nnx.Module:
+def build_model(
+    name: str, *, input_size: int, output_size: int, seed: int = 0, config: Any = None, **hparams
+) -> nnx.Module:
     """Build model ``name`` for inputs of width ``input_size`` and ``output_size`` classes.
+
+    Its settings are ``hparams`` (applied to the model's config dataclass, ``get_config``) or a
+    ``config`` already made (an instance of that dataclass, such as a training config's
+    ``model_config``), not both.
 
     Raises:
       UnknownNameError: for an unknown name (listing the known ones).
       ValueError: for an unknown hyperparameter (listing the model's fields), an invalid value or
         one of the wrong type (checked against its field's type hint, as a training config's are),
-        or a ``seed`` that is not a non-negative integer.
+        a ``config`` that is not the model's config dataclass or comes with ``hparams``, or a
+        ``seed`` that is not a non-negative integer.
     """
     input_size = positive_int("input_size", input_size)
     output_size = positive_int("output_size", output_size)
     seed = nonnegative_int("seed", seed)  # as a training config's seed
-    try:
-        config = get_config(name, **hparams)
-    except ValueError:
-        raise  # an unknown name, or the config's own check: its message says the most
-    except Exception:
-        _check_types(name, hparams)  # a value of the wrong type that the config's checks did not name
-        raise
-    _check_types(name, hparams)
+    if config is not None:
+        cls = _config_cls(name)
+        if not isinstance(config, cls):
+            raise ValueError(f"config: expected a {cls.__name__} (model {name!r}), got {type(config).__name__}")
+        if hparams:
+            raise ValueError(
+                f"config: expected either config or hyperparameters, got both (hyperparameters {sorted(hparams)})"
+            )
+    else:
+        try:
+            config = get_config(name, **hparams)
+        except ValueError:
+            raise  # an unknown name, or the config's own check: its message says the most
+        except Exception:
+            _check_types(name, hparams)  # a value of the wrong type that the config's checks did not name
+            raise
+        _check_types(name, hparams)
     spec = _spec(name)
     return _resolve(spec, spec.builder)(*spec.args, config, input_size, output_size, nnx.Rngs(seed))

@@ -4,14 +4,24 @@ One ``TrainConfig`` describes a run completely; it is loaded from a TOML or JSON
 file and from command-line overrides (``section.field=value``), validated, and
 stored inside every checkpoint so a run can be resumed or evaluated without it.
 
-Validation happens when a config is built, before anything is compiled or written:
-every field is checked against its type hint (a bool is not an integer, numbers
-must be finite, a table must be a table), then against its allowed values; the
-task and its options (names and types against the task's signature,
-``tasks.task_options``, then validated by the task), the model and its options
-(names and types against the model's config dataclass, ``models.model_options``,
-then validated by it) and the evaluation modes are checked against the
-registries. Each problem raises ``ConfigError`` (a
+**Typed from the file to the model and the task.** A config file names the model
+and the task and gives their options as tables (``model_options``,
+``task_options``), as it stores them; a ``TrainConfig`` carries them typed:
+``config.model_config`` is the model's frozen config dataclass with those options
+applied (``models.get_config``; ``build_model(name, config=...)`` takes it as it
+is), and ``config.build_task()`` the task built from its options, once per
+config (``replace`` keeps it while the task and its options stay the same).
+
+Validation happens before anything is compiled or written, in two steps. Building
+a config checks every field against its type hint (a bool is not an integer,
+numbers must be finite, a table must be a table), then against its allowed
+values; the task's name and its options' names and types against the task's
+signature (``tasks.task_options``; nothing is built); and the model's options
+against its config dataclass, whose own checks run as ``model_config`` is made
+(and kept). The settings that need the task itself (its options' values, the
+evaluation and selection modes, the model's output mode, the buckets) are checked
+when the task is built: ``load_config`` builds it, so a config file or a ``--set``
+gets every message at load time. Each problem raises ``ConfigError`` (a
 ``UserError``, a ``ValueError``) naming the field, what was expected and what was given.
 
 Defaults follow the algorithmic-task protocol of Le et al. 2024 (Plug, Play, and Generalize: Length Extrapolation with
@@ -25,6 +35,7 @@ from __future__ import annotations
 
 import collections.abc
 import dataclasses
+import functools
 import inspect
 import json
 import math
@@ -33,10 +44,13 @@ import types
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from panm_jax import checks
 from panm_jax.errors import UnknownNameError, UserError
+
+if TYPE_CHECKING:
+    from panm_jax.tasks.base import Task
 
 __all__ = [
     "ConfigError",
@@ -128,6 +142,7 @@ class TrainConfig:
     # The validation mode that picks the best checkpoint: a test mode, or "train" (fresh examples of the
     # training distribution); "" (the default): the task's validation_mode ("L+1", Le et al. 2024's
     # protocol, where the task has it; "train" for SCAN and Mathematics, whose test sets are finite).
+    # ``selection_mode`` is the mode in effect, and what ``to_dict`` records.
     select_mode: str = ""
     checkpoint_every: int = 1_000
     keep_checkpoints: int = 3
@@ -185,15 +200,50 @@ class TrainConfig:
         object.__setattr__(self, "eval_modes", tuple(self.eval_modes))
         object.__setattr__(self, "task_options", dict(self.task_options))
         object.__setattr__(self, "model_options", dict(self.model_options))
-        task = _check_task(self)
+        _check_task_options(self)
         _check_model(self)
+
+    @functools.cached_property
+    def model_config(self) -> Any:
+        """The model's typed config: its frozen config dataclass with ``model_options`` applied and
+        validated (``models.get_config``), made once as the config is built and kept."""
+        from panm_jax.models.registry import get_config
+
+        return get_config(self.model, **self.model_options)
+
+    def build_task(self) -> Task:
+        """The task ``task`` built with ``task_options``: built the first time it is asked for and kept
+        (``replace`` passes it on while the task and its options stay the same).
+
+        Each call checks the settings that need the task: its options' values (the task's own
+        checks), ``eval_modes`` and ``select_mode`` against its modes, the model's output mode against
+        the task's, and the buckets against its longest training example.
+
+        Raises:
+          ConfigError: naming the setting (``task_options``, ``eval_modes``, ``select_mode``, ``model``,
+            ``model_options.teacher_forcing``, ``buckets``), or ``task`` where the task's optional
+            package is missing.
+        """
+        task = self.__dict__.get("_task")
+        if task is None:
+            task = self.__dict__["_task"] = _build_task(self)  # frozen: the instance's dict keeps it
+        _check_modes(self, task)
         _check_output_mode(self, task)
         _check_buckets(self, task)
+        return task
+
+    @property
+    def selection_mode(self) -> str:
+        """The validation mode that selects the best checkpoint: ``select_mode``, or where that is ""
+        the task's ``validation_mode``."""
+        return self.select_mode or self.build_task().validation_mode
 
     def to_dict(self) -> dict[str, Any]:
+        """The config as a file holds it, ``select_mode`` as the mode in effect (``selection_mode``)."""
         d = dataclasses.asdict(self)
         d["buckets"] = list(self.buckets)
         d["eval_modes"] = list(self.eval_modes)
+        d["select_mode"] = self.selection_mode
         return d
 
     @classmethod
@@ -212,7 +262,13 @@ class TrainConfig:
         return cls(**data)
 
     def replace(self, **changes) -> TrainConfig:
-        return dataclasses.replace(self, **changes)
+        """A copy with ``changes`` applied and validated; the built task goes with it while ``task`` and
+        ``task_options`` stay the same."""
+        new = dataclasses.replace(self, **changes)
+        task = self.__dict__.get("_task")
+        if task is not None and (new.task, new.task_options) == (self.task, self.task_options):
+            new.__dict__["_task"] = task
+        return new
 
 
 class _Unset:
@@ -331,26 +387,34 @@ def _check_options(field: str, what: str, given: Mapping[str, Any], known: Mappi
 _NOUNS = {"task_options": "option", "model_options": "field"}
 
 
-def _check_task(config: TrainConfig):
-    """The task exists, takes these options (each of its type), and has the evaluation modes asked for.
-
-    Returns the task, built with those options."""
-    from panm_jax.tasks import get_task, task_options
+def _check_task_options(config: TrainConfig) -> None:
+    """The task exists and takes these options, each of its type (read from its signature: nothing is
+    built)."""
+    from panm_jax.tasks import task_options
 
     try:
         known = task_options(config.task)
     except UnknownNameError as err:
         raise ConfigError("task", str(err).removeprefix("name: ")) from None
     _check_options("task_options", f"task {config.task!r}", config.task_options, known)
+
+
+def _build_task(config: TrainConfig) -> Task:
+    """The task built with the config's options; the task's own checks of their values raise
+    ``ConfigError``."""
+    from panm_jax.tasks import get_task
+
     try:
-        task = get_task(config.task, **config.task_options)
+        return get_task(config.task, **config.task_options)
     except ImportError as err:  # the task's optional package is missing (the message names the extra to install)
         raise ConfigError("task", str(err)) from err
     except (TypeError, ValueError) as err:
         raise ConfigError("task_options", str(err)) from err
-    if not config.select_mode:
-        object.__setattr__(config, "select_mode", task.validation_mode)
-    for name, modes in (("eval_modes", config.eval_modes), ("select_mode", (config.select_mode,))):
+
+
+def _check_modes(config: TrainConfig, task: Task) -> None:
+    """The evaluation modes and the selection mode are modes of the task."""
+    for name, modes in (("eval_modes", config.eval_modes), ("select_mode", (config.select_mode or "train",))):
         # "train" (fresh examples of the training distribution) may select the checkpoint, never be reported.
         known_modes = list(task.test_modes) + (["train"] if name == "select_mode" else [])
         unknown = [m for m in modes if m not in known_modes]
@@ -360,10 +424,9 @@ def _check_task(config: TrainConfig):
                 f"unknown mode(s) {unknown}; the task {config.task!r} has {known_modes}"
                 + checks.did_you_mean(unknown, known_modes),
             )
-    return task
 
 
-def _check_output_mode(config: TrainConfig, task) -> None:
+def _check_output_mode(config: TrainConfig, task: Task) -> None:
     """A task with one output per input step (``output_mode = "aligned"``) needs a model with that mode; a
     teacher-forced model needs class targets."""
     from panm_jax.models.registry import aligned_models, supports_aligned
@@ -383,7 +446,7 @@ def _check_output_mode(config: TrainConfig, task) -> None:
         )
 
 
-def _check_buckets(config: TrainConfig, task) -> None:
+def _check_buckets(config: TrainConfig, task: Task) -> None:
     """The buckets that training batches are padded to hold the task's longest training example (at its
     longest training length), so that no batch of the run fails to fit (evaluation pads each mode's
     examples to their own length and uses no buckets)."""
@@ -404,7 +467,7 @@ def _check_buckets(config: TrainConfig, task) -> None:
 def _check_model(config: TrainConfig) -> None:
     """The model exists and its options fit its config dataclass: each one's name and type against the
     dataclass's fields (so a wrong type never reaches the model), then the dataclass's own checks."""
-    from panm_jax.models.registry import get_config, model_options
+    from panm_jax.models.registry import model_options
 
     try:
         known = model_options(config.model)
@@ -412,7 +475,7 @@ def _check_model(config: TrainConfig) -> None:
         raise ConfigError("model", str(err).removeprefix("name: ")) from None
     _check_options("model_options", f"model {config.model!r}", config.model_options, known)
     try:
-        get_config(config.model, **config.model_options)
+        _ = config.model_config  # made (and kept) here, so that its checks run as the config is built
     except (TypeError, ValueError) as err:
         field = str(err).split(":", 1)[0]
         if field in config.model_options:  # the model's messages start with the field's name
@@ -434,7 +497,8 @@ def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -
     ``overrides`` are ``"field=value"`` strings; nested fields use dots
     (``optimizer.learning_rate=3e-4``, ``model_options.hidden=128``); values are
     parsed as JSON when they parse (numbers, booleans, lists, null) and taken as
-    strings otherwise.
+    strings otherwise. The task is built (``TrainConfig.build_task``, kept by the
+    config), so every setting is checked on return.
     """
     data: dict[str, Any] = {}
     if path is not None:
@@ -447,7 +511,9 @@ def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -
             if not isinstance(target, dict):
                 raise ConfigError(".".join(parts[: i + 1]), f"expected a table of fields, got {target!r}")
         target[parts[-1]] = value
-    return TrainConfig.from_dict(data)
+    config = TrainConfig.from_dict(data)
+    config.build_task()  # the settings that need the task are checked now, before anything runs
+    return config
 
 
 def read_config_file(path: str | Path, what: str = "config") -> dict[str, Any]:

@@ -176,9 +176,9 @@ def training(
                 "rate": rate,
             }
         if eval_now:
-            val = pieces.evaluate_seeds(state.params, (c.select_mode,), evaluation.VALIDATION_SEED)
+            val = pieces.evaluate_seeds(state.params, (c.selection_mode,), evaluation.VALIDATION_SEED)
             for s in eval_now:
-                row = val[s][c.select_mode]
+                row = val[s][c.selection_mode]
                 score = (row[headline], -row["loss"])
                 if primary:
                     append_jsonl(logs[s], {"step": pos[s], "validation": val[s]})
@@ -191,7 +191,7 @@ def training(
                             "step": pos[s],
                             "score": score[0],
                             "loss": -score[1],
-                            "mode": c.select_mode,
+                            "mode": c.selection_mode,
                             "config": configs[s].to_dict(),
                         },
                     )

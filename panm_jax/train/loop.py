@@ -44,7 +44,6 @@ from rich.console import Console
 
 from panm_jax.errors import UserError
 from panm_jax.models import build_model
-from panm_jax.tasks import get_task
 from panm_jax.tasks.buckets import pad_to_bucket
 from panm_jax.tasks.losses import check_batch
 from panm_jax.train import engine
@@ -117,13 +116,13 @@ class Run:
     def __init__(self, config: TrainConfig):
         maybe_initialize_distributed()
         self.config = config
-        self.task = get_task(config.task, **config.task_options)
+        self.task = config.build_task()
         self.model = build_model(
             config.model,
             input_size=self.task.input_size,
             output_size=self.task.output_size,
             seed=config.seed,
-            **config.model_options,
+            config=config.model_config,
         )
         self.optimizer = make_optimizer(config.optimizer, config.num_steps)
         self.graphdef, state = init_train_state(self.model, self.optimizer, seed=config.seed)

@@ -54,7 +54,6 @@ from rich.console import Console
 
 from panm_jax.errors import UserError
 from panm_jax.models import build_model
-from panm_jax.tasks import get_task
 from panm_jax.tasks.buckets import pad_batch
 from panm_jax.train import engine
 from panm_jax.train import evaluate as evaluation
@@ -119,7 +118,7 @@ class SeedGroup:
         maybe_initialize_distributed()
         self.configs = list(configs)
         c = self.config = configs[0]
-        self.task = get_task(c.task, **c.task_options)
+        self.task = c.build_task()
         self.optimizer = make_optimizer(c.optimizer, c.num_steps)
         states = []
         for cs in configs:  # each seed's initial state, exactly a single run's (Run in train/loop.py)
@@ -128,7 +127,7 @@ class SeedGroup:
                 input_size=self.task.input_size,
                 output_size=self.task.output_size,
                 seed=cs.seed,
-                **cs.model_options,
+                config=cs.model_config,
             )
             self.graphdef, state = init_train_state(model, self.optimizer, seed=cs.seed)
             states.append(jax.device_get(state))

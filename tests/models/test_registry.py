@@ -137,3 +137,16 @@ def test_prepare_inputs_checks_only_concrete_values():
         prepare_inputs(inputs, mask, 1)
     traced = jax.jit(lambda x, k: prepare_inputs(x, k, 1)[0])(inputs, mask)
     assert np.isnan(np.asarray(traced)[0, 0]).all() and (np.asarray(traced)[0, 1] == 0).all()
+
+
+def test_build_model_takes_a_typed_config_in_place_of_hyperparameters():
+    """``config=`` (a training config's ``model_config``) builds the model the hyperparameters would."""
+    config = get_config("lstm", hidden=5)
+    a = build_model("lstm", input_size=2, output_size=3, seed=1, config=config)
+    b = build_model("lstm", input_size=2, output_size=3, seed=1, hidden=5)
+    for x, y in zip(jax.tree.leaves(nnx.state(a)), jax.tree.leaves(nnx.state(b)), strict=True):
+        np.testing.assert_array_equal(x, y)
+    with pytest.raises(ValueError, match=r"^config: expected a PANMConfig \(model 'panm'\), got LSTMSeq2SeqConfig$"):
+        build_model("panm", input_size=2, output_size=3, config=config)
+    with pytest.raises(ValueError, match=r"^config: expected either config or hyperparameters, got both"):
+        build_model("lstm", input_size=2, output_size=3, config=config, hidden=6)

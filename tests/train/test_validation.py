@@ -413,8 +413,60 @@ def test_select_mode_defaults_to_the_task_validation_mode(task, expected):
     # Every task trains with the default config; a Chomsky task selects on its training lengths, never on 41..500;
     # SCAN on its training split, never on its (finite) test split.
     config = load_config(None, [f'task="{task}"', 'model="lstm"'])
-    assert config.select_mode == expected
-    assert load_config(None, [f'task="{task}"', 'model="lstm"', f'select_mode="{expected}"']) == config
+    assert config.select_mode == "" and config.selection_mode == expected
+    assert config.to_dict()["select_mode"] == expected  # what config.json records
+    given = load_config(None, [f'task="{task}"', 'model="lstm"', f'select_mode="{expected}"'])
+    assert given.selection_mode == expected and given.to_dict() == config.to_dict()
+    assert resume_differences(config, given) == []
+
+
+def test_the_config_carries_the_typed_model_config_and_builds_the_task_once(monkeypatch):
+    # The model's options are applied to its frozen config dataclass as the config is built, and the
+    # model is built from that very object; the task is built once, when first asked for (not in
+    # __post_init__), kept by the config and by replace() while task and task_options stay the same.
+    import panm_jax.tasks.registry as registry
+    from panm_jax.models.panm import PANMConfig
+    from panm_jax.train.config import TrainConfig
+
+    built = []
+    factory = registry.TASKS["copy"]
+
+    def counting(**options):
+        built.append(options)
+        return factory(**options)
+
+    monkeypatch.setitem(registry.TASKS, "copy", counting)
+    config = TrainConfig(task="copy", task_options={"max_train_length": 6}, model="panm", model_options={"hidden": 12})
+    assert built == []  # building the config builds no task
+    assert isinstance(config.model_config, PANMConfig) and config.model_config.hidden == 12
+    assert config.model_config is config.model_config
+    task = config.build_task()
+    assert built == [{"max_train_length": 6}] and task.options()["max_train_length"] == 6
+    assert config.build_task() is task
+    assert config.replace(seed=3, eval_modes=["L+1"]).build_task() is task  # the same task, rechecked
+    other = config.replace(task_options={"max_train_length": 7})
+    assert other.build_task() is not task and built[-1] == {"max_train_length": 7}
+    with pytest.raises(ConfigError, match=r"^eval_modes: unknown mode\(s\) \['3L'\]"):
+        config.replace(eval_modes=["3L"]).build_task()
+    assert len(built) == 2
+
+
+def test_a_run_builds_its_model_from_the_typed_config(monkeypatch):
+    from panm_jax.models import registry
+    from panm_jax.train.loop import Run
+
+    seen = []
+    real = registry.build_model
+
+    def spy(name, **kwargs):
+        seen.append(kwargs)
+        return real(name, **kwargs)
+
+    monkeypatch.setattr("panm_jax.train.loop.build_model", spy)
+    config = tiny_config()
+    Run(config)
+    assert seen and seen[0]["config"] is config.model_config
+    assert set(seen[0]) == {"config", "input_size", "output_size", "seed"}  # no options spread again
 
 
 def test_train_selects_but_is_never_reported():
