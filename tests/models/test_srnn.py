@@ -10,6 +10,7 @@ from flax import nnx
 
 from panm_jax.models import build_model
 from panm_jax.tasks import get_task
+from panm_jax.train.config import load_config
 from tests.conftest import x64
 
 SRNN_SMALL = dict(hidden=6, stack_depth=7, stack_width=3)
@@ -88,9 +89,9 @@ def test_srnn_traces_are_stacks_and_push_pop_distributions():
 
 # ---- PANM on the SRNN (and the SRNN): causal, padding-inert, trainable on Dyck ------------------------
 #
-# One jitted call per model serves the causality, padding and trace tests (compiling is what costs):
-# row 0 is a Dyck string; row 1 + t is that string with every token after step t changed; the last
-# row is the string cut after step CUT, its padding filled with garbage.
+# One jitted call per model (the task's loss, its gradient, the logits and the traces) serves every test
+# below, as compiling is what costs: row 0 is a Dyck string; row 1 + t is that string with every token
+# after step t changed; the last row is the string cut after step CUT, its padding filled with garbage.
 
 CUT = 3
 
@@ -98,7 +99,7 @@ CUT = 3
 @pytest.fixture(scope="module", params=["panm_srnn", "srnn"])
 def probe(request):
     name = request.param
-    _, batch = _batch(count=1, seed=3)
+    task, batch = _batch(count=1, seed=3)
     length = int(batch.input_mask[0].sum())
     x = np.asarray(batch.inputs[0, :length])
     rows, masks = [x], [np.ones(length, bool)]
@@ -111,14 +112,31 @@ def probe(request):
     cut[CUT + 1 :] = 7.0  # garbage in the padding
     rows.append(cut)
     masks.append(np.arange(length) <= CUT)
+    probe_batch = batch._replace(
+        inputs=np.stack(rows),
+        input_mask=np.stack(masks),
+        targets=np.repeat(batch.targets[:, :length], len(rows), axis=0),
+        target_mask=np.stack(masks),
+    )
     model = build_model(name, input_size=4, output_size=4, **(PANM_SMALL if name == "panm_srnn" else SRNN_SMALL))
-    forward = nnx.jit(lambda m, x, k: m(x, k, length, aligned=True, return_traces=True))
-    logits, traces = forward(model, np.stack(rows), np.stack(masks))
-    return name, length, np.asarray(logits), traces
+    graphdef, params = nnx.split(model, nnx.Param)
+
+    @jax.jit
+    def loss_and_grads(params):
+        def loss(params):
+            out = nnx.merge(graphdef, params)(
+                probe_batch.inputs, probe_batch.input_mask, length, aligned=True, return_traces=True
+            )
+            return task.loss(out[0], probe_batch), out
+
+        return jax.value_and_grad(loss, has_aux=True)(params)
+
+    (value, (logits, traces)), grads = loss_and_grads(params)
+    return name, length, np.asarray(logits), traces, float(value), grads
 
 
 def test_step_t_does_not_depend_on_later_tokens(probe):
-    _, length, logits, _ = probe
+    _, length, logits, *_ = probe
     worst = 0.0
     for t in range(length - 1):
         got, base = logits[1 + t], logits[0]
@@ -129,13 +147,13 @@ def test_step_t_does_not_depend_on_later_tokens(probe):
 
 
 def test_padding_changes_no_logit(probe):
-    _, _, logits, _ = probe
+    logits = probe[2]
     np.testing.assert_array_equal(logits[-1, : CUT + 1], logits[0, : CUT + 1])
     assert np.all(logits[-1, CUT + 1 :] == 0)
 
 
 def test_panm_srnn_pointer_weights_stay_on_the_prefix(probe):
-    name, length, _, traces = probe
+    name, length, _, traces, *_ = probe
     if name != "panm_srnn":
         pytest.skip("the SRNN has no pointers")
     (w_a, _, w_c), actions = traces
@@ -146,27 +164,14 @@ def test_panm_srnn_pointer_weights_stay_on_the_prefix(probe):
     assert np.asarray(actions).shape[-1] == 2
 
 
-def test_panm_srnn_trains_on_dyck():
-    task, batch = _batch(n=3, count=4, seed=7)
-    model = build_model("panm_srnn", input_size=6, output_size=6, **PANM_SMALL)
-    graphdef, params = nnx.split(model, nnx.Param)
-    steps = batch.inputs.shape[1]
-
-    @jax.jit
-    def loss_and_grads(params):
-        def loss(params):
-            logits = nnx.merge(graphdef, params)(
-                batch.inputs, batch.input_mask, steps, aligned=True, train=True, key=jax.random.key(0)
-            )
-            targets, mask = jnp.asarray(batch.targets), jnp.asarray(batch.target_mask)[..., None]
-            per = jnp.maximum(logits, 0) - logits * targets + jnp.log1p(jnp.exp(-jnp.abs(logits)))
-            return jnp.sum(per * mask) / jnp.sum(mask), logits
-
-        return jax.value_and_grad(loss, has_aux=True)(params)
-
-    (value, logits), grads = loss_and_grads(params)
-    assert np.isfinite(float(value))
+def test_the_dyck_loss_reaches_every_parameter(probe):
+    value, grads = probe[4], probe[5]
+    assert np.isfinite(value)
     leaves = jax.tree.leaves(grads)
     assert all(np.all(np.isfinite(g)) for g in leaves)
     assert all(np.any(np.asarray(g) != 0) for g in leaves)  # every parameter gets a gradient
-    assert set(task.metrics(np.asarray(logits), batch)) == {"sequence_accuracy", "step_accuracy"}
+
+
+@pytest.mark.parametrize("name", ["panm_srnn", "srnn"])
+def test_a_dyck_config_accepts_the_model(name):
+    assert load_config(None, ["task=dyck", f"model={name}"]).model == name
