@@ -116,7 +116,9 @@ class SRNNCell(nnx.Module):
 
     def init_carry(self, batch: int, dtype) -> tuple[jax.Array, srnn.State]:
         """``h_0 = 0`` and an empty stack, for ``batch`` examples."""
-        return jnp.zeros((batch, self.hidden), dtype), srnn.init_state(self.depth, self.width, dtype, batch_shape=(batch,))
+        return jnp.zeros((batch, self.hidden), dtype), srnn.init_state(
+            self.depth, self.width, dtype, batch_shape=(batch,)
+        )
 
     def __call__(self, carry, u: jax.Array, mask: jax.Array):
         h, state = carry

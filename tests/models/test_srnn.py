@@ -35,7 +35,13 @@ def _ref_srnn(model, x, mask, num_blank=0):
     """The SRNN's logits ``W_y h_t + b_y`` per step, from the paper's equations (one example)."""
     (wi, bi), (wh, bh), (ws, bs), (wf, bf), (wy, by) = (
         _linear(layer)
-        for layer in (model.cell.input, model.cell.recurrent, model.cell.stack_to_hidden, model.cell.interface, model.output)
+        for layer in (
+            model.cell.input,
+            model.cell.recurrent,
+            model.cell.stack_to_hidden,
+            model.cell.interface,
+            model.output,
+        )
     )
     depth, width = model.config.stack_depth, model.config.stack_width
     h, stack = np.zeros(model.config.hidden), np.zeros((depth, width))
