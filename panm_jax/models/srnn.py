@@ -61,6 +61,7 @@ from panm_jax.kernels import pointer, srnn
 from panm_jax.kernels.scan import scan
 from panm_jax.models.registry import prepare_inputs
 from panm_jax.modules.panm import DecoderConfig, PANMDecoder, _Context, option
+from panm_jax.modules.panm import _Carry as PANMCarry
 
 __all__ = ["PANMSRNN", "PANMSRNNConfig", "SRNN", "SRNNCell", "SRNNConfig", "SRNNTrace"]
 
@@ -201,8 +202,8 @@ class CausalSRNNDecoder(PANMDecoder):
         """The SRNN (its input ``[x_t; *p^a_t; *p^c_t]``) and its output layer over ``[h_t; reads]``."""
         c = self.config
         reads = (c.pointer_heads + c.mode2_heads) * c.hidden
-        self.controller = SRNNCell(self.input_size + reads, c.srnn_hidden, c.stack_depth, c.stack_width, rngs=rngs)
-        self.output_net = nnx.Linear(c.srnn_hidden + reads, num_classes, rngs=rngs)  # W_y
+        self.srnn = SRNNCell(self.input_size + reads, c.srnn_hidden, c.stack_depth, c.stack_width, rngs=rngs)
+        self.srnn_output = nnx.Linear(c.srnn_hidden + reads, num_classes, rngs=rngs)  # W_y
 
     def start_state(self, context: _Context) -> _Carry:
         """``h^a_0 = 0``, every ``p^a_0 = bin(a_B)`` (module docstring), ``h_0 = 0``, an empty stack."""
@@ -212,7 +213,7 @@ class CausalSRNNDecoder(PANMDecoder):
         return _Carry(
             pu_hidden=jnp.zeros((b, heads, self.hidden), memory.dtype),
             pointers=jnp.broadcast_to(p0[:, None], (b, heads, bits)),
-            srnn=self.controller.init_carry(b, memory.dtype),
+            srnn=self.srnn.init_carry(b, memory.dtype),
         )
 
     def causal_step(self, carry: _Carry, t: jax.Array, x: jax.Array, real: jax.Array, context: _Context):
@@ -223,10 +224,10 @@ class CausalSRNNDecoder(PANMDecoder):
         """
         prefix = pointer.causal_mask(context.mask, t)  # [B, L]
         now = dataclasses.replace(context, mask=prefix, candidates=prefix)
-        pu_hidden, w_a, p_a = self.point(carry, now)  # Eq. 1-3
+        pu_hidden, w_a, p_a = self.point(PANMCarry(carry.pu_hidden, carry.pointers, carry.srnn[0]), now)  # Eq. 1-3
         values, w_c = self.read(w_a, now)  # Mode 1, Eq. 4-6
-        state, (h, actions) = self.controller(carry.srnn, jnp.concatenate([x, values], axis=-1), real)
-        logits = self.output_net(jnp.concatenate([h, values], axis=-1))
+        state, (h, actions) = self.srnn(carry.srnn, jnp.concatenate([x, values], axis=-1), real)
+        logits = self.srnn_output(jnp.concatenate([h, values], axis=-1))
         keep = real[:, None, None]
         new = _Carry(jnp.where(keep, pu_hidden, carry.pu_hidden), jnp.where(keep, p_a, carry.pointers), state)
         return new, (logits, (w_a, p_a, w_c), actions)
