@@ -72,18 +72,8 @@ def test_a_masked_step_keeps_the_state_and_reads_zeros():
     np.testing.assert_array_equal(read, np.zeros(W))
 
 
-def test_leading_axes_equal_the_steps_of_each_example():
-    rng = np.random.default_rng(1)
-    raw = jnp.asarray(rng.normal(size=(2, 3, K.interface_size(W))), jnp.float32)
-    controls = K.controls_from_interface(raw, W)
-    state = K.State(jnp.asarray(rng.normal(size=(2, 3, S, W)), jnp.float32))
-    mask = jnp.array([[1, 0, 1], [1, 1, 0]])
-    new, read = K.step(state, controls, mask)
-    for i in range(2):
-        for j in range(3):
-            one = K.step(K.State(state.stack[i, j]), jax.tree.map(lambda x: x[i, j], controls), mask[i, j])
-            np.testing.assert_array_equal(new.stack[i, j], one[0].stack)
-            np.testing.assert_array_equal(read[i, j], one[1])
+def test_init_state_takes_leading_axes():
+    # A step on leading axes equals the steps of its examples: tests/kernels/test_leading_axes.py.
     assert K.init_state(S, W, batch_shape=(2, 3)).stack.shape == (2, 3, S, W)
 
 
