@@ -57,6 +57,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from panm_jax import checks
+from panm_jax.errors import UserError
 from panm_jax.kernels import pointer, srnn
 from panm_jax.kernels.scan import scan
 from panm_jax.models.registry import prepare_inputs
@@ -251,9 +252,9 @@ class PANMSRNN(nnx.Module):
         b, length, _ = inputs.shape
         bits = self.config.address_bits
         if length > 2**bits:
-            raise ValueError(f"inputs: expected at most 2^address_bits = {2**bits} memory slots, got L = {length}")
+            raise UserError(f"inputs: expected at most 2^address_bits = {2**bits} memory slots, got L = {length}")
         if train and key is None:
-            raise ValueError("key: expected a PRNG key to draw the base addresses (train=True), got None")
+            raise UserError("key: expected a PRNG key to draw the base addresses (train=True), got None")
         base = jax.random.randint(key, (b,), 0, 2**bits, jnp.int32) if train else jnp.zeros((b,), jnp.int32)
         memory = self.embedding(inputs)  # [B, L, D], raw token embeddings (padding rows are masked)
         context = self.decoder.context(memory, input_mask, base)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
+from panm_jax.errors import UserError
 from panm_jax.models import build_model
 from panm_jax.tasks import get_task
 from panm_jax.train.config import load_config
@@ -181,3 +182,12 @@ def test_the_dyck_loss_reaches_every_parameter(probe):
 @pytest.mark.parametrize("name", ["panm_srnn", "srnn"])
 def test_a_dyck_config_accepts_the_model(name):
     assert load_config(None, ["task=dyck", f"model={name}"]).model == name
+
+
+def test_panm_srnn_names_a_bad_call():
+    model = build_model("panm_srnn", input_size=4, output_size=4, **PANM_SMALL)  # 2^5 = 32 addresses
+    x, mask = np.zeros((1, 33, 4), np.float32), np.ones((1, 33), bool)
+    with pytest.raises(UserError, match=r"inputs: expected at most 2\^address_bits = 32 memory slots, got L = 33"):
+        model(x, mask, 33, aligned=True)
+    with pytest.raises(UserError, match="key: expected a PRNG key"):
+        model(x[:, :4], mask[:, :4], 4, aligned=True, train=True)
