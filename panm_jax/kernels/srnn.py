@@ -2,7 +2,7 @@
 
 Implements the stack of the Stack-RNN in Suzgun, Gehrmann, Belinkov & Shieber
 2019, "Memory-Augmented Recurrent Neural Networks Can Learn Generalized Dyck
-Languages" (arXiv:1911.03329), §3 (the Stack-RNN with a softmax decision gate),
+Languages" (arXiv:1911.03329): the Stack-RNN with a softmax decision gate,
 the model Le et al. 2024 (PANM, §3.2) call SRNN and use as their Dyck baseline.
 A stack of ``S`` cells (the depth) of width ``W`` (the cell's dimension); a
 step takes a distribution ``a_t = (a_push, a_pop)`` over the two actions (a
@@ -149,7 +149,7 @@ def interface_size(width: int) -> int:
 def controls_from_interface(raw: jax.Array, width: int) -> Controls:
     """Split and activate a raw controller output into ``Controls``.
 
-    Suzgun et al. 2019, §3 (Stack-RNN): ``a_t = softmax(W_a h_t)`` over (push, pop)
+    Suzgun et al. 2019 (Stack-RNN): ``a_t = softmax(W_a h_t)`` over (push, pop)
     and ``n_t = sigmoid(W_n h_t)``. Layout of ``raw`` (last axis, ``2 + W`` values):
     ``raw[..., 0:2]`` the logits of (push, pop), ``raw[..., 2:2+W]`` the element's
     pre-activation; leading axes are kept. ``raw`` is first bounded to

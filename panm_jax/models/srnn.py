@@ -2,7 +2,7 @@
 
 **SRNN** (``srnn``). The Stack-RNN with a softmax decision gate of Suzgun, Gehrmann, Belinkov &
 Shieber 2019, "Memory-Augmented Recurrent Neural Networks Can Learn Generalized Dyck Languages"
-(arXiv:1911.03329), §3: an Elman RNN whose hidden state reads the top of a stack of ``S`` cells of
+(arXiv:1911.03329): an Elman RNN whose hidden state reads the top of a stack of ``S`` cells of
 width ``W`` (``kernels.srnn``)::
 
     h~_{t-1} = h_{t-1} + W_sh s_{t-1}[0]                the previous top cell joins the hidden state

@@ -15,7 +15,7 @@ from tests.conftest import x64
 S, W = 5, 3
 
 
-# ---- a float64 NumPy transcription of Suzgun et al. 2019, §3 (Stack-RNN, softmax gate) ----------
+# ---- a float64 NumPy transcription of Suzgun et al. 2019 (Stack-RNN, softmax gate) --------------
 
 
 def ref_step(stack, a_push, a_pop, element):

@@ -25,7 +25,7 @@ def _batch(n=2, count=3, seed=0):
     return task, task.encode([task.grammar.sample(rng, max(10 - 2 * i, 2)) for i in range(count)])
 
 
-# ---- the SRNN against a float64 NumPy transcription of Suzgun et al. 2019, §3 ---------------------
+# ---- the SRNN against a float64 NumPy transcription of Suzgun et al. 2019 -------------------------
 
 
 def _linear(layer):
