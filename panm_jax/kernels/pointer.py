@@ -16,6 +16,7 @@ state or ``step``; PANM's module maps these over the batch with ``jax.vmap``)::
     address_bits        bin(a), e.g. p_0 = bin(a_B) or bin(a_E)          (§2.3.1)
     attention_scores    S[h, n] = cos(q_h, k_n)   or  q_h . k_n / sqrt(D)
     masked_softmax      w[h, n] = softmax_n(beta_h S[h, n]) over the real slots
+    causal_mask         mask[n] and n <= t: the memory a decoder-only PANM sees at step t   (§3.2)
     address_attention   w^a_t[n] = softmax_n(cos(h^a_t, g^a(A[n])))      (Eq. 2)
     pointer_values      p^a_t = A w^a_t                                   (Eq. 3)
     dereference         *p^a_t = M w^a_t                                  (Mode 1)
@@ -90,6 +91,20 @@ slots changes no weight. (A weight of 0 times an infinite memory row is still
 NaN in ``dereference``: memory rows must be finite.) A fully masked row (an empty
 example) gives all-zero weights, so its pointer values and dereferenced values
 are 0, with no NaN in the value or the gradient. ``masked_softmax`` explains how.
+
+Causal memory (``causal_mask``). Le et al. 2024, §3.2, run PANM on the Dyck
+languages as a decoder-only model: no encoder, the memory holds the raw input
+tokens (one slot per input step), and it is masked "to ensure the decoder only
+see tokens up to the current decoding step". At decoding step ``t`` (0-based)
+the memory mask is therefore ``mask[n] and n <= t``; passed as the ``mask`` of
+``address_attention`` (Eq. 2) and of ``relational_access`` (Eq. 5), it makes
+both softmaxes run over the prefix ``0 <= n <= t`` only, with weight exactly 0
+on every later slot, so Mode 1 (``dereference``, ``M w^a_t``), Mode 2
+(Eq. 6, ``M w^c_t``) and the pointer (Eq. 3, ``A w^a_t``) read the prefix
+alone: a token after step ``t`` cannot change step ``t``'s values or the
+gradient reaching them (``tests/kernels/test_pointer_causal.py``). Any other
+sum over the memory a caller forms (such as Eq. 7's ``h^c_0 = sum_i M[i]``)
+must take the same mask.
 """
 
 from __future__ import annotations
@@ -112,6 +127,7 @@ __all__ = [
     "address_bits",
     "attention_scores",
     "binary_addresses",
+    "causal_mask",
     "dereference",
     "end_address",
     "masked_softmax",
@@ -178,6 +194,50 @@ def _to_bits(values: jax.Array, bits: int, dtype) -> jax.Array:
     # [...] int32 in [0, 2^b) -> [..., A] {0, 1}: column k = (value >> k) & 1 (LSB first).
     shifts = jnp.arange(bits, dtype=jnp.int32)
     return jnp.bitwise_and(jnp.right_shift(values[..., None], shifts), 1).astype(dtype)
+
+
+# ---- the causal memory of a decoder-only PANM (§3.2) ---------------------------------
+
+
+def causal_mask(mask: jax.Array, step: jax.Array | int) -> jax.Array:
+    """The slots a decoder-only PANM may read at decoding step ``t``: the real slots ``n <= t``.
+
+    Implements the masking of ``M`` in Le et al. 2024 (PANM), §3.2 (Dyck): "masking
+    M to ensure the decoder only see tokens up to the current decoding step"::
+
+        causal[n] = mask[n] != 0  and  n <= t,     n = 0 .. L-1  (slots 0-based, t 0-based)
+
+    The result is a mask like any other: give it as the ``mask`` of
+    ``address_attention`` (Eq. 2) and ``relational_access`` (Eq. 5), and both
+    softmaxes, and so Eq. 3, Mode 1 and Eq. 6, see the prefix only (module
+    docstring). A step ``t < 0`` admits no slot (all-zero weights, as an empty
+    example); ``t >= L - 1`` admits every real slot.
+
+    ``step`` may be traced (the counter of a ``lax.scan``), and the call maps
+    over leading axes like the other kernels: ``mask`` ``[..., L]`` with ``step``
+    ``[]`` (one step for all) or ``[...]`` (one per example), broadcast.
+
+    Args:
+      mask: ``[..., L]``, 1 (or ``True``) for a real slot, 0 for padding.
+      step: integer ``t``, ``[]`` or the leading shape of ``mask``.
+
+    Returns:
+      ``[..., L]`` bool, true on the real slots ``n <= t``.
+
+    Raises:
+      ValueError: ``mask`` has no slot axis, ``step`` is not an integer or its
+        shape does not broadcast against ``mask``'s leading axes.
+    """
+    if jnp.ndim(mask) < 1:
+        raise ValueError(f"mask: expected shape [..., L], got {tuple(jnp.shape(mask))}")
+    step = jnp.asarray(step)
+    if not jnp.issubdtype(step.dtype, jnp.integer):
+        raise ValueError(f"step: expected an integer (the decoding step t), got dtype {step.dtype}")
+    lead = tuple(jnp.shape(mask))[:-1]
+    if step.ndim > len(lead) or any(s not in (1, m) for s, m in zip(step.shape[::-1], lead[::-1], strict=False)):
+        raise ValueError(f"step: expected shape [] or the leading axes of mask {lead}, got {tuple(step.shape)}")
+    slots = jnp.arange(jnp.shape(mask)[-1], dtype=jnp.int32)
+    return (jnp.asarray(mask) != 0) & (slots <= step.astype(jnp.int32)[..., None])
 
 
 # ---- address bank (§2.2, Algorithm 1) ------------------------------------------------

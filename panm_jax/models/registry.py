@@ -246,6 +246,20 @@ MODELS: dict[str, ModelSpec] = {
         "TapeRNNConfig",
         "Tape-RNN (Delétang et al. 2023): RNN controller + tape with write-and-move and input-length jumps",
     ),
+    "srnn": ModelSpec(
+        "panm_jax.models.srnn",
+        "SRNNConfig",
+        "_build_srnn",
+        "SRNN (Suzgun et al. 2019): Elman RNN reading the top of a soft push/pop stack, multi-hot outputs",
+        aligned=True,
+    ),
+    "panm_srnn": ModelSpec(
+        "panm_jax.models.srnn",
+        "PANMSRNNConfig",
+        "_build_panm_srnn",
+        "PANM on the SRNN (Le et al. 2024 §3.2): no encoder, token memory causally masked, SRNN controller",
+        aligned=True,
+    ),
     "lstm": ModelSpec(
         "panm_jax.models.lstm",
         "LSTMSeq2SeqConfig",

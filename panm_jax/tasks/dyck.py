@@ -22,28 +22,48 @@ the string is not modelled as a symbol, exactly as in Suzgun et al.'s code
 counts as correct only if every step's thresholded (0.5) vector matches
 (``sequence_accuracy``, the headline metric).
 
-**Length bound: exact conditioning, equivalent to rejection.** The grammar is
-critical (``p + 2q = 1``: its expected length is infinite), so lengths must be
-bounded. We do it by rejection in effect, computed exactly: the probability
-``P(k)`` that ``S`` derives a string of length ``2k`` obeys
+**Datasets: Suzgun et al.'s generator, computed exactly.** Suzgun et al.'s public code
+(``DyckLanguage.generate(current_size, max_size)``, github.com/suzgunmirac/marnns) bounds the
+critical grammar (``p + 2q = 1``: its expected length is infinite) by truncating the derivation,
+not by rejecting whole strings: an ``S`` at depth ``c`` (``c`` = twice the number of brackets
+around it) with ``c >= M`` derives ``epsilon``; ``(_i S )_i`` derives its inner ``S`` at depth
+``c + 2``; ``S S`` derives both halves at depth ``c``; and a bracket pair or a concatenation longer
+than ``M`` is replaced by ``epsilon``. A set of lengths ``lo..hi`` is drawn with ``M = hi`` and
+strings shorter than ``lo`` rejected (their ``generate_list``). Subtrees that overflow collapse to
+``epsilon`` inside the strings that are kept, so this is not the grammar conditioned on the length
+range: its lengths (and its strings of one length) are distributed differently. Its length
+distribution is computed exactly here:
+``F_c(2k)``, the probability that an ``S`` at depth ``c`` returns a string of length ``2k``, obeys
+
+    F_c = delta_0                                                          (c >= M)
+    F_c(2k) (1 - 2 q F_c(0)) = p F_{c+2}(2k - 2) + q sum_{j=1..k-1} F_c(2j) F_c(2k - 2j)   (1 <= k <= M/2)
+    F_c(0) = 1 - sum_{k >= 1} F_c(2k)                                      (every truncation returns epsilon)
+
+(``F_c(0)`` is the one root of the last equation, found by Newton's method safeguarded by
+bisection). A length is drawn from ``F_0`` restricted to ``lo..hi``, then a string of exactly that
+length top-down: an ``S`` at depth ``c`` returning ``2k >= 2`` symbols chooses ``(_i S_{k-1} )_i``
+with weight ``(p/n) F_{c+2}(2k - 2)`` or ``S_j S_{k-j}`` (``1 <= j < k``) with weight
+``q F_c(2j) F_c(2k - 2j)`` (a split with an empty half gives back the same string and cancels
+out). This is exactly Suzgun et al.'s generator with rejection below ``lo``, without the rejected
+draws or the recursion (``tests/tasks/test_dyck.py`` compares a literal transcription of their
+generator with these tables).
+
+**Strings of a given length** (``sample``, and batches drawn for explicit lengths): no bound
+``M`` is given, so a string of exactly the requested length is drawn from the grammar
+itself conditioned on that length. The probability ``P(k)`` that ``S`` derives ``2k`` symbols obeys
 
     P(0) = r + q P(0)^2                                        (r = 1 - p - q)
     P(k) = p P(k-1) + q sum_{j=0..k} P(j) P(k-j)               (k >= 1)
 
-A length is drawn from ``P`` restricted to the allowed range, then a string of
-exactly that length is derived top-down, each ``S`` of length ``2k`` choosing
-``(_i S_{k-1} )_i`` with weight ``(p/n) P(k-1)`` or ``S_j S_{k-j}`` (``1 <= j < k``)
-with weight ``q P(j) P(k-j)`` (the splits with an empty half, ``j = 0`` or
-``k``, give back the same string and cancel out). The result has exactly the
-distribution of "draw from the grammar, reject if the length is outside the
-range", without the wasted draws (``tests/tasks/test_dyck.py`` compares the two).
-The sampler uses an explicit stack (no recursion), so long strings are safe.
+and the derivation goes top-down as above with ``P`` in place of ``F_c``. The sampler uses an
+explicit stack (no recursion), so long strings are safe.
 
 Datasets (the paper's protocol): a fixed set of ``num_train`` *unique* training
-strings of lengths ``2..L`` (``L = 10`` for ``D_2``, 20 for ``D_3``) and, per test
-mode, ``num_test`` unique strings in a bin near ``L+2, 2L, 4L, 8L``: the bin
+strings of lengths ``2..L`` (``L = 10`` for ``D_2``, 20 for ``D_3``; Suzgun et al.'s generator
+with ``M = L``) and, per test mode, ``num_test`` unique strings in a bin near ``L+2, 2L, 4L, 8L``: the bin
 of centre ``m`` holds the even lengths ``m .. m + 2 floor(m / 10)`` (e.g. 12..14,
-20..24, 40..48, 80..96 for ``D_2``). Both are generated from ``data_seed``.
+20..24, 40..48, 80..96 for ``D_2``; generated with ``M`` the bin's upper end). Both are
+generated from ``data_seed``.
 ``train_batch`` draws from the fixed training set, ``eval_batches`` walks a fixed
 test set; ``sample`` draws fresh strings of given lengths. When a range holds
 fewer distinct strings than requested (``D_2`` has only 1,618 strings of length
@@ -95,14 +115,18 @@ def count_dyck_strings(n: int, length: int) -> int:
 
 
 class DyckGrammar:
-    """The probabilistic grammar of ``D_n`` and its length-conditioned sampler (module docstring)."""
+    """The probabilistic grammar of ``D_n``, Suzgun et al.'s truncated generator and their samplers
+    (module docstring)."""
 
     def __init__(self, n: int, p: float = 0.5, q: float = 0.25):
         self.n, self.p, self.q = n, p, q
         self.r = 1.0 - p - q
         # P(0) is the smaller root of q x^2 - x + r = 0 (the extinction probability).
         self._P = [self.r if q == 0 else (1.0 - math.sqrt(1.0 - 4.0 * q * self.r)) / (2.0 * q)]
-        self._choices: dict[int, list[float]] = {}
+        self._tables: dict[int, np.ndarray] = {}  # M -> F [M/2 + 1 depths c/2, M/2 + 1 lengths k]
+        self._choices: dict[tuple[int | None, int, int], list[float]] = {}
+
+    # ---- the grammar itself (strings of a given length) ----------------------------------
 
     def length_probability(self, k: int) -> float:
         """``P(k)``: the probability that ``S`` derives a string of length ``2k``."""
@@ -114,56 +138,116 @@ class DyckGrammar:
             P.append((p * P[m - 1] + q * inner) / (1.0 - 2.0 * q * P[0]))
         return P[k]
 
-    def _cumulative(self, k: int) -> list[float]:
-        """Cumulative weights of the choices of an ``S`` of length ``2k`` (k >= 1).
+    # ---- Suzgun et al.'s generator, truncated at M (datasets) ----------------------------
 
-        Choice ``i < n``: bracket type ``i`` around ``S_{k-1}``; choice ``n + j - 1``:
-        the split ``S_j S_{k-j}`` (``1 <= j < k``).
+    def truncated_lengths(self, cap: int) -> np.ndarray:
+        """``F [M/2 + 1, M/2 + 1]``: ``F[d, k]`` is the probability that Suzgun et al.'s ``generate(2d, M)``
+        returns ``2k`` symbols (``M = cap``, even; module docstring). Computed once per ``M``."""
+        table = self._tables.get(cap)
+        if table is None:
+            K = cap // 2
+            table = np.zeros((K + 1, K + 1))
+            table[K, 0] = 1.0  # c >= M: epsilon
+            for d in range(K - 1, -1, -1):
+                table[d] = self._truncated_row(table[d + 1])
+            self._tables[cap] = table
+        return table
+
+    def _truncated_row(self, inner: np.ndarray) -> np.ndarray:
+        # F_c from F_{c+2} (inner): the recurrence for a given F_c(0) = x, and x from sum_k F_c(2k) = 1.
+        p, q = self.p, self.q
+        K = len(inner) - 1
+
+        def row(x):  # (F_c, dF_c/dx) for F_c(0) = x
+            a, da = np.zeros(K + 1), np.zeros(K + 1)
+            a[0], da[0] = x, 1.0
+            y = 1.0 / (1.0 - 2.0 * q * x)
+            dy = 2.0 * q * y * y
+            for k in range(1, K + 1):
+                t = p * inner[k - 1] + q * float(np.dot(a[1:k], a[k - 1 : 0 : -1]))
+                dt = 2.0 * q * float(np.dot(a[1:k], da[k - 1 : 0 : -1]))
+                a[k], da[k] = y * t, dy * t + y * dt
+            return a, da
+
+        lo, hi = 0.0, 1.0  # the root of x + sum_{k>=1} F_c(2k; x) - 1, increasing in x
+        x = self.r
+        for _ in range(200):
+            a, da = row(x)
+            excess = float(a.sum()) - 1.0
+            if excess > 0:
+                hi = x
+            else:
+                lo = x
+            if abs(excess) <= 1e-15 or hi - lo <= 1e-17:
+                break
+            step = x - excess / float(da.sum())
+            x = step if lo < step < hi else 0.5 * (lo + hi)
+        return a
+
+    def sample_length(self, rng: np.random.Generator, lengths: LengthRange, size: int) -> np.ndarray:
+        """``size`` even lengths from Suzgun et al.'s generator with ``M = lengths.hi``, those below
+        ``lengths.lo`` rejected (``F_0`` restricted to the range)."""
+        ks = np.arange((lengths.lo + 1) // 2, lengths.hi // 2 + 1)
+        w = self.truncated_lengths(lengths.hi - lengths.hi % 2)[0, ks]
+        return 2 * ks[rng.choice(len(ks), size=size, p=w / w.sum())]
+
+    # ---- top-down derivation of a string of a given length --------------------------------
+
+    def _cumulative(self, cap: int | None, d: int, k: int) -> list[float]:
+        """Cumulative weights of the choices of an ``S`` returning ``2k >= 2`` symbols at depth ``2d``.
+
+        Choice ``i < n``: bracket type ``i`` around an ``S`` of ``2k - 2`` symbols; choice ``n + j - 1``:
+        the split ``S_j S_{k-j}`` (``1 <= j < k``). ``cap = None``: the grammar (``P``, no depth);
+        else Suzgun et al.'s generator truncated at ``M = cap`` (``F``).
         """
-        cached = self._choices.get(k)
+        cached = self._choices.get((cap, d, k))
         if cached is not None:
             return cached
-        self.length_probability(k)
-        P = self._P
-        weights = [self.p / self.n * P[k - 1]] * self.n + [self.q * P[j] * P[k - j] for j in range(1, k)]
+        if cap is None:
+            self.length_probability(k)
+            here = there = self._P
+        else:
+            table = self.truncated_lengths(cap)
+            here, there = table[d], table[d + 1]
+        weights = [self.p / self.n * there[k - 1]] * self.n + [self.q * here[j] * here[k - j] for j in range(1, k)]
         total = sum(weights)
         cum, acc = [], 0.0
         for w in weights:
             acc += w / total
             cum.append(acc)
         cum[-1] = 1.0
-        self._choices[k] = cum
+        self._choices[(cap, d, k)] = cum
         return cum
 
-    def sample_length(self, rng: np.random.Generator, lengths: LengthRange, size: int) -> np.ndarray:
-        """``size`` even lengths from the grammar's length distribution restricted to ``lengths``."""
-        ks = np.arange((lengths.lo + 1) // 2, lengths.hi // 2 + 1)
-        w = np.array([self.length_probability(int(k)) for k in ks])
-        return 2 * ks[rng.choice(len(ks), size=size, p=w / w.sum())]
+    def sample(self, rng: np.random.Generator, length: int, cap: int | None = None) -> list[int]:
+        """One string of exactly ``length`` (even) symbols: ids ``0..n-1`` open, ``n..2n-1`` close.
 
-    def sample(self, rng: np.random.Generator, length: int) -> list[int]:
-        """One string of exactly ``length`` (even) symbols: ids ``0..n-1`` open, ``n..2n-1`` close."""
+        ``cap = None``: from the grammar conditioned on the length; ``cap = M`` (``>= length``, even):
+        from Suzgun et al.'s generator truncated at ``M``, conditioned on the length.
+        """
         n = self.n
+        depth_step = 0 if cap is None else 1  # the grammar's choices do not depend on the depth
         out: list[int] = []
         # One uniform per non-empty S node: k bracket nodes plus at most k - 1 splits, k = length / 2.
         uniforms = iter(rng.random(max(length - 1, 1)).tolist())
-        stack = [length // 2]  # >= 0: a pending S of that half-length; < 0: a pending closing bracket -(id+1)
+        # Pending items: (d, k >= 0) an S at depth 2d returning 2k symbols; (-1, id) a closing bracket.
+        stack = [(0, length // 2)]
         while stack:
-            item = stack.pop()
-            if item < 0:
-                out.append(-item - 1)
+            d, item = stack.pop()
+            if d < 0:
+                out.append(item)
                 continue
             if item == 0:
                 continue
-            choice = bisect.bisect_left(self._cumulative(item), next(uniforms))
+            choice = bisect.bisect_left(self._cumulative(cap, d, item), next(uniforms))
             if choice < n:
                 out.append(choice)
-                stack.append(-(choice + n) - 1)
-                stack.append(item - 1)
+                stack.append((-1, choice + n))
+                stack.append((d + depth_step, item - 1))
             else:
                 j = choice - n + 1
-                stack.append(item - j)
-                stack.append(j)
+                stack.append((d, item - j))
+                stack.append((d, j))
         return out
 
     def enumerate(self, length: int) -> list[tuple[int, ...]]:
@@ -288,7 +372,8 @@ class DyckTask(Task):
     # ----------------------------------------------------------- generation
 
     def sample_lengths(self, rng: np.random.Generator, batch_size: int, mode: str = "train") -> np.ndarray:
-        """Per-example lengths from the grammar's own length distribution, restricted to ``mode``'s range."""
+        """Per-example lengths from Suzgun et al.'s generator truncated at the top of ``mode``'s range,
+        lengths below the range rejected (``DyckGrammar.sample_length``)."""
         check_rng(rng)
         batch_size = check_batch_size(batch_size)
         return self.grammar.sample_length(rng, self.mode_range(mode), batch_size)
@@ -322,7 +407,7 @@ class DyckTask(Task):
         seen: dict[tuple[int, ...], None] = {}
         while len(seen) < count:
             for m in self.grammar.sample_length(rng, lengths, count - len(seen)):
-                seen.setdefault(tuple(self.grammar.sample(rng, int(m))), None)
+                seen.setdefault(tuple(self.grammar.sample(rng, int(m), cap=lengths.hi)), None)
                 if len(seen) == count:
                     break
         return list(seen)

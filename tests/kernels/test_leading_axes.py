@@ -3,7 +3,7 @@
 ``init_state(..., batch_shape)`` puts the batch in front of every field, and a
 ``step`` on a ``[2, 3]`` batch equals the steps of its six examples one by one
 (states and reads, with a mask that pads some examples), for the NTM, DNC,
-Stack, Queue, DeQue, Stack-RNN and Tape-RNN. The per-example steps are the
+Stack, Queue, DeQue, Stack-RNN, SRNN and Tape-RNN. The per-example steps are the
 kernels' one-example calls; the batched call must not mix examples up (the
 controls differ per example, so a swapped or broadcast axis fails).
 """
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from panm_jax.errors import UserError
-from panm_jax.kernels import deque, dnc, ntm, queue, stack, stack_rnn, tape_rnn
+from panm_jax.kernels import deque, dnc, ntm, queue, srnn, stack, stack_rnn, tape_rnn
 
 LEAD = (2, 3)
 
@@ -43,6 +43,7 @@ KERNELS = {
         None,
         stack_rnn.step,
     ),
+    "srnn": (lambda b: srnn.init_state(4, 3, batch_shape=b), srnn.interface_size(3), None, srnn.step),
     "tape_rnn": (
         lambda b: tape_rnn.init_state(5, 3, jump_length=2, batch_shape=b),
         tape_rnn.interface_size(3),
@@ -50,7 +51,7 @@ KERNELS = {
         tape_rnn.step,
     ),
 }
-MODULES = {"stack": stack, "queue": queue, "deque": deque, "stack_rnn": stack_rnn, "tape_rnn": tape_rnn}
+MODULES = {"stack": stack, "queue": queue, "deque": deque, "stack_rnn": stack_rnn, "srnn": srnn, "tape_rnn": tape_rnn}
 
 
 def _controls(name, raw):
@@ -107,7 +108,7 @@ def test_batch_shape_must_be_a_tuple_of_sizes(name):
             init(bad)
 
 
-@pytest.mark.parametrize("name", ["dnc", "ntm", "stack_rnn", "tape_rnn"])
+@pytest.mark.parametrize("name", ["dnc", "ntm", "srnn", "stack_rnn", "tape_rnn"])
 def test_a_batched_step_is_the_program_of_vmap(name):
     # These kernels map their one-example step over the leading axes at trace time: a call on a
     # batch must trace to exactly the program of the caller's own jax.vmap (no cost for the rule).

@@ -30,12 +30,25 @@ from panm_jax.train.config import ConfigError, load_config
 from panm_jax.train.steps import init_train_state, make_eval_step
 
 B, T_IN, D_IN, K = 2, 6, 5, 4
-ALIGNED = ["deque_lstm", "dnc", "lstm", "ntm", "queue_lstm", "stack_lstm", "stack_rnn", "tape_rnn"]
+ALIGNED = [
+    "deque_lstm",
+    "dnc",
+    "lstm",
+    "ntm",
+    "panm_srnn",
+    "queue_lstm",
+    "srnn",
+    "stack_lstm",
+    "stack_rnn",
+    "tape_rnn",
+]
 SMALL = {
     "ntm": dict(hidden=8, num_slots=7, word_size=3),
     "dnc": dict(hidden=8, num_slots=7, word_size=3, num_reads=2),
     "stack_rnn": dict(hidden=8, width=3, stack_size=9),
     "tape_rnn": dict(hidden=8, width=3, tape_size=9),
+    "srnn": dict(hidden=8, stack_depth=7, stack_width=3),
+    "panm_srnn": dict(hidden=8, mlp_hidden=8, address_bits=5, srnn_hidden=6, stack_depth=7, stack_width=3),
 }
 
 
