@@ -57,6 +57,8 @@ SMALL: dict[str, dict] = {
     "transformer_rpe": dict(d_model=8, num_heads=2, ffn_hidden=8),
     "universal_transformer": dict(d_model=8, num_heads=2, ffn_hidden=8, steps=2),
     "universal_transformer_rpe": dict(d_model=8, num_heads=2, ffn_hidden=8, steps=2),
+    "srnn": dict(hidden=8, stack_depth=7, stack_width=3),
+    "panm_srnn": dict(hidden=8, mlp_hidden=8, address_bits=5, srnn_hidden=6, stack_depth=7, stack_width=3),
 }
 # A value other than the default for each PANM option (sizes aside); a string option takes each of its
 # other values.
