@@ -263,11 +263,12 @@ class TrainConfig:
 
     def replace(self, **changes) -> TrainConfig:
         """A copy with ``changes`` applied and validated; the built task goes with it while ``task`` and
-        ``task_options`` stay the same."""
+        ``task_options`` stay the same, and the settings that need it are checked against it at once."""
         new = dataclasses.replace(self, **changes)
         task = self.__dict__.get("_task")
         if task is not None and (new.task, new.task_options) == (self.task, self.task_options):
             new.__dict__["_task"] = task
+            new.build_task()
         return new
 
 

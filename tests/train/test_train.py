@@ -88,7 +88,7 @@ def test_config_round_trip_and_files(tmp_path):
         d.optimizer.momentum,
         d.optimizer.decay,
         d.optimizer.clip_value,
-        d.select_mode,
+        d.selection_mode,
     ) == (128, "rmsprop", 1e-4, 0.9, 0.95, 10.0, "L+1")
 
 
