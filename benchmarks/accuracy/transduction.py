@@ -285,8 +285,10 @@ def main(argv=None) -> int:
     if not args.name:
         print("(not recorded: give --name to write benchmarks/results/<device>/transduction_NAME.*)")
         return 0
-    command = ".venv/bin/python -m benchmarks.accuracy.transduction " + shlex.join(
-        argv if argv is not None else sys.argv[1:]
+    command = (
+        common.env_prefix()
+        + ".venv/bin/python -m benchmarks.accuracy.transduction "
+        + shlex.join(argv if argv is not None else sys.argv[1:])
     )
     settings = {
         "tasks": tasks,
