@@ -198,6 +198,13 @@ def run_row(task: str, model: str, seed: int, workdir: Path) -> dict[str, Any]:
     }
 
 
+def run_plan(tasks: list[str], models: list[str], seeds: list[int], extra: list[int]) -> list[tuple[str, str, int]]:
+    """The runs in the order they train: every cell's ``seeds`` first, then the ``extra`` seeds of the cells of
+    ``DECISIVE``, one seed at a time, so that a budget cut short leaves whole passes."""
+    plan = [(t, m, s) for s in seeds for t in tasks for m in models]
+    return plan + [(t, m, s) for s in extra for t in tasks for m in models if (t, m) in DECISIVE]
+
+
 def names(text: str, what: str, known: tuple[str, ...]) -> list[str]:
     """A comma-separated list of names, each one of ``known``; SystemExit naming the first unknown."""
     items = [t.strip() for t in text.split(",") if t.strip()]
@@ -267,11 +274,8 @@ def main(argv=None) -> int:
         raise SystemExit(f"--name: expected letters, digits, '-' or '_', got {args.name!r}")
     from panm_jax.train.loop import train_and_evaluate
 
-    # Every cell's --seeds first, then the decisive cells' --extra-seeds: a budget cut short keeps whole passes.
-    plan = [(t, m, s) for s in seeds for t in tasks for m in models]
-    plan += [(t, m, s) for s in extra for t in tasks for m in models if (t, m) in DECISIVE]
     rows = []
-    for task, model, seed in plan:
+    for task, model, seed in run_plan(tasks, models, seeds, extra):
         config = make_config(task, model, seed, args.steps, args.hidden, args.lr, args.test_examples)
         tag = f"s{seed}-{args.steps}steps-h{args.hidden}-lr{args.lr:g}-test{args.test_examples}"
         workdir = Path(args.workdir) / task / f"{model}-{tag}"
