@@ -882,6 +882,7 @@ def transduction_table(record: Record) -> list[str]:
         "test fine",
         "published",
         "ours - published",
+        "test token",
         "train-length coarse / fine",
         "published",
         "published in",
@@ -907,6 +908,7 @@ def transduction_table(record: Record) -> list[str]:
                 fraction_cell(fine),
                 number(first.get("published_fine", ""), 2),
                 fraction_difference(fine, first.get("published_fine")),
+                fraction_cell([r["token"] for r in runs]) if all("token" in r for r in runs) else "",
                 (
                     f"{fraction_cell([r['train_coarse'] for r in trained])} / "
                     f"{fraction_cell([r['train_fine'] for r in trained])}"
@@ -933,6 +935,7 @@ def transduction_table(record: Record) -> list[str]:
                     "",
                     "",
                     f"{first['deep_lstm_fine']:.2f}",
+                    "",
                     "",
                     "",
                     f"{first['deep_lstm_train_coarse']:.2f} / {first['deep_lstm_train_fine']:.2f}",

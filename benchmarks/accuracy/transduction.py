@@ -18,7 +18,7 @@ For each task, model and seed this trains one run with ``panm_jax.train.train_an
 its last checkpoint (selected on fresh training-length examples, as the paper selects on training
 perplexity; with one evaluation per run it is the last) on ``--test-examples`` test sequences, and
 writes, with ``--name``, ``transduction_<name>.{md,json}`` under ``benchmarks/results/<device>/``:
-one row per run (its test and training-length coarse and fine accuracy, steps, the code that trained
+one row per run (its test coarse, fine and token accuracy, training-length coarse and fine, steps, the code that trained
 it) with the published cells of its task and model. ``--extra-seeds`` adds seeds to the cells that
 decide the paper's claims (``DECISIVE``: the Queue on copying, the Stack on reversal, the DeQue on
 both, every model on bigram flipping). ``python -m benchmarks.pages`` renders the file, means over
@@ -190,6 +190,7 @@ def run_row(task: str, model: str, seed: int, workdir: Path) -> dict[str, Any]:
         "selected_step": results["step"],
         "coarse": round(test["coarse_accuracy"], 4),
         "fine": round(test["fine_accuracy"], 4),
+        "token": round(test["token_accuracy"], 4),
         "train_coarse": round(train["coarse_accuracy"], 4) if train else "",
         "train_fine": round(train["fine_accuracy"], 4) if train else "",
         "test_examples": test["examples"],
@@ -239,6 +240,7 @@ COLUMNS = [
     "steps",
     "coarse",
     "fine",
+    "token",
     "train_coarse",
     "train_fine",
     "published_coarse",

@@ -60,6 +60,7 @@ def _fake_row(task, model, seed=0):
         "steps": 5,
         "coarse": 0.25,
         "fine": 0.5,
+        "token": 0.5,
         "train_coarse": 0.5,
         "train_fine": 0.75,
         **transduction.published_cells(task, model),
