@@ -951,7 +951,7 @@ def transduction_page(records: dict[str, Record], findings: Findings) -> str:
     files = sorted((r for r in records.values() if r.stem.startswith("transduction_")), key=lambda r: (r.date, r.stem))
     for record in files:
         out += [f"## {code(record.stem)} ({record.machine}, {record.date})", "", *findings.take(record.key)]
-        out += [*transduction_table(record), *provenance("Run", record), ""]
+        out += [*transduction_table(record), record.data.get("notes", ""), "", *provenance("Run", record), ""]
     return "\n".join(out)
 
 
