@@ -64,7 +64,7 @@ from panm_jax.tasks.base import (
     step_mask,
 )
 
-__all__ = ["M10AETask", "SYMBOLS", "evaluate_mod10", "generate_expression", "tokenize"]
+__all__ = ["M10AETask", "SYMBOLS", "evaluate_mod10", "generate_expression", "nesting_depth", "tokenize"]
 
 SYMBOLS = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "+", "-", "*", "(", ")")
 PLUS, MINUS, TIMES, LPAREN, RPAREN = 10, 11, 12, 13, 14
@@ -175,6 +175,27 @@ def evaluate_mod10(tokens: Sequence[int] | str) -> int:
         shown = "".join(SYMBOLS[i] for i in tokens)
         raise ValueError(f"tokens: expected a well-formed expression, got {shown!r}")
     return S[0][1]  # slip 1: the result is S[0]
+
+
+def nesting_depth(tokens: Sequence[int] | str) -> int:
+    """The deepest parenthesis nesting of an expression: ``"3+4"`` -> 0, ``"(3+(4*2))"`` -> 2.
+
+    Raises ``ValueError`` when the parentheses do not balance.
+    """
+    if isinstance(tokens, str):
+        tokens = tokenize(tokens)
+    depth = deepest = 0
+    for t in tokens:
+        if t == LPAREN:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif t == RPAREN:
+            depth -= 1
+            if depth < 0:
+                break
+    if depth != 0:
+        raise ValueError(f"tokens: expected balanced parentheses, got {''.join(SYMBOLS[i] for i in tokens)!r}")
+    return deepest
 
 
 def generate_expression(
@@ -295,6 +316,21 @@ class M10AETask(Task):
         )
         inputs[np.arange(B), lengths + 1, END_CHANNEL] = 1.0
         return Batch(inputs, step_mask(lengths + 2, T), labels, np.ones((B, 1), dtype=bool))
+
+    def batches_by_depth(self, rng: np.random.Generator, length: int, num_examples: int) -> dict[int, Batch]:
+        """``num_examples`` expressions of ``length`` tokens drawn as ``sample`` draws them, grouped by their
+        nesting depth (``nesting_depth``): ``{depth: batch}``, depths ascending.
+
+        For reading accuracy by depth: the generator does not set the depth, so each group's size is how often
+        that depth comes up at this length (none past ``max_depth``).
+        """
+        (length,) = self.check_lengths(length, 1).tolist()
+        num_examples = checks.positive_int("num_examples", num_examples)
+        groups: dict[int, list[list[int]]] = {}
+        for _ in range(num_examples):
+            expr = generate_expression(rng, length, self.max_depth, self.paren_prob)
+            groups.setdefault(nesting_depth(expr), []).append(expr)
+        return {d: self.encode(groups[d]) for d in sorted(groups)}
 
     def metrics(self, logits, batch: Batch) -> dict[str, Any]:
         return {"token_accuracy": _metrics.token_accuracy(logits, batch)}

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from panm_jax.tasks import get_task
-from panm_jax.tasks.m10ae import SYMBOLS, evaluate_mod10, generate_expression
+from panm_jax.tasks.m10ae import SYMBOLS, evaluate_mod10, generate_expression, nesting_depth
 
 
 def _text(tokens):
@@ -87,3 +87,31 @@ def test_modes():
     task = get_task("m10ae")
     assert task.train_lengths.values().tolist() == list(range(1, 20, 2))
     assert {k: v.lo for k, v in task.test_modes.items()} == {"L": 19, "L+2": 21, "2L+1": 39, "4L+1": 77, "8L+1": 153}
+
+
+@pytest.mark.parametrize("expr, depth", [("7", 0), ("3+4*2", 0), ("(3)", 1), ("(3+(4*2))-1", 2), ("(1)+((2))", 2)])
+def test_nesting_depth(expr, depth):
+    assert nesting_depth(expr) == depth
+
+
+def test_nesting_depth_refuses_unbalanced_parentheses():
+    for expr in ("(3", "3)", ")3("):
+        with pytest.raises(ValueError, match="expected balanced parentheses"):
+            nesting_depth(expr)
+
+
+def test_batches_by_depth_group_every_example_by_its_depth():
+    task = get_task("m10ae", max_depth=3, paren_prob=0.4)
+    groups = task.batches_by_depth(np.random.default_rng(0), 39, 200)
+    assert list(groups) == sorted(groups) and len(groups) > 1 and max(groups) <= 3
+    assert sum(b.inputs.shape[0] for b in groups.values()) == 200
+    for depth, b in groups.items():
+        for i in range(b.inputs.shape[0]):
+            ex = task.decode(b, i)
+            text = "".join(ex.inputs[1:-1])
+            assert len(text) == 39 and nesting_depth(text) == depth
+            assert int(ex.targets[0]) == eval(text) % 10
+    with pytest.raises(ValueError, match="length: expected"):
+        task.batches_by_depth(np.random.default_rng(0), 40, 10)
+    with pytest.raises(ValueError, match="num_examples: expected"):
+        task.batches_by_depth(np.random.default_rng(0), 39, 0)

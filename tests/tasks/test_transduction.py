@@ -116,3 +116,75 @@ def test_unknown_source_word():
         get_task("svo_sov").example("the zebra sees a cat")
     with pytest.raises(ValueError, match="source: expected a sentence with one derivation, got no derivation"):
         SVO_SOV.translate("the dog a cat sees".split())
+
+
+# The grammars, pinned: any change to a rule, a weight or a word list fails here (docs/tasks.md states how they
+# relate to the grammars of the paper's appendix C, Table 1, and must be updated with them).
+SVO_SOV_RULES = [
+    ("S", "NP", "VP", False, 1),
+    ("VP", "V", "NP", True, 1),
+    ("VP", "VC", "CP", True, 100),
+    ("CP", "THAT", "S", False, 1),
+    ("NP", "DET", "NOM", False, 1),
+    ("NOM", "ADJ", "NOM", False, 1),
+]
+GENDER_RULES = [
+    ("S", "NPN", "VP", False, 1),
+    ("VP", "V", "NPA", False, 1),
+    ("VP", "VC", "CP", False, 100),
+    ("CP", "THAT", "S", False, 1),
+    *((np_, f"{d}_{g}", f"NOM_{g}", False, 1) for g in "mfn" for np_, d in (("NPN", "DN"), ("NPA", "DA"))),
+    *((f"NOM_{g}", "ADJ", f"NOM_{g}", False, 1) for g in "mfn"),
+]
+GENDER_ARTICLES = {
+    "DN_m": (("the", "der"), ("a", "ein")),
+    "DN_f": (("the", "die"), ("a", "eine")),
+    "DN_n": (("the", "das"), ("a", "ein")),
+    "DA_m": (("the", "den"), ("a", "einen")),
+    "DA_f": (("the", "die"), ("a", "eine")),
+    "DA_n": (("the", "das"), ("a", "ein")),
+}
+
+
+def test_the_grammars_have_not_drifted():
+    assert list(SVO_SOV.binary) == SVO_SOV_RULES and list(GENDER.binary) == GENDER_RULES
+    sizes = {x: len(pairs) for x, pairs in SVO_SOV.lexical.items()}
+    assert sizes == {"DET": 2, "NOM": 18, "ADJ": 12, "V": 10, "VC": 4, "THAT": 1}
+    assert all(e == f for pairs in SVO_SOV.lexical.values() for e, f in pairs)  # SVO -> SOV only reorders
+    assert {x: GENDER.lexical[x] for x in GENDER_ARTICLES} == GENDER_ARTICLES
+    assert {x: len(GENDER.lexical[x]) for x in ("NOM_m", "NOM_f", "NOM_n", "V", "VC", "ADJ")} == {
+        "NOM_m": 6,
+        "NOM_f": 6,
+        "NOM_n": 6,
+        "V": 10,
+        "VC": 4,
+        "ADJ": 12,
+    }
+    assert len(get_task("svo_sov").vocabulary) == 3 + 47 and len(get_task("gender_conjugation").vocabulary) == 3 + 54
+
+
+def test_the_grammars_do_what_the_paper_describes():
+    # Grefenstette et al. 2015, Section 4.2: SVO -> SOV moves each verb over its object to the end of its
+    # clause, with recursive embeddings; the genderless -> gendered grammar gives each noun the article of
+    # its gender.
+    nouns = {
+        g: {e for e, _ in GENDER.lexical[f"NOM_{g}"]} for g in "mfn"
+    }  # the gender of each noun's German translation
+    verbs = {e for e, _ in SVO_SOV.lexical["V"]} | {e for e, _ in SVO_SOV.lexical["VC"]}
+    rng = np.random.default_rng(3)
+    for n in (8, 33, 64, 65, 128):
+        src, tgt = SVO_SOV.sample(rng, n)
+        assert tgt[-1] in verbs  # the main verb ends the sentence
+        for i, w in enumerate(src):
+            if w in verbs:  # in the source a verb is followed by its object or clause ...
+                assert src[i + 1] in ("the", "a", "that")
+        for i, w in enumerate(tgt[:-1]):
+            if w in verbs:  # ... in the target by the end of a clause: another verb (nesting) only
+                assert tgt[i + 1] in verbs
+        src, tgt = GENDER.sample(rng, n)
+        for i, (e, f) in enumerate(zip(src, tgt, strict=True)):
+            if e in ("the", "a"):
+                noun = next(w for w in src[i + 1 :] if any(w in ns for ns in nouns.values()))
+                gender = next(g for g, ns in nouns.items() if noun in ns)
+                allowed = {t for x in (f"DN_{gender}", f"DA_{gender}") for s, t in GENDER_ARTICLES[x] if s == e}
+                assert f in allowed

@@ -1,0 +1,338 @@
+"""The transduction table of Grefenstette et al. 2015: deep-LSTM baselines and Stack-, Queue-, DeQue-LSTMs.
+
+Grefenstette, Hermann, Suleyman & Blunsom 2015, *Learning to Transduce with Unbounded Memory*
+(NeurIPS 2015), Figure 2a (the results table, "Comparing Enhanced LSTMs to Best Benchmarks") and
+Table 3 of its appendix E ("Full Results", every LSTM depth). Five tasks (``panm_jax/tasks/transduction.py``):
+sequence copying, sequence reversal, bigram flipping (random strings over 128 symbols), SVO to SOV and
+gender conjugation (inversion transduction grammars; ours are our design, not the paper's appendix
+grammars: docs/tasks.md). Training source lengths ``U{8..64}``, test ``U{65..128}``; *coarse* = the
+share of test sequences entirely right (end symbol included), *fine* = the mean share of each target
+right before its first error (the paper's Section 4.3).
+
+    .venv/bin/python -m benchmarks.accuracy.transduction [--tasks transduction_copy,bigram_flip]
+        [--models lstm,stack_lstm,queue_lstm,deque_lstm] [--steps 200] [--seeds 0] [--extra-seeds 1,2]
+        [--hidden 256] [--test-examples 100] [--name NAME]
+
+For each task, model and seed this trains one run with ``panm_jax.train.train_and_evaluate``
+(resumable: rerunning the command continues unfinished runs and reads finished ones back), evaluates
+its last checkpoint (selected on fresh training-length examples, as the paper selects on training
+perplexity; with one evaluation per run it is the last) on ``--test-examples`` test sequences, and
+writes, with ``--name``, ``transduction_<name>.{md,json}`` under ``benchmarks/results/<device>/``:
+one row per run (its test coarse, fine and token accuracy, training-length coarse and fine, steps, the code that trained
+it) with the published cells of its task and model. ``--extra-seeds`` adds seeds to the cells that
+decide the paper's claims (``DECISIVE``: the Queue on copying, the Stack on reversal, the DeQue on
+both, every model on bigram flipping). ``python -m benchmarks.pages`` renders the file, means over
+seeds and ``ours - published``, in ``docs/results/transduction.md``.
+
+The paper's setup where it is stated, and where we differ:
+
+* optimiser: RMSProp (learning rate ``--lr``, default 1e-3, one point of the paper's grid
+  {5e-3 .. 5e-5}), batch 10, every gradient value clipped at 1; pop biases start at -1 (the models');
+* widths: ``--hidden`` 256 for every LSTM (the paper ran 256 and 512); the pushed values are 64 wide
+  (the models' default; the paper's are 256);
+* baselines: our ``lstm`` is a one-layer LSTM encoder-decoder (this project has no deeper one), so its
+  published cells are the paper's 1-layer LSTM (Table 3); the best deep LSTM of Figure 2a (2, 4 or 8
+  layers) is shown beside it, published only;
+* format: the model reads ``<s> source |||`` and then emits the target and ``</s>`` with a blank decoder
+  input (``panm_jax/tasks/transduction.py``); the paper trains one joint sequence, feeding the true
+  previous symbol in training and its own prediction at test;
+* budget: ``--steps`` training steps per run, the same for every cell; the paper trains "an unbounded
+  number of steps" until convergence and reports the best of several runs;
+* test sets: ``--test-examples`` sequences (the paper: 1,000).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks import common
+from benchmarks.accuracy.chomsky import finished
+from benchmarks.accuracy.reproduce import steps_trained, trained_by
+from panm_jax.train.config import OptimizerConfig, TrainConfig
+from panm_jax.train.io import read_jsonl
+
+TASKS = ("transduction_copy", "transduction_reversal", "bigram_flip", "svo_sov", "gender_conjugation")
+MODELS = ("lstm", "stack_lstm", "queue_lstm", "deque_lstm")
+TITLES = {
+    "transduction_copy": "Sequence Copying",
+    "transduction_reversal": "Sequence Reversal",
+    "bigram_flip": "Bigram Flipping",
+    "svo_sov": "SVO to SOV",
+    "gender_conjugation": "Gender Conjugation",
+}
+
+# The cells that decide the paper's claims: the Queue solves copying and the Stack reversal, the DeQue
+# both; bigram flipping stops near 0.55 coarse for every model.
+DECISIVE = frozenset(
+    {
+        ("transduction_copy", "queue_lstm"),
+        ("transduction_reversal", "stack_lstm"),
+        ("transduction_copy", "deque_lstm"),
+        ("transduction_reversal", "deque_lstm"),
+        *(("bigram_flip", m) for m in MODELS),
+    }
+)
+
+# Published cells: (training coarse, training fine, testing coarse, testing fine).
+# Grefenstette et al. 2015, Figure 2a, for the Stack-, Queue- and DeQue-LSTMs.
+PUBLISHED: dict[str, dict[str, tuple[float, float, float, float]]] = {
+    "transduction_copy": {
+        "stack_lstm": (0.89, 0.94, 0.00, 0.22),
+        "queue_lstm": (1.00, 1.00, 1.00, 1.00),
+        "deque_lstm": (1.00, 1.00, 1.00, 1.00),
+    },
+    "transduction_reversal": {
+        "stack_lstm": (1.00, 1.00, 1.00, 1.00),
+        "queue_lstm": (0.44, 0.61, 0.00, 0.01),
+        "deque_lstm": (1.00, 1.00, 1.00, 1.00),
+    },
+    "bigram_flip": {
+        "stack_lstm": (0.44, 0.90, 0.00, 0.48),
+        "queue_lstm": (0.55, 0.94, 0.55, 0.98),
+        "deque_lstm": (0.55, 0.94, 0.53, 0.98),
+    },
+    "svo_sov": {
+        "stack_lstm": (1.00, 1.00, 1.00, 1.00),
+        "queue_lstm": (1.00, 1.00, 1.00, 1.00),
+        "deque_lstm": (1.00, 1.00, 1.00, 1.00),
+    },
+    "gender_conjugation": {
+        "stack_lstm": (0.93, 0.97, 0.93, 0.97),
+        "queue_lstm": (1.00, 1.00, 1.00, 1.00),
+        "deque_lstm": (1.00, 1.00, 1.00, 1.00),
+    },
+}
+# Table 3 (appendix E), the 1-layer LSTM: the depth of our ``lstm``.
+PUBLISHED_LSTM_1_LAYER: dict[str, tuple[float, float, float, float]] = {
+    "transduction_copy": (0.62, 0.87, 0.00, 0.38),
+    "transduction_reversal": (0.78, 0.87, 0.01, 0.09),
+    "bigram_flip": (0.53, 0.93, 0.01, 0.53),
+    "svo_sov": (0.96, 0.98, 0.96, 0.99),
+    "gender_conjugation": (0.97, 0.99, 0.97, 0.99),
+}
+# Figure 2a, the best deep LSTM of each task: (layers, training coarse, training fine, testing coarse, testing fine).
+PUBLISHED_DEEP_LSTM: dict[str, tuple[int, float, float, float, float]] = {
+    "transduction_copy": (4, 0.98, 0.98, 0.01, 0.50),
+    "transduction_reversal": (8, 0.95, 0.98, 0.04, 0.13),
+    "bigram_flip": (2, 0.54, 0.93, 0.02, 0.52),
+    "svo_sov": (8, 0.98, 0.99, 0.98, 0.99),
+    "gender_conjugation": (8, 0.98, 0.99, 0.99, 0.99),
+}
+PAPER = "Grefenstette, Hermann, Suleyman & Blunsom 2015, Learning to Transduce with Unbounded Memory (NeurIPS 2015)"
+
+
+def published_cells(task: str, model: str) -> dict[str, Any]:
+    """The published cells beside a run of ``model`` on ``task`` (``published_*``; for ``lstm`` also the
+    best deep LSTM's, ``deep_lstm_*``)."""
+    if model == "lstm":
+        cells, source = PUBLISHED_LSTM_1_LAYER[task], "Table 3, 1-layer LSTM"
+    elif model in PUBLISHED[task]:
+        cells, source = PUBLISHED[task][model], "Figure 2a"
+    else:
+        return {}
+    keys = ("published_train_coarse", "published_train_fine", "published_coarse", "published_fine")
+    out: dict[str, Any] = dict(zip(keys, cells, strict=True))
+    out["published_source"] = source
+    if model == "lstm":
+        layers, *deep = PUBLISHED_DEEP_LSTM[task]
+        out["deep_lstm_layers"] = layers
+        keys = ("deep_lstm_train_coarse", "deep_lstm_train_fine", "deep_lstm_coarse", "deep_lstm_fine")
+        out.update(zip(keys, deep, strict=True))
+    return out
+
+
+def make_config(
+    task: str, model: str, seed: int, steps: int, hidden: int, lr: float, test_examples: int
+) -> TrainConfig:
+    """One run: RMSProp ``lr`` (no momentum), batch 10, gradient values clipped at 1, ``steps`` steps, one
+    evaluation at the end (``test_examples`` test sequences; as many fresh training-length ones select)."""
+    return TrainConfig(
+        task=task,
+        model=model,
+        model_options={"hidden": hidden},
+        seed=seed,
+        num_steps=steps,
+        batch_size=10,
+        optimizer=OptimizerConfig(name="rmsprop", learning_rate=lr, momentum=0.0, clip_value=1.0),
+        eval_every=steps,
+        eval_examples=test_examples,
+        eval_batch_size=min(test_examples, 100),
+        checkpoint_every=steps,
+        log_every=max(1, min(50, steps)),
+        select_mode="train",
+        eval_modes=("test",),
+    )
+
+
+def selection_record(workdir: Path, step: int) -> dict[str, Any]:
+    """The training-length validation (``"train"`` mode) of ``step``, from the run's log (``{}`` if absent)."""
+    for r in read_jsonl(workdir / "metrics.jsonl"):
+        if r.get("step") == step and "validation" in r:
+            return r["validation"].get("train", {})
+    return {}
+
+
+def run_row(task: str, model: str, seed: int, workdir: Path) -> dict[str, Any]:
+    """The table row of one finished run: its test and training-length accuracies and the published cells."""
+    results = json.loads((workdir / "results.json").read_text())
+    (test,) = [m for m in results["modes"] if m["mode"] == "test"]
+    train = selection_record(workdir, results["step"])
+    return {
+        "task": task,
+        "model": model,
+        "seed": seed,
+        "steps": steps_trained(workdir),
+        "selected_step": results["step"],
+        "coarse": round(test["coarse_accuracy"], 4),
+        "fine": round(test["fine_accuracy"], 4),
+        "token": round(test["token_accuracy"], 4),
+        "train_coarse": round(train["coarse_accuracy"], 4) if train else "",
+        "train_fine": round(train["fine_accuracy"], 4) if train else "",
+        "test_examples": test["examples"],
+        **published_cells(task, model),
+        "code": "; ".join(dict.fromkeys(trained_by(workdir))),
+    }
+
+
+def run_plan(tasks: list[str], models: list[str], seeds: list[int], extra: list[int]) -> list[tuple[str, str, int]]:
+    """The runs in the order they train: every cell's ``seeds`` first, then the ``extra`` seeds of the cells of
+    ``DECISIVE``, one seed at a time, so that a budget cut short leaves whole passes."""
+    plan = [(t, m, s) for s in seeds for t in tasks for m in models]
+    return plan + [(t, m, s) for s in extra for t in tasks for m in models if (t, m) in DECISIVE]
+
+
+def names(text: str, what: str, known: tuple[str, ...]) -> list[str]:
+    """A comma-separated list of names, each one of ``known``; SystemExit naming the first unknown."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise SystemExit(f"--{what}: expected one or more of {','.join(known)}, got {text!r}")
+    for item in items:
+        if item not in known:
+            raise SystemExit(f"--{what}: expected names from {','.join(known)}, got {item!r}")
+    return items
+
+
+def seed_list(text: str, what: str, allow_empty: bool = False) -> list[int]:
+    """``"0,1,2"`` -> ``[0, 1, 2]``; SystemExit naming ``--what`` on anything but non-negative integers."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items and not allow_empty:
+        raise SystemExit(f"--{what}: expected comma-separated non-negative integers, got {text!r}")
+    for item in items:
+        if not item.isdigit():
+            raise SystemExit(f"--{what}: expected comma-separated non-negative integers, got {item!r}")
+    return [int(i) for i in items]
+
+
+def positive(value: float, what: str) -> None:
+    if not value > 0:
+        raise SystemExit(f"--{what}: expected a positive number, got {value}")
+
+
+COLUMNS = [
+    "task",
+    "model",
+    "seed",
+    "steps",
+    "coarse",
+    "fine",
+    "token",
+    "train_coarse",
+    "train_fine",
+    "published_coarse",
+    "published_fine",
+    "published_source",
+    "code",
+]
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tasks", default=",".join(TASKS))
+    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--seeds", default="0", help="seeds of every cell (comma-separated)")
+    p.add_argument("--extra-seeds", default="", help="more seeds for the cells of DECISIVE (comma-separated)")
+    p.add_argument("--steps", type=int, default=200, help="training steps per run, the same for every cell")
+    p.add_argument("--hidden", type=int, default=256, help="LSTM width of every model (the paper: 256 or 512)")
+    p.add_argument("--lr", type=float, default=1e-3, help="RMSProp learning rate")
+    p.add_argument("--test-examples", type=int, default=100, help="test sequences per run (the paper: 1,000)")
+    p.add_argument("--workdir", default="runs/transduction")
+    p.add_argument("--name", default=None, help="record the table as benchmarks/results/<device>/transduction_NAME.*")
+    args = p.parse_args(argv)
+    tasks = names(args.tasks, "tasks", TASKS)
+    models = names(args.models, "models", MODELS)
+    seeds = seed_list(args.seeds, "seeds")
+    extra = [s for s in seed_list(args.extra_seeds, "extra-seeds", allow_empty=True) if s not in seeds]
+    for what in ("steps", "hidden", "test_examples"):
+        value = getattr(args, what)
+        if value < 1:
+            raise SystemExit(f"--{what.replace('_', '-')}: expected a positive integer, got {value}")
+    positive(args.lr, "lr")
+    if args.name is not None and not args.name.replace("_", "").replace("-", "").isalnum():
+        raise SystemExit(f"--name: expected letters, digits, '-' or '_', got {args.name!r}")
+    from panm_jax.train.loop import train_and_evaluate
+
+    rows = []
+    for task, model, seed in run_plan(tasks, models, seeds, extra):
+        config = make_config(task, model, seed, args.steps, args.hidden, args.lr, args.test_examples)
+        tag = f"s{seed}-{args.steps}steps-h{args.hidden}-lr{args.lr:g}-test{args.test_examples}"
+        workdir = Path(args.workdir) / task / f"{model}-{tag}"
+        if not finished(workdir, config):
+            print(f"== {model} on {task}, seed {seed} -> {workdir}", flush=True)
+            train_and_evaluate(config, workdir, progress=False)
+        row = run_row(task, model, seed, workdir)
+        rows.append(row)
+        print(f"   {task} {model} s{seed}: coarse {row['coarse']:.2f}, fine {row['fine']:.2f}", flush=True)
+    print(common.markdown_table(rows, COLUMNS))
+    if not args.name:
+        print("(not recorded: give --name to write benchmarks/results/<device>/transduction_NAME.*)")
+        return 0
+    command = (
+        common.env_prefix()
+        + ".venv/bin/python -m benchmarks.accuracy.transduction "
+        + shlex.join(argv if argv is not None else sys.argv[1:])
+    )
+    settings = {
+        "tasks": tasks,
+        "models": models,
+        "seeds": seeds,
+        "extra_seeds": extra,
+        "decisive_cells": sorted(f"{t}/{m}" for t, m in DECISIVE if t in tasks and m in models),
+        "steps": args.steps,
+        "hidden": args.hidden,
+        "batch_size": 10,
+        "optimizer": f"rmsprop lr {args.lr:g}, no momentum, gradient values clipped at 1",
+        "test_examples": args.test_examples,
+        "train_lengths": "8..64 (bigram flipping: even)",
+        "test_lengths": "65..128 (bigram flipping: even 66..128)",
+        "name": args.name,
+    }
+    spent = sum(r["steps"] for r in rows)
+    notes = (
+        f"Budget: {args.steps:,} training steps per run (batch 10, RMSProp {args.lr:g}, gradient values clipped "
+        f"at 1, LSTM width {args.hidden}), {spent:,} steps in all; coarse and fine test accuracy on "
+        f"{args.test_examples} sequences of source length 65..128 (train_*: as many of length 8..64). "
+        f"Published: {PAPER}, Figure 2a (Stack-, Queue-, DeQue-LSTMs) and Table 3 (the 1-layer LSTM, our "
+        "lstm's depth), testing coarse and fine; the paper trains to convergence, so 'ours - published' "
+        "measures the budget as much as the models."
+    )
+    common.write_results(
+        f"transduction_{args.name}",
+        "Transduction tasks of Grefenstette et al. 2015",
+        rows,
+        COLUMNS,
+        common.environment(),
+        notes,
+        command,
+        settings=settings,
+    )
+    print("wrote", common.RESULTS_DIR / common.device_slug() / f"transduction_{args.name}.md", "and .json")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

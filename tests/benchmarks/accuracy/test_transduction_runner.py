@@ -1,0 +1,156 @@
+"""benchmarks.accuracy.transduction: the published cells, the recorded JSON, resuming, and bad options."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import common, pages
+from benchmarks.accuracy import transduction
+
+# Grefenstette et al. 2015, Learning to Transduce with Unbounded Memory (NeurIPS), typed once from the paper:
+# Figure 2a (testing coarse, testing fine) of every model it shows, and Table 3's 1-layer LSTM.
+FIGURE_2A = {
+    "transduction_copy": {
+        "4-layer LSTM": (0.01, 0.50),
+        "stack_lstm": (0.00, 0.22),
+        "queue_lstm": (1.00, 1.00),
+        "deque_lstm": (1.00, 1.00),
+    },
+    "transduction_reversal": {
+        "8-layer LSTM": (0.04, 0.13),
+        "stack_lstm": (1.00, 1.00),
+        "queue_lstm": (0.00, 0.01),
+        "deque_lstm": (1.00, 1.00),
+    },
+    "bigram_flip": {
+        "2-layer LSTM": (0.02, 0.52),
+        "stack_lstm": (0.00, 0.48),
+        "queue_lstm": (0.55, 0.98),
+        "deque_lstm": (0.53, 0.98),
+    },
+    "svo_sov": {
+        "8-layer LSTM": (0.98, 0.99),
+        "stack_lstm": (1.00, 1.00),
+        "queue_lstm": (1.00, 1.00),
+        "deque_lstm": (1.00, 1.00),
+    },
+    "gender_conjugation": {
+        "8-layer LSTM": (0.99, 0.99),
+        "stack_lstm": (0.93, 0.97),
+        "queue_lstm": (1.00, 1.00),
+        "deque_lstm": (1.00, 1.00),
+    },
+}
+TABLE_3_ONE_LAYER = {
+    "transduction_copy": (0.00, 0.38),
+    "transduction_reversal": (0.01, 0.09),
+    "bigram_flip": (0.01, 0.53),
+    "svo_sov": (0.96, 0.99),
+    "gender_conjugation": (0.97, 0.99),
+}
+
+
+def _fake_row(task, model, seed=0):
+    return {
+        "task": task,
+        "model": model,
+        "seed": seed,
+        "steps": 5,
+        "coarse": 0.25,
+        "fine": 0.5,
+        "token": 0.5,
+        "train_coarse": 0.5,
+        "train_fine": 0.75,
+        **transduction.published_cells(task, model),
+    }
+
+
+def _rendered_rows(rows):
+    record = pages.Record("cpu-2cores", "transduction_test", {"rows": rows})
+    text = "\n".join(pages.transduction_table(record))
+    return [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()[2:] if line.strip()]
+
+
+def test_the_rendered_table_carries_every_published_cell():
+    rows = [_fake_row(t, m) for t in transduction.TASKS for m in transduction.MODELS]
+    rendered = _rendered_rows(rows)
+    cells = {(r[0], r[1]): (r[5], r[8]) for r in rendered}
+    for task, published in FIGURE_2A.items():
+        title = transduction.TITLES[task]
+        for model, (coarse, fine) in published.items():
+            assert cells[(title, model)] == (f"{coarse:.2f}", f"{fine:.2f}"), (task, model)
+        assert cells[(title, "lstm")] == tuple(f"{v:.2f}" for v in TABLE_3_ONE_LAYER[task])
+    assert len(rendered) == 25  # 20 cells of ours, 5 deep LSTMs published only
+
+
+def test_the_rendered_table_means_seeds_and_takes_differences():
+    rows = [_fake_row("transduction_copy", "queue_lstm", s) | {"coarse": c} for s, c in ((0, 0.2), (1, 0.4))]
+    (row,) = _rendered_rows(rows)
+    assert row[2] == "2" and row[4] == "0.30 ± 0.14" and row[5] == "1.00" and row[6] == "-0.70"
+
+
+def test_the_command_records_its_json_and_a_rerun_reads_the_runs_back(tmp_path, monkeypatch):
+    monkeypatch.setattr(common, "RESULTS_DIR", tmp_path / "results")
+    argv = [
+        "--tasks",
+        "bigram_flip",
+        "--models",
+        "lstm",
+        "--steps",
+        "1",
+        "--hidden",
+        "4",
+        "--test-examples",
+        "2",
+        "--workdir",
+        str(tmp_path / "runs"),
+        "--name",
+        "t",
+    ]
+    assert transduction.main(argv) == 0
+    (path,) = (tmp_path / "results").glob("*/transduction_t.json")
+    data = json.loads(path.read_text())
+    assert data["environment"]["device"] and data["environment"]["commit"]
+    assert data["command"].endswith("benchmarks.accuracy.transduction " + " ".join(argv))
+    assert data["settings"]["steps"] == 1 and data["settings"]["extra_seeds"] == []
+    assert [(r["model"], r["seed"], r["steps"]) for r in data["rows"]] == [("lstm", 0, 1)]
+    assert data["rows"][0]["published_coarse"] == 0.01 and data["rows"][0]["deep_lstm_layers"] == 2
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a finished run was trained again")
+
+    monkeypatch.setattr("panm_jax.train.loop.train_and_evaluate", refuse)
+    assert transduction.main(argv) == 0
+    assert json.loads(path.read_text())["rows"] == data["rows"]
+
+
+def test_extra_seeds_go_to_the_decisive_cells_after_every_cells_first_seeds():
+    plan = transduction.run_plan(["transduction_copy", "bigram_flip"], ["lstm", "queue_lstm"], [0], [1, 2])
+    assert plan[:4] == [(t, m, 0) for t in ("transduction_copy", "bigram_flip") for m in ("lstm", "queue_lstm")]
+    assert plan[4:] == [
+        ("transduction_copy", "queue_lstm", 1),
+        ("bigram_flip", "lstm", 1),
+        ("bigram_flip", "queue_lstm", 1),
+        ("transduction_copy", "queue_lstm", 2),
+        ("bigram_flip", "lstm", 2),
+        ("bigram_flip", "queue_lstm", 2),
+    ]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--steps", "0"], "--steps: expected a positive integer, got 0"),
+        (["--tasks", "copy"], "--tasks: expected names from transduction_copy,"),
+        (["--models", "ntm"], "--models: expected names from lstm,stack_lstm,queue_lstm,deque_lstm, got 'ntm'"),
+        (["--seeds", "a"], "--seeds: expected comma-separated non-negative integers, got 'a'"),
+        (["--lr", "0"], "--lr: expected a positive number, got 0.0"),
+        (["--name", "a/b"], "--name: expected letters, digits, '-' or '_', got 'a/b'"),
+    ],
+)
+def test_bad_options_give_one_line(argv, message):
+    with pytest.raises(SystemExit) as err:
+        transduction.main(argv)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
