@@ -39,16 +39,35 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 # Generated task data (the Mathematics pools) kept for the session only, not in ~/.cache.
 _session_dir("PANM_JAX_CACHE_DIR", "panm_jax_test_data_")
-# XLA's backend optimisation level 0 for the session and for the subprocesses the
-# tests start (they inherit the environment): the tests compile hundreds of small
-# programs and run each for a few steps, so compiling dominates (the whole suite
-# took 957 s at the default level and 798 s at level 0, two workers on a 2-core
-# CPU, 2026-11-26). The assertions are the same at
-# either level; CI (.ci/run) also runs the kernels' tests at the default level
-# (PANM_JAX_TEST_XLA_OPT=default), the code users run.
+# Fast compilation for the session and for the subprocesses the tests start (they
+# inherit the environment): the tests compile hundreds of small programs and run each
+# for a few steps, so compiling dominates. XLA's backend optimisation level 0 (the whole
+# suite took 957 s at the default level and 798 s at level 0, two workers on a 2-core
+# CPU, 2026-11-26), and XLA:CPU's loop emitters in place of its fusion emitters, without
+# LLVM's expensive passes (tests/models/test_panm.py with tests/kernels/test_dnc.py, one
+# worker: 137.9 s at level 0 alone, 88.0 s with these two, 2026-11-29). The assertions
+# are the same at any level; CI (.ci/run) also runs the kernels' tests at the default
+# level (PANM_JAX_TEST_XLA_OPT=default), the code users run. A flag that this XLA does
+# not know (a later jax may drop one) would abort every test, so the two emitter flags
+# are first tried in a subprocess, once per session, and left out where XLA refuses them.
 _LEVEL_0 = "--xla_backend_optimization_level=0"
+_EMITTERS = "--xla_cpu_use_fusion_emitters=false --xla_llvm_disable_expensive_passes=true"
+
+
+def _xla_accepts(flags: str) -> bool:
+    import subprocess
+    import sys
+
+    probe = "import jax.numpy as jnp; jnp.zeros(2).block_until_ready()"
+    env = {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"}
+    return subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True).returncode == 0
+
+
 if os.environ.get("PANM_JAX_TEST_XLA_OPT") != "default" and _LEVEL_0 not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS"), _LEVEL_0]))
+    _flags = " ".join(filter(None, [os.environ.get("XLA_FLAGS"), _LEVEL_0]))
+    if _xla_accepts(f"{_flags} {_EMITTERS}"):
+        _flags = f"{_flags} {_EMITTERS}"
+    os.environ["XLA_FLAGS"] = _flags
 
 import chex  # noqa: E402
 import jax  # noqa: E402  (after the cache settings)

@@ -159,10 +159,10 @@ def test_padding_changes_no_logit(probe):
     assert np.all(logits[-1, CUT + 1 :] == 0)
 
 
+@pytest.mark.parametrize("probe", ["panm_srnn"], indirect=True)  # the SRNN has no pointers
 def test_panm_srnn_pointer_weights_stay_on_the_prefix(probe):
     name, length, _, traces, *_ = probe
-    if name != "panm_srnn":
-        pytest.skip("the SRNN has no pointers")
+    assert name == "panm_srnn"
     (w_a, _, w_c), actions = traces
     for w in (np.asarray(w_a), np.asarray(w_c)):  # [B, T, H, L]
         for t in range(length):
