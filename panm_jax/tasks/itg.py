@@ -2,9 +2,10 @@
 
 Grefenstette et al. (2015, "Learning to Transduce with Unbounded Memory",
 NeurIPS) test two linguistically inspired transductions built
-from ITGs: SVO -> SOV reordering and gender conjugation. Their appendix grammars
-were not available to us, so the two grammars below are **our design** after the
-paper's description; this docstring says what they generate.
+from ITGs: SVO -> SOV reordering and gender conjugation, their appendix C
+(Table 1) giving the grammars. The two grammars below are **our design** after the
+paper's Section 4.2, not those of its Table 1 (docs/tasks.md lists where they
+differ); this docstring says what they generate.
 
 An ITG in normal form has
   * binary rules ``X -> [Y Z]`` (straight: the target is ``t(Y) t(Z)``) or
