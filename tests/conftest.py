@@ -43,15 +43,16 @@ _session_dir("PANM_JAX_CACHE_DIR", "panm_jax_test_data_")
 # inherit the environment): the tests compile hundreds of small programs and run each
 # for a few steps, so compiling dominates. XLA's backend optimisation level 0 (the whole
 # suite took 957 s at the default level and 798 s at level 0, two workers on a 2-core
-# CPU, 2026-11-26), and XLA:CPU's loop emitters in place of its fusion emitters, without
-# LLVM's expensive passes (tests/models/test_panm.py with tests/kernels/test_dnc.py, one
-# worker: 137.9 s at level 0 alone, 88.0 s with these two, 2026-11-29). The assertions
+# CPU, 2026-11-26), and LLVM without its expensive passes (a tiny PANM training step
+# compiled in 5.4-5.6 s at level 0 alone, 4.4-4.8 s with it, 2026-11-29). The assertions
 # are the same at any level; CI (.ci/run) also runs the kernels' tests at the default
-# level (PANM_JAX_TEST_XLA_OPT=default), the code users run. A flag that this XLA does
-# not know (a later jax may drop one) would abort every test, so the two emitter flags
-# are first tried in a subprocess, once per session, and left out where XLA refuses them.
+# level (PANM_JAX_TEST_XLA_OPT=default), the code users run. (XLA:CPU's loop emitters in
+# place of its fusion emitters, --xla_cpu_use_fusion_emitters=false, compile faster
+# still but change the DNC's gradients under remat by up to 16 %: not used.) A flag that
+# this XLA does not know (a later jax may drop one) would abort every test, so the LLVM
+# flag is first tried in a subprocess, once per session, and left out where XLA refuses it.
 _LEVEL_0 = "--xla_backend_optimization_level=0"
-_EMITTERS = "--xla_cpu_use_fusion_emitters=false --xla_llvm_disable_expensive_passes=true"
+_LLVM = "--xla_llvm_disable_expensive_passes=true"
 
 
 def _xla_accepts(flags: str) -> bool:
@@ -65,8 +66,8 @@ def _xla_accepts(flags: str) -> bool:
 
 if os.environ.get("PANM_JAX_TEST_XLA_OPT") != "default" and _LEVEL_0 not in os.environ.get("XLA_FLAGS", ""):
     _flags = " ".join(filter(None, [os.environ.get("XLA_FLAGS"), _LEVEL_0]))
-    if _xla_accepts(f"{_flags} {_EMITTERS}"):
-        _flags = f"{_flags} {_EMITTERS}"
+    if _xla_accepts(f"{_flags} {_LLVM}"):
+        _flags = f"{_flags} {_LLVM}"
     os.environ["XLA_FLAGS"] = _flags
 
 import chex  # noqa: E402
