@@ -8,6 +8,13 @@ import pytest
 from panm_jax.tasks import Batch, TaskOptionError, UnknownTaskError, get_task, list_tasks
 
 ALL = list_tasks()
+# Mathematics draws batches from generated pools (50,000 and 10,000 questions by default, 20 s to
+# generate); the interface is the same with smaller ones.
+SMALL_POOLS = {"mathematics": dict(train_pool_size=4000, test_pool_size=1000)}
+
+
+def _task(name):
+    return get_task(name, **SMALL_POOLS.get(name, {}))
 
 
 def _lengths(task):
@@ -68,7 +75,7 @@ def test_unknown_option_is_named(name):
 
 @pytest.mark.parametrize("name", ALL)
 def test_shapes_masks_and_dtypes(name):
-    task = get_task(name)
+    task = _task(name)
     rng = np.random.default_rng(0)
     for n in _lengths(task):
         b = task.sample(rng, 3, n)
@@ -93,7 +100,7 @@ def test_shapes_masks_and_dtypes(name):
 
 @pytest.mark.parametrize("name", ALL)
 def test_mixed_lengths_are_padded_with_masks(name):
-    task = get_task(name)
+    task = _task(name)
     rng = np.random.default_rng(1)
     lengths = task.sample_lengths(rng, 4, next(iter(task.test_modes)))
     lengths[0] = task.train_lengths.lo  # make sure the batch mixes lengths
@@ -112,7 +119,7 @@ def test_mixed_lengths_are_padded_with_masks(name):
 
 @pytest.mark.parametrize("name", ALL)
 def test_determinism_from_the_seed(name):
-    task = get_task(name)
+    task = _task(name)
     n = _lengths(task)[1]
     a = task.sample(np.random.default_rng(7), 4, n)
     b = task.sample(np.random.default_rng(7), 4, n)
@@ -129,7 +136,7 @@ def test_determinism_from_the_seed(name):
 
 @pytest.mark.parametrize("name", ALL)
 def test_sample_lengths_stay_in_the_mode(name):
-    task = get_task(name)
+    task = _task(name)
     rng = np.random.default_rng(0)
     for mode in ["train", *task.test_modes]:
         r = task.mode_range(mode)
@@ -142,7 +149,7 @@ def test_sample_lengths_stay_in_the_mode(name):
 
 @pytest.mark.parametrize("name", ALL)
 def test_bad_length_and_batch_size(name):
-    task = get_task(name)
+    task = _task(name)
     rng = np.random.default_rng(0)
     lo, hi = task.lengths.lo, task.lengths.hi
     with pytest.raises(ValueError, match=rf"length: expected .*in \[{lo}, {hi}\], got {lo - 1}"):
@@ -184,7 +191,7 @@ def test_invalid_option_values_are_named():
 
 @pytest.mark.parametrize("name", ALL)
 def test_describe_and_eval_batches(name):
-    task = get_task(name)
+    task = _task(name)
     row = task.describe()
     assert row["input_size"] == task.input_size and row["metric"] == task.metric_names[0]
     mode = next(iter(task.test_modes))

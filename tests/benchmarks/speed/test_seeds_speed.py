@@ -4,14 +4,25 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from benchmarks import common
 from benchmarks.speed import seeds_speed
 
 
-def test_the_table_times_the_seeds_alone_batched_and_one_seed_at_their_summed_batch(tmp_path, monkeypatch):
-    monkeypatch.setattr(common, "RESULTS_DIR", tmp_path)
-    assert seeds_speed.main(["--seeds", "2", "--steps", "2", "--model", "lstm"]) == 0
-    (written,) = tmp_path.glob("*/seeds_speed_lstm_copy_s2.json")
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    """One run of the command, with --trace: the table and the trace's table (one compilation of each program)."""
+    tmp = tmp_path_factory.mktemp("seeds_speed")
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(common, "RESULTS_DIR", tmp / "results")
+        argv = ["--seeds", "2", "--steps", "2", "--model", "lstm", "--trace", str(tmp / "tr"), "--trace-steps", "1"]
+        assert seeds_speed.main(argv) == 0
+    return tmp
+
+
+def test_the_table_times_the_seeds_alone_batched_and_one_seed_at_their_summed_batch(written):
+    (written,) = (written / "results").glob("*/seeds_speed_lstm_copy_s2.json")
     rows = json.loads(written.read_text())["rows"]
     cases = [r["case"] for r in rows]
     assert cases == [
@@ -34,10 +45,8 @@ def test_the_table_times_the_seeds_alone_batched_and_one_seed_at_their_summed_ba
     assert abs(float(wide["sequences_per_s"]) - per_second) <= 0.01 * per_second
 
 
-def test_trace_records_the_three_device_only_programs(tmp_path, monkeypatch):
-    monkeypatch.setattr(common, "RESULTS_DIR", tmp_path / "results")
-    argv = ["--seeds", "2", "--steps", "1", "--model", "lstm", "--trace", str(tmp_path / "tr"), "--trace-steps", "1"]
-    assert seeds_speed.main(argv) == 0
+def test_trace_records_the_three_device_only_programs(written):
+    tmp_path = written
     (written,) = (tmp_path / "results").glob("*/seeds_trace_lstm_copy_s2.json")
     rows = json.loads(written.read_text())["rows"]
     assert [r["program"] for r in rows] == ["one seed", "2 seeds batched (vmap)", "one seed at batch 256"]
