@@ -42,6 +42,7 @@ their batch axis (``B``), states replicated, as in a single run.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -98,9 +99,10 @@ def check_seed_configs(configs: Sequence[TrainConfig]) -> None:
     seeds = [c.seed for c in configs]
     if len(set(seeds)) != len(seeds):
         raise UserError(f"seeds: expected distinct seeds, got {seeds}")
-    first = {k: v for k, v in configs[0].to_dict().items() if k != "seed"}
+    # The fields as given (dataclasses.asdict, not to_dict, which builds each config's task to name its mode).
+    first = {k: v for k, v in dataclasses.asdict(configs[0]).items() if k != "seed"}
     for c in configs[1:]:
-        other = {k: v for k, v in c.to_dict().items() if k != "seed"}
+        other = {k: v for k, v in dataclasses.asdict(c).items() if k != "seed"}
         diff = sorted(k for k in first if first[k] != other.get(k))
         if diff:
             raise UserError(
