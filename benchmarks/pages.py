@@ -988,7 +988,8 @@ DYCK_MODELS = {"srnn": "SRNN", "panm_srnn": "PANM (on the SRNN)"}
 
 def dyck_tables(record: Record) -> list[str]:
     """Two tables of a ``dyck_*`` file: sequence accuracy per language, model and test length (mean ± std over
-    seeds), then each model's mean over every language and test length beside the paper's Table 2."""
+    seeds; in brackets the test strings' lengths, all even), then each model's mean over every language and test
+    length beside the paper's Table 2."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in record.rows:
         groups.setdefault((r["language"], r["model"]), []).append(r)
@@ -1002,7 +1003,10 @@ def dyck_tables(record: Record) -> list[str]:
                 DYCK_MODELS.get(model, model),
                 str(len(runs)),
                 ", ".join(str(r["selected_epoch"]) for r in runs),
-                *(mean_pm_std([r[m] for r in runs]) + f" ({lengths.get(m, '')})" for m in DYCK_MODES),
+                *(
+                    f"{mean_pm_std([r[m] for r in runs])} ({lengths.get(m, '').removesuffix(' (even)')})"
+                    for m in DYCK_MODES
+                ),
                 mean_pm_std([r["mean"] for r in runs]),
             ]
         )

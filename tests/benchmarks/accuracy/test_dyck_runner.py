@@ -64,7 +64,7 @@ def test_the_page_shows_the_published_means_beside_ours(recorded, tmp_path):
     ours = data["rows"][0]["mean"]
     assert f"| SRNN | D2 | 1 | {ours:.1f} | 28.2 | {ours - 28.2:+.1f} |" in page
     assert "**Partial: 1 of the 20 runs of its command have finished.**" in page
-    assert "| D2 | SRNN | 1 |" in page and "(12..14 (even))" in page
+    assert "| D2 | SRNN | 1 |" in page and "(12..14)" in page
 
 
 def test_an_epoch_is_a_pass_over_the_fixed_training_set_and_selection_reads_all_of_it():
