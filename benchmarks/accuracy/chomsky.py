@@ -113,19 +113,22 @@ def finished(workdir: Path, config: TrainConfig) -> bool:
     return stored is not None and TrainConfig.from_dict(stored).to_dict() == config.to_dict()
 
 
-def range_record(workdir: Path, config: TrainConfig, lengths: list[int], examples: int) -> dict[str, Any]:
-    """The range evaluation of the run's selected checkpoint, computed once and kept in ``range.json``."""
-    from panm_jax.train.checkpoint import Checkpointer
-    from panm_jax.train.loop import Run, config_check
-    from panm_jax.train.range_eval import range_evaluate
-    from panm_jax.train.sharding import replicate
-
-    path = workdir / "range.json"
-    key = {"lengths": lengths, "examples_per_length": examples}
+def kept_record(path: Path, protocol: dict[str, Any]) -> dict[str, Any] | None:
+    """The evaluation record kept in ``path`` when it was made under ``protocol``, else ``None``."""
     if path.exists():
         record = json.loads(path.read_text())
-        if record.get("protocol") == key:
+        if record.get("protocol") == protocol:
             return record
+    return None
+
+
+def selected_params(workdir: Path, config: TrainConfig):
+    """``(run, params, step)``: the run's checkpoint best on its selection mode (the latest where there is
+    none), its parameters on the run's mesh."""
+    from panm_jax.train.checkpoint import Checkpointer
+    from panm_jax.train.loop import Run, config_check
+    from panm_jax.train.sharding import replicate
+
     run = Run(config)
     ckpt = Checkpointer(workdir, read_only=True)
     template, check = jax.device_get(run.state), config_check(config, workdir)
@@ -135,9 +138,21 @@ def range_record(workdir: Path, config: TrainConfig, lengths: list[int], example
     if found is None:
         raise SystemExit(f"{workdir}: no checkpoint to evaluate")
     state, meta = found
-    params = replicate(state.params, run.mesh)
+    return run, replicate(state.params, run.mesh), meta["step"]
+
+
+def range_record(workdir: Path, config: TrainConfig, lengths: list[int], examples: int) -> dict[str, Any]:
+    """The range evaluation of the run's selected checkpoint, computed once and kept in ``range.json``."""
+    from panm_jax.train.range_eval import range_evaluate
+
+    path = workdir / "range.json"
+    key = {"lengths": lengths, "examples_per_length": examples}
+    record = kept_record(path, key)
+    if record is not None:
+        return record
+    run, params, step = selected_params(workdir, config)
     result = range_evaluate(run, params, lengths, examples_per_length=examples, batch_size=min(examples, 64))
-    record = result.with_step(meta["step"]).to_record()
+    record = result.with_step(step).to_record()
     record["protocol"] = key
     atomic_write_text(path, json.dumps(record, indent=1) + "\n")
     return record

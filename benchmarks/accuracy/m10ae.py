@@ -37,7 +37,7 @@ import jax
 import numpy as np
 
 from benchmarks import common
-from benchmarks.accuracy.chomsky import finished
+from benchmarks.accuracy.chomsky import finished, kept_record, selected_params
 from benchmarks.accuracy.reproduce import steps_trained, trained_by
 from benchmarks.accuracy.transduction import names, seed_list
 from panm_jax.tasks import get_task
@@ -71,27 +71,14 @@ def make_config(model: str, seed: int, steps: int, max_train: int, test_examples
 def depth_record(workdir: Path, config: TrainConfig, examples: int, seed: int) -> dict[str, Any]:
     """Accuracy by nesting depth at each test length of the run's selected checkpoint: ``{"by_length":
     {length: {depth: [accuracy, examples]}}}``, computed once and kept in ``depth.json``."""
-    from panm_jax.train.checkpoint import Checkpointer
-    from panm_jax.train.loop import Run, config_check
     from panm_jax.train.range_eval import _fill_rows
-    from panm_jax.train.sharding import replicate
 
     path = workdir / "depth.json"
     key = {"examples_per_length": examples, "seed": seed}
-    if path.exists():
-        record = json.loads(path.read_text())
-        if record.get("protocol") == key:
-            return record
-    run = Run(config)
-    ckpt = Checkpointer(workdir, read_only=True)
-    template, check = jax.device_get(run.state), config_check(config, workdir)
-    found = ckpt.restore_best(template, check, then="evaluating the latest checkpoint instead")
-    found = found or ckpt.restore_latest(template, check)
-    ckpt.close()
-    if found is None:
-        raise SystemExit(f"{workdir}: no checkpoint to evaluate")
-    state, meta = found
-    params = replicate(state.params, run.mesh)
+    record = kept_record(path, key)
+    if record is not None:
+        return record
+    run, params, step = selected_params(workdir, config)
     task = run.task
     by_length: dict[str, dict[str, list[float]]] = {}
     for mode in MODES:
@@ -103,7 +90,7 @@ def depth_record(workdir: Path, config: TrainConfig, examples: int, seed: int) -
             metrics = run.eval_step(params, run.shard(_fill_rows(batch, examples)), jax.random.key(length))
             cells[str(depth)] = [round(float(metrics["token_accuracy"]), 4), n]
         by_length[str(length)] = cells
-    record = {"step": meta["step"], "by_length": by_length, "protocol": key}
+    record = {"step": step, "by_length": by_length, "protocol": key}
     atomic_write_text(path, json.dumps(record, indent=1) + "\n")
     return record
 
