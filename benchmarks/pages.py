@@ -529,10 +529,58 @@ def algorithmic_table(task: str, records: Sequence[Record], label: str) -> list[
     return [table(header, body), "", *notes, ""]
 
 
+def summary_section(results: Path) -> list[str]:
+    """Le et al. 2024's Table 3 (mean over the five lengths per task), printed, recomputed from its Tables 13-18,
+    and ours (``benchmarks.accuracy.summary_tables``)."""
+    from benchmarks.accuracy import summary_tables as st
+
+    protocol = {row["task"]: row for row in st.ours_protocol({t: SUMMARY[t][0] for t in st.TASKS}, results)}
+    quick = {row["task"]: row for row in st.ours_quick(results)}
+    header = [
+        "task",
+        "Other Max: printed / Tables 13-18",
+        "PANM: printed / Tables 13-18",
+        "ours, protocol: PANM (ours - Tables 13-18)",
+        "ours, CPU `--quick`: PANM / best baseline (PANM - best)",
+    ]
+    body = []
+    for row in st.recomputed_table3():
+        task = row["task"]
+        (po, pp), (ro, rp) = row["printed"], row["recomputed"]
+        mark = {who: " (does not follow)" if who in row["slips"] else "" for who in ("Other Max", "PANM")}
+        ours = protocol[task]
+        protocol_steps = 100_000 if task == "id_sort" else 50_000
+        steps = f"{ours['max_steps']:,}" + ("" if ours["max_steps"] >= protocol_steps else f" of {protocol_steps:,}")
+        q = quick[task]
+        body.append(
+            [
+                TASKS[task][0],
+                f"{po:.1f} / {ro:.1f}{mark['Other Max']}",
+                f"{pp:.1f} / {rp:.1f}{mark['PANM']}",
+                f"{ours['mean']:.1f} ({ours['mean'] - rp:+.1f}), {ours['seeds']} seeds, {steps} steps, "
+                f"{MACHINES.get(ours['file'].split('/')[0])}",
+                f"{q['panm']:.1f} / {q['other_max']:.1f} ({q['panm'] - q['other_max']:+.1f})",
+            ]
+        )
+    table2 = st.recomputed_table2()
+    printed = st.PRINTED_TABLE2_ALGORITHMIC
+    text = (
+        "Mean token accuracy (%) over the five test lengths. Table 2's algorithmic row prints "
+        f"{printed[0]} (Other Max) against {printed[1]} (PANM); Table 3 as printed averages to "
+        f"{table2['from printed Table 3'][0]:.2f} / {table2['from printed Table 3'][1]:.2f}, Tables 13-18 to "
+        f"{table2['from Tables 13-18'][0]:.2f} / {table2['from Tables 13-18'][1]:.2f}. Our best baseline at "
+        "`--quick`: at each length the best of LSTM (8 minutes), LSTM + attention, Pointer Network, Transformer, "
+        "NTM, DNC and Stack-LSTM (2 minutes), one seed each; PANM: three seeds of 8 minutes. Recompute: "
+        "`.venv/bin/python -m benchmarks.accuracy.summary_tables`."
+    )
+    return [text, "", table(header, body), ""]
+
+
 def algorithmic_page(records: dict[str, Record], results: Path, findings: Findings, images: dict[str, bytes]) -> str:
-    """``algorithmic.md``. Findings keys: ``intro``, each task (``copy``, ...), ``<task>/paper``, ``<task>/quick``.
-    A table file (``reproduce_algorithmic_*``) repeats its tasks' files, so only those are shown."""
+    """``algorithmic.md``. Findings keys: ``intro``, ``summary``, each task (``copy``, ...), ``<task>/paper``,
+    ``<task>/quick``. A table file (``reproduce_algorithmic_*``) repeats its tasks' files, so only those are shown."""
     out = [GENERATED, "", "# The algorithmic tasks of Le et al. 2024", "", *findings.take("intro")]
+    out += ["## Summary (Table 3)", "", *summary_section(results), *findings.take("summary")]
     for task, (title, number_) in TASKS.items():
         files = [r for r in records.values() if r.stem.startswith(f"reproduce_{task}_") and not task_options(r)]
         readings = sorted(
