@@ -10,7 +10,7 @@ share of test sequences entirely right (end symbol included), *fine* = the mean 
 right before its first error (the paper's Section 4.3).
 
     .venv/bin/python -m benchmarks.accuracy.transduction [--tasks transduction_copy,bigram_flip]
-        [--models lstm,stack_lstm,queue_lstm,deque_lstm] [--steps 200] [--seeds 0] [--extra-seeds 1,2]
+        [--models lstm,lstm2,lstm4,lstm8,stack_lstm,queue_lstm,deque_lstm] [--steps 200] [--seeds 0] [--extra-seeds 1,2]
         [--hidden 256] [--test-examples 100] [--name NAME]
 
 For each task, model and seed this trains one run with ``panm_jax.train.train_and_evaluate``
@@ -21,8 +21,8 @@ writes, with ``--name``, ``transduction_<name>.{md,json}`` under ``benchmarks/re
 one row per run (its test coarse, fine and token accuracy, training-length coarse and fine, steps, the code that trained
 it) with the published cells of its task and model. ``--extra-seeds`` adds seeds to the cells that
 decide the paper's claims (``DECISIVE``: the Queue on copying, the Stack on reversal, the DeQue on
-both, every model on bigram flipping). ``python -m benchmarks.pages`` renders the file, means over
-seeds and ``ours - published``, in ``docs/results/transduction.md``.
+both, the one-layer LSTM and the three memory models on bigram flipping). ``python -m benchmarks.pages``
+renders the file, means over seeds and ``ours - published``, in ``docs/results/transduction.md``.
 
 The paper's setup where it is stated, and where we differ:
 
@@ -30,9 +30,12 @@ The paper's setup where it is stated, and where we differ:
   {5e-3 .. 5e-5}), batch 10, every gradient value clipped at 1; pop biases start at -1 (the models');
 * widths: ``--hidden`` 256 for every LSTM (the paper ran 256 and 512); the pushed values are 64 wide
   (the models' default; the paper's are 256);
-* baselines: our ``lstm`` is a one-layer LSTM encoder-decoder (this project has no deeper one), so its
-  published cells are the paper's 1-layer LSTM (Table 3); the best deep LSTM of Figure 2a (2, 4 or 8
-  layers) is shown beside it, published only;
+* baselines: the paper's deep LSTMs of 1, 2, 4 and 8 layers are ``lstm``, ``lstm2``, ``lstm4`` and
+  ``lstm8`` (``LSTM_DEPTHS``: our LSTM encoder-decoder with option ``layers``, the layers stacked in the
+  encoder and in the decoder). ``lstm``'s published cells are Table 3's 1-layer LSTM; a deeper row has
+  Figure 2a's cells where the paper names its depth the best on that task (4 layers on copying, 8 on
+  reversal, SVO to SOV and gender conjugation, 2 on bigram flipping) and none otherwise. Without the
+  row of the best depth in a table, that deep LSTM is shown under ``lstm``, published only;
 * format: the model reads ``<s> source |||`` and then emits the target and ``</s>`` with a blank decoder
   input (``panm_jax/tasks/transduction.py``); the paper trains one joint sequence, feeding the true
   previous symbol in training and its own prediction at test;
@@ -57,7 +60,10 @@ from panm_jax.train.config import OptimizerConfig, TrainConfig
 from panm_jax.train.io import read_jsonl
 
 TASKS = ("transduction_copy", "transduction_reversal", "bigram_flip", "svo_sov", "gender_conjugation")
-MODELS = ("lstm", "stack_lstm", "queue_lstm", "deque_lstm")
+# Our ``lstm`` at the paper's LSTM depths (Section 4's deep LSTM baselines: 1, 2, 4 and 8 layers); a row's
+# model is its name here, trained as the registry's ``lstm`` with option ``layers``.
+LSTM_DEPTHS = {"lstm": 1, "lstm2": 2, "lstm4": 4, "lstm8": 8}
+MODELS = (*LSTM_DEPTHS, "stack_lstm", "queue_lstm", "deque_lstm")
 TITLES = {
     "transduction_copy": "Sequence Copying",
     "transduction_reversal": "Sequence Reversal",
@@ -67,14 +73,14 @@ TITLES = {
 }
 
 # The cells that decide the paper's claims: the Queue solves copying and the Stack reversal, the DeQue
-# both; bigram flipping stops near 0.55 coarse for every model.
+# both; bigram flipping stops near 0.55 coarse for every model (the one-layer LSTM standing for the deep ones).
 DECISIVE = frozenset(
     {
         ("transduction_copy", "queue_lstm"),
         ("transduction_reversal", "stack_lstm"),
         ("transduction_copy", "deque_lstm"),
         ("transduction_reversal", "deque_lstm"),
-        *(("bigram_flip", m) for m in MODELS),
+        *(("bigram_flip", m) for m in ("lstm", "stack_lstm", "queue_lstm", "deque_lstm")),
     }
 )
 
@@ -126,11 +132,19 @@ PUBLISHED_DEEP_LSTM: dict[str, tuple[int, float, float, float, float]] = {
 PAPER = "Grefenstette, Hermann, Suleyman & Blunsom 2015, Learning to Transduce with Unbounded Memory (NeurIPS 2015)"
 
 
-def published_cells(task: str, model: str) -> dict[str, Any]:
-    """The published cells beside a run of ``model`` on ``task`` (``published_*``; for ``lstm`` also the
-    best deep LSTM's, ``deep_lstm_*``)."""
+def published_cells(task: str, model: str, deep_run: bool = False) -> dict[str, Any]:
+    """The published cells beside a run of ``model`` on ``task`` (``published_*``).
+
+    ``lstm``: Table 3's 1-layer LSTM, and, unless ``deep_run`` (the best deep LSTM's depth is among the
+    rows), the best deep LSTM of Figure 2a as ``deep_lstm_*`` (shown under it, published only). A deeper
+    ``lstmL``: Figure 2a's best deep LSTM where its depth is ``L``; nothing otherwise (Table 3's other
+    depths are not transcribed here).
+    """
+    layers, *deep = PUBLISHED_DEEP_LSTM[task]
     if model == "lstm":
         cells, source = PUBLISHED_LSTM_1_LAYER[task], "Table 3, 1-layer LSTM"
+    elif model in LSTM_DEPTHS and LSTM_DEPTHS[model] == layers:
+        cells, source = tuple(deep), f"Figure 2a, best deep LSTM ({layers} layers)"
     elif model in PUBLISHED[task]:
         cells, source = PUBLISHED[task][model], "Figure 2a"
     else:
@@ -138,23 +152,29 @@ def published_cells(task: str, model: str) -> dict[str, Any]:
     keys = ("published_train_coarse", "published_train_fine", "published_coarse", "published_fine")
     out: dict[str, Any] = dict(zip(keys, cells, strict=True))
     out["published_source"] = source
-    if model == "lstm":
-        layers, *deep = PUBLISHED_DEEP_LSTM[task]
+    if model == "lstm" and not deep_run:
         out["deep_lstm_layers"] = layers
         keys = ("deep_lstm_train_coarse", "deep_lstm_train_fine", "deep_lstm_coarse", "deep_lstm_fine")
         out.update(zip(keys, deep, strict=True))
     return out
 
 
+def deep_run(task: str, models: list[str]) -> bool:
+    """Whether ``models`` hold the LSTM of the depth Figure 2a gives as best on ``task``."""
+    return any(LSTM_DEPTHS.get(m) == PUBLISHED_DEEP_LSTM[task][0] for m in models)
+
+
 def make_config(
     task: str, model: str, seed: int, steps: int, hidden: int, lr: float, test_examples: int
 ) -> TrainConfig:
-    """One run: RMSProp ``lr`` (no momentum), batch 10, gradient values clipped at 1, ``steps`` steps, one
+    """One run of ``model`` (a name of ``MODELS``: ``lstmL`` is the registry's ``lstm`` with ``layers = L``):
+    RMSProp ``lr`` (no momentum), batch 10, gradient values clipped at 1, ``steps`` steps, one
     evaluation at the end (``test_examples`` test sequences; as many fresh training-length ones select)."""
+    layers = LSTM_DEPTHS.get(model, 1)
     return TrainConfig(
         task=task,
-        model=model,
-        model_options={"hidden": hidden},
+        model="lstm" if model in LSTM_DEPTHS else model,
+        model_options={"hidden": hidden, **({"layers": layers} if layers > 1 else {})},
         seed=seed,
         num_steps=steps,
         batch_size=10,
@@ -177,8 +197,9 @@ def selection_record(workdir: Path, step: int) -> dict[str, Any]:
     return {}
 
 
-def run_row(task: str, model: str, seed: int, workdir: Path) -> dict[str, Any]:
-    """The table row of one finished run: its test and training-length accuracies and the published cells."""
+def run_row(task: str, model: str, seed: int, workdir: Path, models: list[str]) -> dict[str, Any]:
+    """The table row of one finished run: its test and training-length accuracies and the published cells
+    (``models``: every model of the table, which decides whether the best deep LSTM has a row of its own)."""
     results = json.loads((workdir / "results.json").read_text())
     (test,) = [m for m in results["modes"] if m["mode"] == "test"]
     train = selection_record(workdir, results["step"])
@@ -194,7 +215,7 @@ def run_row(task: str, model: str, seed: int, workdir: Path) -> dict[str, Any]:
         "train_coarse": round(train["coarse_accuracy"], 4) if train else "",
         "train_fine": round(train["fine_accuracy"], 4) if train else "",
         "test_examples": test["examples"],
-        **published_cells(task, model),
+        **published_cells(task, model, deep_run(task, models)),
         "code": "; ".join(dict.fromkeys(trained_by(workdir))),
     }
 
@@ -284,7 +305,7 @@ def main(argv=None) -> int:
         if not finished(workdir, config):
             print(f"== {model} on {task}, seed {seed} -> {workdir}", flush=True)
             train_and_evaluate(config, workdir, progress=False)
-        row = run_row(task, model, seed, workdir)
+        row = run_row(task, model, seed, workdir, models)
         rows.append(row)
         print(f"   {task} {model} s{seed}: coarse {row['coarse']:.2f}, fine {row['fine']:.2f}", flush=True)
     print(common.markdown_table(rows, COLUMNS))
