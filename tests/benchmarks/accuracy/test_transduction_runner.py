@@ -182,3 +182,16 @@ def test_bad_options_give_one_line(argv, message):
     with pytest.raises(SystemExit) as err:
         transduction.main(argv)
     assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_decisive_only_trains_the_decisive_cells_alone():
+    tasks, models = ["transduction_copy", "transduction_reversal"], ["stack_lstm", "queue_lstm"]
+    plan = transduction.run_plan(tasks, models, [0], [1], decisive_only=True)
+    assert plan == [
+        ("transduction_copy", "queue_lstm", 0),
+        ("transduction_reversal", "stack_lstm", 0),
+        ("transduction_copy", "queue_lstm", 1),
+        ("transduction_reversal", "stack_lstm", 1),
+    ]
+    with pytest.raises(SystemExit, match="--decisive-only: expected a decisive cell"):
+        transduction.main(["--tasks", "svo_sov", "--models", "lstm", "--decisive-only"])
