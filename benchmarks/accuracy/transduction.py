@@ -2,11 +2,11 @@
 
 Grefenstette, Hermann, Suleyman & Blunsom 2015, *Learning to Transduce with Unbounded Memory*
 (NeurIPS 2015), Figure 2a (the results table, "Comparing Enhanced LSTMs to Best Benchmarks") and
-Table 3 of its appendix E ("Full Results", every LSTM depth). Five tasks (``panm_jax/tasks/transduction.py``):
-sequence copying, sequence reversal, bigram flipping (random strings over 128 symbols), SVO to SOV and
-gender conjugation (inversion transduction grammars; ours are our design, not the paper's appendix
-grammars: docs/tasks.md). Training source lengths ``U{8..64}``, test ``U{65..128}``; *coarse* = the
-share of test sequences entirely right (end symbol included), *fine* = the mean share of each target
+Table 3 of its appendix E ("Full Results", every LSTM depth). Five tasks
+(``panm_jax/tasks/transduction.py``): sequence copying, sequence reversal, bigram flipping (random
+strings over 128 symbols), SVO to SOV and gender conjugation (the inversion transduction grammars of
+the paper's Table 1, appendix C). Training source lengths ``U{8..64}``, test ``U{65..128}``; *coarse* =
+the share of test sequences entirely right (end symbol included), *fine* = the mean share of each target
 right before its first error (the paper's Section 4.3).
 
     .venv/bin/python -m benchmarks.accuracy.transduction [--tasks transduction_copy,bigram_flip]
@@ -34,10 +34,10 @@ The paper's setup where it is stated, and where we differ:
   (the models' default; the paper's are 256);
 * baselines: the paper's deep LSTMs of 1, 2, 4 and 8 layers are ``lstm``, ``lstm2``, ``lstm4`` and
   ``lstm8`` (``LSTM_DEPTHS``: our LSTM encoder-decoder with option ``layers``, the layers stacked in the
-  encoder and in the decoder). ``lstm``'s published cells are Table 3's 1-layer LSTM; a deeper row has
-  Figure 2a's cells where the paper names its depth the best on that task (4 layers on copying, 8 on
-  reversal, SVO to SOV and gender conjugation, 2 on bigram flipping) and none otherwise. Without the
-  row of the best depth in a table, that deep LSTM is shown under ``lstm``, published only;
+  encoder and in the decoder), each beside Table 3's LSTM of its depth (Figure 2a shows the best
+  depth of each task: 4 layers on copying, 8 on reversal, SVO to SOV and gender conjugation, 2 on
+  bigram flipping). Without the row of the best depth in a table, that deep LSTM is shown under
+  ``lstm``, published only;
 * format: the model reads ``<s> source |||`` and then emits the target and ``</s>`` with a blank decoder
   input (``panm_jax/tasks/transduction.py``); the paper trains one joint sequence, feeding the true
   previous symbol in training and its own prediction at test;
@@ -115,21 +115,47 @@ PUBLISHED: dict[str, dict[str, tuple[float, float, float, float]]] = {
         "deque_lstm": (1.00, 1.00, 1.00, 1.00),
     },
 }
-# Table 3 (appendix E), the 1-layer LSTM: the depth of our ``lstm``.
-PUBLISHED_LSTM_1_LAYER: dict[str, tuple[float, float, float, float]] = {
-    "transduction_copy": (0.62, 0.87, 0.00, 0.38),
-    "transduction_reversal": (0.78, 0.87, 0.01, 0.09),
-    "bigram_flip": (0.53, 0.93, 0.01, 0.53),
-    "svo_sov": (0.96, 0.98, 0.96, 0.99),
-    "gender_conjugation": (0.97, 0.99, 0.97, 0.99),
+# Table 3 (appendix E), the LSTMs of every depth: {task: {layers: (training coarse, training fine, testing
+# coarse, testing fine)}}.
+PUBLISHED_LSTM: dict[str, dict[int, tuple[float, float, float, float]]] = {
+    "transduction_copy": {
+        1: (0.62, 0.87, 0.00, 0.38),
+        2: (0.80, 0.95, 0.00, 0.47),
+        4: (0.98, 0.98, 0.01, 0.50),
+        8: (0.57, 0.83, 0.00, 0.31),
+    },
+    "transduction_reversal": {
+        1: (0.78, 0.87, 0.01, 0.09),
+        2: (0.91, 0.94, 0.02, 0.06),
+        4: (0.93, 0.96, 0.03, 0.15),
+        8: (0.95, 0.98, 0.04, 0.13),
+    },
+    "bigram_flip": {
+        1: (0.53, 0.93, 0.01, 0.53),
+        2: (0.54, 0.93, 0.02, 0.52),
+        4: (0.52, 0.93, 0.01, 0.56),
+        8: (0.52, 0.93, 0.01, 0.53),
+    },
+    "svo_sov": {
+        1: (0.96, 0.98, 0.96, 0.99),
+        2: (0.97, 0.99, 0.96, 0.99),
+        4: (0.97, 0.99, 0.97, 0.99),
+        8: (0.98, 0.99, 0.98, 0.99),
+    },
+    "gender_conjugation": {
+        1: (0.97, 0.99, 0.97, 0.99),
+        2: (0.98, 0.99, 0.98, 0.99),
+        4: (0.98, 0.99, 0.98, 0.99),
+        8: (0.98, 0.99, 0.99, 0.99),
+    },
 }
-# Figure 2a, the best deep LSTM of each task: (layers, training coarse, training fine, testing coarse, testing fine).
-PUBLISHED_DEEP_LSTM: dict[str, tuple[int, float, float, float, float]] = {
-    "transduction_copy": (4, 0.98, 0.98, 0.01, 0.50),
-    "transduction_reversal": (8, 0.95, 0.98, 0.04, 0.13),
-    "bigram_flip": (2, 0.54, 0.93, 0.02, 0.52),
-    "svo_sov": (8, 0.98, 0.99, 0.98, 0.99),
-    "gender_conjugation": (8, 0.98, 0.99, 0.99, 0.99),
+# Figure 2a's best deep LSTM of each task (selected by the paper on training perplexity): its depth.
+BEST_LSTM_DEPTH = {
+    "transduction_copy": 4,
+    "transduction_reversal": 8,
+    "bigram_flip": 2,
+    "svo_sov": 8,
+    "gender_conjugation": 8,
 }
 PAPER = "Grefenstette, Hermann, Suleyman & Blunsom 2015, Learning to Transduce with Unbounded Memory (NeurIPS 2015)"
 
@@ -137,33 +163,33 @@ PAPER = "Grefenstette, Hermann, Suleyman & Blunsom 2015, Learning to Transduce w
 def published_cells(task: str, model: str, deep_run: bool = False) -> dict[str, Any]:
     """The published cells beside a run of ``model`` on ``task`` (``published_*``).
 
-    ``lstm``: Table 3's 1-layer LSTM, and, unless ``deep_run`` (the best deep LSTM's depth is among the
-    rows), the best deep LSTM of Figure 2a as ``deep_lstm_*`` (shown under it, published only). A deeper
-    ``lstmL``: Figure 2a's best deep LSTM where its depth is ``L``; nothing otherwise (Table 3's other
-    depths are not transcribed here).
+    An LSTM row (``LSTM_DEPTHS``): Table 3's LSTM of its depth. ``lstm`` also carries, unless ``deep_run``
+    (the best deep LSTM's depth is among the table's rows), Figure 2a's best deep LSTM as ``deep_lstm_*``
+    (shown under it, published only). A memory model: Figure 2a.
     """
-    layers, *deep = PUBLISHED_DEEP_LSTM[task]
-    if model == "lstm":
-        cells, source = PUBLISHED_LSTM_1_LAYER[task], "Table 3, 1-layer LSTM"
-    elif model in LSTM_DEPTHS and LSTM_DEPTHS[model] == layers:
-        cells, source = tuple(deep), f"Figure 2a, best deep LSTM ({layers} layers)"
+    keys = ("published_train_coarse", "published_train_fine", "published_coarse", "published_fine")
+    if model in LSTM_DEPTHS:
+        layers = LSTM_DEPTHS[model]
+        cells = PUBLISHED_LSTM[task][layers]
+        best = " (Figure 2a's best deep LSTM)" if layers == BEST_LSTM_DEPTH[task] else ""
+        source = f"Table 3, {layers}-layer LSTM{best}"
     elif model in PUBLISHED[task]:
         cells, source = PUBLISHED[task][model], "Figure 2a"
     else:
         return {}
-    keys = ("published_train_coarse", "published_train_fine", "published_coarse", "published_fine")
     out: dict[str, Any] = dict(zip(keys, cells, strict=True))
     out["published_source"] = source
     if model == "lstm" and not deep_run:
-        out["deep_lstm_layers"] = layers
+        best_layers = BEST_LSTM_DEPTH[task]
+        out["deep_lstm_layers"] = best_layers
         keys = ("deep_lstm_train_coarse", "deep_lstm_train_fine", "deep_lstm_coarse", "deep_lstm_fine")
-        out.update(zip(keys, deep, strict=True))
+        out.update(zip(keys, PUBLISHED_LSTM[task][best_layers], strict=True))
     return out
 
 
 def deep_run(task: str, models: list[str]) -> bool:
     """Whether ``models`` hold the LSTM of the depth Figure 2a gives as best on ``task``."""
-    return any(LSTM_DEPTHS.get(m) == PUBLISHED_DEEP_LSTM[task][0] for m in models)
+    return any(LSTM_DEPTHS.get(m) == BEST_LSTM_DEPTH[task] for m in models)
 
 
 def make_config(
@@ -341,6 +367,7 @@ def main(argv=None) -> int:
         "test_examples": args.test_examples,
         "train_lengths": "8..64 (bigram flipping: even)",
         "test_lengths": "65..128 (bigram flipping: even 66..128)",
+        "grammars": "Table 1 of the paper (the tasks' default)",
         "name": args.name,
     }
     spent = sum(r["steps"] for r in rows)
@@ -348,9 +375,9 @@ def main(argv=None) -> int:
         f"Budget: {args.steps:,} training steps per run (batch 10, RMSProp {args.lr:g}, gradient values clipped "
         f"at 1, LSTM width {args.hidden}), {spent:,} steps in all; coarse and fine test accuracy on "
         f"{args.test_examples} sequences of source length 65..128 (train_*: as many of length 8..64). "
-        f"Published: {PAPER}, Figure 2a (Stack-, Queue-, DeQue-LSTMs) and Table 3 (the 1-layer LSTM, our "
-        "lstm's depth), testing coarse and fine; the paper trains to convergence, so 'ours - published' "
-        "measures the budget as much as the models."
+        f"Published: {PAPER}, Figure 2a (Stack-, Queue-, DeQue-LSTMs) and Table 3 (the LSTM of each depth), "
+        "testing coarse and fine; the paper trains to convergence, so 'ours - published' measures the budget "
+        "as much as the models."
     )
     common.write_results(
         f"transduction_{args.name}",

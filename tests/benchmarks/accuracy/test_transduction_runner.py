@@ -83,9 +83,9 @@ def test_the_rendered_table_carries_every_published_cell():
         for model, (coarse, fine) in published.items():
             assert cells[(title, model)] == (f"{coarse:.2f}", f"{fine:.2f}"), (task, model)
         assert cells[(title, "lstm")] == tuple(f"{v:.2f}" for v in TABLE_3_ONE_LAYER[task])
-        for model in ("lstm2", "lstm4", "lstm8"):  # the depths Figure 2a does not name best have no cells
-            if model not in published:
-                assert cells[(title, model)] == ("", ""), (task, model)
+    assert cells[("Sequence Copying", "lstm2")] == ("0.00", "0.47")  # Table 3's other depths
+    assert cells[("Bigram Flipping", "lstm4")] == ("0.01", "0.56")
+    assert cells[("Gender Conjugation", "lstm4")] == ("0.98", "0.99")
     assert len(rendered) == 35  # 5 tasks x 7 models, every best deep LSTM in a row of its own
 
 
@@ -139,7 +139,8 @@ def test_the_command_records_its_json_and_a_rerun_reads_the_runs_back(tmp_path, 
     assert data["settings"]["steps"] == 1 and data["settings"]["extra_seeds"] == []
     assert [(r["model"], r["seed"], r["steps"]) for r in data["rows"]] == [("lstm2", 0, 1)]
     (row,) = data["rows"]
-    assert row["published_coarse"] == 0.02 and row["published_source"] == "Figure 2a, best deep LSTM (2 layers)"
+    assert row["published_coarse"] == 0.02
+    assert row["published_source"] == "Table 3, 2-layer LSTM (Figure 2a's best deep LSTM)"
     (config,) = (tmp_path / "runs" / "bigram_flip").glob("lstm2-*/config.json")
     assert json.loads(config.read_text())["model_options"] == {"hidden": 4, "layers": 2}
 
