@@ -2,15 +2,16 @@
 
 Grefenstette, Hermann, Suleyman & Blunsom 2015, *Learning to Transduce with Unbounded Memory*
 (NeurIPS 2015), Figure 2a (the results table, "Comparing Enhanced LSTMs to Best Benchmarks") and
-Table 3 of its appendix E ("Full Results", every LSTM depth). Five tasks (``panm_jax/tasks/transduction.py``):
-sequence copying, sequence reversal, bigram flipping (random strings over 128 symbols), SVO to SOV and
-gender conjugation (inversion transduction grammars; ours are our design, not the paper's appendix
-grammars: docs/tasks.md). Training source lengths ``U{8..64}``, test ``U{65..128}``; *coarse* = the
-share of test sequences entirely right (end symbol included), *fine* = the mean share of each target
+Table 3 of its appendix E ("Full Results", every LSTM depth). Five tasks
+(``panm_jax/tasks/transduction.py``): sequence copying, sequence reversal, bigram flipping (random
+strings over 128 symbols), SVO to SOV and gender conjugation (the inversion transduction grammars of
+the paper's Table 1, appendix C). Training source lengths ``U{8..64}``, test ``U{65..128}``; *coarse* =
+the share of test sequences entirely right (end symbol included), *fine* = the mean share of each target
 right before its first error (the paper's Section 4.3).
 
     .venv/bin/python -m benchmarks.accuracy.transduction [--tasks transduction_copy,bigram_flip]
-        [--models lstm,stack_lstm,queue_lstm,deque_lstm] [--steps 200] [--seeds 0] [--extra-seeds 1,2]
+        [--models lstm,lstm2,lstm4,lstm8,stack_lstm,queue_lstm,deque_lstm] [--steps 200] [--seeds 0]
+        [--extra-seeds 1,2] [--decisive-only]
         [--hidden 256] [--test-examples 100] [--name NAME]
 
 For each task, model and seed this trains one run with ``panm_jax.train.train_and_evaluate``
@@ -21,8 +22,9 @@ writes, with ``--name``, ``transduction_<name>.{md,json}`` under ``benchmarks/re
 one row per run (its test coarse, fine and token accuracy, training-length coarse and fine, steps, the code that trained
 it) with the published cells of its task and model. ``--extra-seeds`` adds seeds to the cells that
 decide the paper's claims (``DECISIVE``: the Queue on copying, the Stack on reversal, the DeQue on
-both, every model on bigram flipping). ``python -m benchmarks.pages`` renders the file, means over
-seeds and ``ours - published``, in ``docs/results/transduction.md``.
+both, the one-layer LSTM and the three memory models on bigram flipping); ``--decisive-only`` trains those
+cells alone. ``python -m benchmarks.pages``
+renders the file, means over seeds and ``ours - published``, in ``docs/results/transduction.md``.
 
 The paper's setup where it is stated, and where we differ:
 
@@ -30,9 +32,16 @@ The paper's setup where it is stated, and where we differ:
   {5e-3 .. 5e-5}), batch 10, every gradient value clipped at 1; pop biases start at -1 (the models');
 * widths: ``--hidden`` 256 for every LSTM (the paper ran 256 and 512); the pushed values are 64 wide
   (the models' default; the paper's are 256);
-* baselines: our ``lstm`` is a one-layer LSTM encoder-decoder (this project has no deeper one), so its
-  published cells are the paper's 1-layer LSTM (Table 3); the best deep LSTM of Figure 2a (2, 4 or 8
-  layers) is shown beside it, published only;
+* baselines: the paper's deep LSTMs of 1, 2, 4 and 8 layers are ``lstm``, ``lstm2``, ``lstm4`` and
+  ``lstm8`` (``LSTM_DEPTHS``: our LSTM encoder-decoder with option ``layers``, the layers stacked in the
+  encoder and in the decoder), each beside Table 3's LSTM of its depth (Figure 2a shows the best
+  depth of each task: 4 layers on copying, 8 on reversal, SVO to SOV and gender conjugation, 2 on
+  bigram flipping). Without the row of the best depth in a table, that deep LSTM is shown under
+  ``lstm``, published only. Our encoder and decoder are separate LSTM stacks (Sutskever et al. 2014's
+  design), so at width 256 they hold about twice the parameters of the paper's Table 2 (1, 2, 4, 8
+  layers: 0.70, 1.75, 3.86, 8.07 million against 0.33, 0.91, 2.1, 4.5 million); our Stack- and
+  Queue-LSTMs hold 0.51 million and the DeQue-LSTM 0.60 (the paper: 0.67 and 1.0, with pushed values
+  256 wide);
 * format: the model reads ``<s> source |||`` and then emits the target and ``</s>`` with a blank decoder
   input (``panm_jax/tasks/transduction.py``); the paper trains one joint sequence, feeding the true
   previous symbol in training and its own prediction at test;
@@ -57,7 +66,10 @@ from panm_jax.train.config import OptimizerConfig, TrainConfig
 from panm_jax.train.io import read_jsonl
 
 TASKS = ("transduction_copy", "transduction_reversal", "bigram_flip", "svo_sov", "gender_conjugation")
-MODELS = ("lstm", "stack_lstm", "queue_lstm", "deque_lstm")
+# Our ``lstm`` at the paper's LSTM depths (Section 4's deep LSTM baselines: 1, 2, 4 and 8 layers); a row's
+# model is its name here, trained as the registry's ``lstm`` with option ``layers``.
+LSTM_DEPTHS = {"lstm": 1, "lstm2": 2, "lstm4": 4, "lstm8": 8}
+MODELS = (*LSTM_DEPTHS, "stack_lstm", "queue_lstm", "deque_lstm")
 TITLES = {
     "transduction_copy": "Sequence Copying",
     "transduction_reversal": "Sequence Reversal",
@@ -67,14 +79,14 @@ TITLES = {
 }
 
 # The cells that decide the paper's claims: the Queue solves copying and the Stack reversal, the DeQue
-# both; bigram flipping stops near 0.55 coarse for every model.
+# both; bigram flipping stops near 0.55 coarse for every model (the one-layer LSTM standing for the deep ones).
 DECISIVE = frozenset(
     {
         ("transduction_copy", "queue_lstm"),
         ("transduction_reversal", "stack_lstm"),
         ("transduction_copy", "deque_lstm"),
         ("transduction_reversal", "deque_lstm"),
-        *(("bigram_flip", m) for m in MODELS),
+        *(("bigram_flip", m) for m in ("lstm", "stack_lstm", "queue_lstm", "deque_lstm")),
     }
 )
 
@@ -107,54 +119,94 @@ PUBLISHED: dict[str, dict[str, tuple[float, float, float, float]]] = {
         "deque_lstm": (1.00, 1.00, 1.00, 1.00),
     },
 }
-# Table 3 (appendix E), the 1-layer LSTM: the depth of our ``lstm``.
-PUBLISHED_LSTM_1_LAYER: dict[str, tuple[float, float, float, float]] = {
-    "transduction_copy": (0.62, 0.87, 0.00, 0.38),
-    "transduction_reversal": (0.78, 0.87, 0.01, 0.09),
-    "bigram_flip": (0.53, 0.93, 0.01, 0.53),
-    "svo_sov": (0.96, 0.98, 0.96, 0.99),
-    "gender_conjugation": (0.97, 0.99, 0.97, 0.99),
+# Table 3 (appendix E), the LSTMs of every depth: {task: {layers: (training coarse, training fine, testing
+# coarse, testing fine)}}.
+PUBLISHED_LSTM: dict[str, dict[int, tuple[float, float, float, float]]] = {
+    "transduction_copy": {
+        1: (0.62, 0.87, 0.00, 0.38),
+        2: (0.80, 0.95, 0.00, 0.47),
+        4: (0.98, 0.98, 0.01, 0.50),
+        8: (0.57, 0.83, 0.00, 0.31),
+    },
+    "transduction_reversal": {
+        1: (0.78, 0.87, 0.01, 0.09),
+        2: (0.91, 0.94, 0.02, 0.06),
+        4: (0.93, 0.96, 0.03, 0.15),
+        8: (0.95, 0.98, 0.04, 0.13),
+    },
+    "bigram_flip": {
+        1: (0.53, 0.93, 0.01, 0.53),
+        2: (0.54, 0.93, 0.02, 0.52),
+        4: (0.52, 0.93, 0.01, 0.56),
+        8: (0.52, 0.93, 0.01, 0.53),
+    },
+    "svo_sov": {
+        1: (0.96, 0.98, 0.96, 0.99),
+        2: (0.97, 0.99, 0.96, 0.99),
+        4: (0.97, 0.99, 0.97, 0.99),
+        8: (0.98, 0.99, 0.98, 0.99),
+    },
+    "gender_conjugation": {
+        1: (0.97, 0.99, 0.97, 0.99),
+        2: (0.98, 0.99, 0.98, 0.99),
+        4: (0.98, 0.99, 0.98, 0.99),
+        8: (0.98, 0.99, 0.99, 0.99),
+    },
 }
-# Figure 2a, the best deep LSTM of each task: (layers, training coarse, training fine, testing coarse, testing fine).
-PUBLISHED_DEEP_LSTM: dict[str, tuple[int, float, float, float, float]] = {
-    "transduction_copy": (4, 0.98, 0.98, 0.01, 0.50),
-    "transduction_reversal": (8, 0.95, 0.98, 0.04, 0.13),
-    "bigram_flip": (2, 0.54, 0.93, 0.02, 0.52),
-    "svo_sov": (8, 0.98, 0.99, 0.98, 0.99),
-    "gender_conjugation": (8, 0.98, 0.99, 0.99, 0.99),
+# Figure 2a's best deep LSTM of each task (selected by the paper on training perplexity): its depth.
+BEST_LSTM_DEPTH = {
+    "transduction_copy": 4,
+    "transduction_reversal": 8,
+    "bigram_flip": 2,
+    "svo_sov": 8,
+    "gender_conjugation": 8,
 }
 PAPER = "Grefenstette, Hermann, Suleyman & Blunsom 2015, Learning to Transduce with Unbounded Memory (NeurIPS 2015)"
 
 
-def published_cells(task: str, model: str) -> dict[str, Any]:
-    """The published cells beside a run of ``model`` on ``task`` (``published_*``; for ``lstm`` also the
-    best deep LSTM's, ``deep_lstm_*``)."""
-    if model == "lstm":
-        cells, source = PUBLISHED_LSTM_1_LAYER[task], "Table 3, 1-layer LSTM"
+def published_cells(task: str, model: str, deep_run: bool = False) -> dict[str, Any]:
+    """The published cells beside a run of ``model`` on ``task`` (``published_*``).
+
+    An LSTM row (``LSTM_DEPTHS``): Table 3's LSTM of its depth. ``lstm`` also carries, unless ``deep_run``
+    (the best deep LSTM's depth is among the table's rows), Figure 2a's best deep LSTM as ``deep_lstm_*``
+    (shown under it, published only). A memory model: Figure 2a.
+    """
+    keys = ("published_train_coarse", "published_train_fine", "published_coarse", "published_fine")
+    if model in LSTM_DEPTHS:
+        layers = LSTM_DEPTHS[model]
+        cells = PUBLISHED_LSTM[task][layers]
+        best = " (Figure 2a's best deep LSTM)" if layers == BEST_LSTM_DEPTH[task] else ""
+        source = f"Table 3, {layers}-layer LSTM{best}"
     elif model in PUBLISHED[task]:
         cells, source = PUBLISHED[task][model], "Figure 2a"
     else:
         return {}
-    keys = ("published_train_coarse", "published_train_fine", "published_coarse", "published_fine")
     out: dict[str, Any] = dict(zip(keys, cells, strict=True))
     out["published_source"] = source
-    if model == "lstm":
-        layers, *deep = PUBLISHED_DEEP_LSTM[task]
-        out["deep_lstm_layers"] = layers
+    if model == "lstm" and not deep_run:
+        best_layers = BEST_LSTM_DEPTH[task]
+        out["deep_lstm_layers"] = best_layers
         keys = ("deep_lstm_train_coarse", "deep_lstm_train_fine", "deep_lstm_coarse", "deep_lstm_fine")
-        out.update(zip(keys, deep, strict=True))
+        out.update(zip(keys, PUBLISHED_LSTM[task][best_layers], strict=True))
     return out
+
+
+def deep_run(task: str, models: list[str]) -> bool:
+    """Whether ``models`` hold the LSTM of the depth Figure 2a gives as best on ``task``."""
+    return any(LSTM_DEPTHS.get(m) == BEST_LSTM_DEPTH[task] for m in models)
 
 
 def make_config(
     task: str, model: str, seed: int, steps: int, hidden: int, lr: float, test_examples: int
 ) -> TrainConfig:
-    """One run: RMSProp ``lr`` (no momentum), batch 10, gradient values clipped at 1, ``steps`` steps, one
+    """One run of ``model`` (a name of ``MODELS``: ``lstmL`` is the registry's ``lstm`` with ``layers = L``):
+    RMSProp ``lr`` (no momentum), batch 10, gradient values clipped at 1, ``steps`` steps, one
     evaluation at the end (``test_examples`` test sequences; as many fresh training-length ones select)."""
+    layers = LSTM_DEPTHS.get(model, 1)
     return TrainConfig(
         task=task,
-        model=model,
-        model_options={"hidden": hidden},
+        model="lstm" if model in LSTM_DEPTHS else model,
+        model_options={"hidden": hidden, **({"layers": layers} if layers > 1 else {})},
         seed=seed,
         num_steps=steps,
         batch_size=10,
@@ -177,8 +229,9 @@ def selection_record(workdir: Path, step: int) -> dict[str, Any]:
     return {}
 
 
-def run_row(task: str, model: str, seed: int, workdir: Path) -> dict[str, Any]:
-    """The table row of one finished run: its test and training-length accuracies and the published cells."""
+def run_row(task: str, model: str, seed: int, workdir: Path, models: list[str]) -> dict[str, Any]:
+    """The table row of one finished run: its test and training-length accuracies and the published cells
+    (``models``: every model of the table, which decides whether the best deep LSTM has a row of its own)."""
     results = json.loads((workdir / "results.json").read_text())
     (test,) = [m for m in results["modes"] if m["mode"] == "test"]
     train = selection_record(workdir, results["step"])
@@ -194,16 +247,20 @@ def run_row(task: str, model: str, seed: int, workdir: Path) -> dict[str, Any]:
         "train_coarse": round(train["coarse_accuracy"], 4) if train else "",
         "train_fine": round(train["fine_accuracy"], 4) if train else "",
         "test_examples": test["examples"],
-        **published_cells(task, model),
+        **published_cells(task, model, deep_run(task, models)),
         "code": "; ".join(dict.fromkeys(trained_by(workdir))),
     }
 
 
-def run_plan(tasks: list[str], models: list[str], seeds: list[int], extra: list[int]) -> list[tuple[str, str, int]]:
+def run_plan(
+    tasks: list[str], models: list[str], seeds: list[int], extra: list[int], decisive_only: bool = False
+) -> list[tuple[str, str, int]]:
     """The runs in the order they train: every cell's ``seeds`` first, then the ``extra`` seeds of the cells of
-    ``DECISIVE``, one seed at a time, so that a budget cut short leaves whole passes."""
-    plan = [(t, m, s) for s in seeds for t in tasks for m in models]
-    return plan + [(t, m, s) for s in extra for t in tasks for m in models if (t, m) in DECISIVE]
+    ``DECISIVE``, one seed at a time, so that a budget cut short leaves whole passes; with ``decisive_only``
+    the cells of ``DECISIVE`` alone."""
+    cells = [(t, m) for t in tasks for m in models if (t, m) in DECISIVE or not decisive_only]
+    plan = [(t, m, s) for s in seeds for t, m in cells]
+    return plan + [(t, m, s) for s in extra for t, m in cells if (t, m) in DECISIVE]
 
 
 def names(text: str, what: str, known: tuple[str, ...]) -> list[str]:
@@ -256,6 +313,7 @@ def main(argv=None) -> int:
     p.add_argument("--models", default=",".join(MODELS))
     p.add_argument("--seeds", default="0", help="seeds of every cell (comma-separated)")
     p.add_argument("--extra-seeds", default="", help="more seeds for the cells of DECISIVE (comma-separated)")
+    p.add_argument("--decisive-only", action="store_true", help="train only the cells of DECISIVE among the others")
     p.add_argument("--steps", type=int, default=200, help="training steps per run, the same for every cell")
     p.add_argument("--hidden", type=int, default=256, help="LSTM width of every model (the paper: 256 or 512)")
     p.add_argument("--lr", type=float, default=1e-3, help="RMSProp learning rate")
@@ -277,14 +335,17 @@ def main(argv=None) -> int:
     from panm_jax.train.loop import train_and_evaluate
 
     rows = []
-    for task, model, seed in run_plan(tasks, models, seeds, extra):
+    plan = run_plan(tasks, models, seeds, extra, args.decisive_only)
+    if not plan:
+        raise SystemExit(f"--decisive-only: expected a decisive cell among --tasks and --models, got none of {tasks}")
+    for task, model, seed in plan:
         config = make_config(task, model, seed, args.steps, args.hidden, args.lr, args.test_examples)
         tag = f"s{seed}-{args.steps}steps-h{args.hidden}-lr{args.lr:g}-test{args.test_examples}"
         workdir = Path(args.workdir) / task / f"{model}-{tag}"
         if not finished(workdir, config):
             print(f"== {model} on {task}, seed {seed} -> {workdir}", flush=True)
             train_and_evaluate(config, workdir, progress=False)
-        row = run_row(task, model, seed, workdir)
+        row = run_row(task, model, seed, workdir, models)
         rows.append(row)
         print(f"   {task} {model} s{seed}: coarse {row['coarse']:.2f}, fine {row['fine']:.2f}", flush=True)
     print(common.markdown_table(rows, COLUMNS))
@@ -302,6 +363,7 @@ def main(argv=None) -> int:
         "seeds": seeds,
         "extra_seeds": extra,
         "decisive_cells": sorted(f"{t}/{m}" for t, m in DECISIVE if t in tasks and m in models),
+        "decisive_only": args.decisive_only,
         "steps": args.steps,
         "hidden": args.hidden,
         "batch_size": 10,
@@ -309,6 +371,7 @@ def main(argv=None) -> int:
         "test_examples": args.test_examples,
         "train_lengths": "8..64 (bigram flipping: even)",
         "test_lengths": "65..128 (bigram flipping: even 66..128)",
+        "grammars": "Table 1 of the paper (the tasks' default)",
         "name": args.name,
     }
     spent = sum(r["steps"] for r in rows)
@@ -316,9 +379,9 @@ def main(argv=None) -> int:
         f"Budget: {args.steps:,} training steps per run (batch 10, RMSProp {args.lr:g}, gradient values clipped "
         f"at 1, LSTM width {args.hidden}), {spent:,} steps in all; coarse and fine test accuracy on "
         f"{args.test_examples} sequences of source length 65..128 (train_*: as many of length 8..64). "
-        f"Published: {PAPER}, Figure 2a (Stack-, Queue-, DeQue-LSTMs) and Table 3 (the 1-layer LSTM, our "
-        "lstm's depth), testing coarse and fine; the paper trains to convergence, so 'ours - published' "
-        "measures the budget as much as the models."
+        f"Published: {PAPER}, Figure 2a (Stack-, Queue-, DeQue-LSTMs) and Table 3 (the LSTM of each depth), "
+        "testing coarse and fine; the paper trains to convergence, so 'ours - published' measures the budget "
+        "as much as the models."
     )
     common.write_results(
         f"transduction_{args.name}",

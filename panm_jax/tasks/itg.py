@@ -1,20 +1,74 @@
-"""Inversion transduction grammars (ITGs) as data, and an exact-length sampler.
+"""Inversion transduction grammars (ITGs) as data, an exact-length sampler, and the grammars of the tasks.
 
 Grefenstette et al. (2015, "Learning to Transduce with Unbounded Memory",
-NeurIPS) test two linguistically inspired transductions built
-from ITGs: SVO -> SOV reordering and gender conjugation, their appendix C
-(Table 1) giving the grammars. The two grammars below are **our design** after the
-paper's Section 4.2, not those of its Table 1 (docs/tasks.md lists where they
-differ); this docstring says what they generate.
+NeurIPS) test two linguistically inspired transductions built from ITGs:
+SVO -> SOV reordering and gender conjugation, their appendix C (Table 1)
+giving the grammars. ``PAPER_SVO_SOV`` and ``PAPER_GENDER`` are those grammars
+(the tasks' default); ``SVO_SOV`` and ``GENDER`` are this library's earlier
+grammars of the same transductions, our design after the paper's Section 4.2
+(task option ``grammar="library"``; docs/tasks.md compares them).
 
 An ITG in normal form has
   * binary rules ``X -> [Y Z]`` (straight: the target is ``t(Y) t(Z)``) or
     ``X -> <Y Z>`` (inverted: the target is ``t(Z) t(Y)``), and
   * lexical rules ``X -> e / f``: source word ``e``, target word ``f``.
 
-A derivation yields a source sentence and its target at once. Both grammars
-below are unambiguous (each source sentence has one derivation), so the target
-is a function of the source and the task is learnable.
+A derivation yields a source sentence and its target at once. Every grammar
+here gives each source sentence one target (the paper's have sources with
+several derivations, all yielding that target), so the task is a function.
+
+**The paper's grammars** (Table 1; ``p``: rule probability, ``|`` separates
+the source side from the target side, equal indices link the two sides)::
+
+    (a) SVO -> SOV                               (b) English -> German conjugation
+    1     A -> S1 VT2 O3 | S1 O3 VT2             1    A -> B1 | B1
+    1/5   S -> S1 S2 | S1 S2                     1/4  B -> B1 or B2 | B1 oder B2
+    1/5   S -> S1 rpi S2 VT3 | S1 rpo S2 VT3     1/4  B -> S1 and S2 | S1 und S2
+    3/5   S -> ST1 | ST1                         1/2  B -> B1 V1 | B1 V1
+    1/5   O -> O1 O2 | O1 O2                     3/4  V -> W1 B2 | W1 B2
+    1/5   O -> S1 rpi S2 VT3 | S1 rpo S2 VT3     1/4  V -> W1 | W1
+    3/5   O -> OT1 | OT1                         1/6  S -> the M1 | der M1   (and the F/die,
+    1/33  ST_i -> si_i | so_i                         the N/das, a M/ein, a F/eine, a N/ein)
+    1/33  OT_i -> oi_i | oo_i                    1/25 W_i -> we_i | wg_i   (M_i -> me_i | mg_i,
+    1/33  VT_i -> vi_i | vo_i                         F_i -> fe_i | fg_i, N_i -> ne_i | ng_i)
+
+(a) moves the main verb past its object, however long (the object and the
+subject can be sequences of nouns and hold nested relative clauses, whose
+own verbs stay in place): the paper's example ``si1 vi28 oi5 oi7 si15 rpi si19
+vi16 oi10 oi24 -> so1 oo5 oo7 so15 rpo so19 vo16 oo10 oo24 vo28``. (b) puts
+before each noun the article of its gender: ``the me3 and a fe7 we2 the ne5 and
+the me1 -> der mg3 und eine fg7 wg2 das ng5 und der mg1``.
+
+How they are built, and what the paper leaves unstated:
+
+* Normal form: rules with more than two symbols are split through helper
+  nonterminals of probability 1 (``VO``, ``REL``, ``SV``, ``OR_B``, ``AND_S``,
+  and one nonterminal per article), terminals inside rules (``rpi``, ``or``,
+  ``and``, the articles) become lexical rules, and the unary rules are folded
+  into the lexical rules below them (``S -> ST1`` then ``ST_i``: each subject
+  word has probability 3/5 * 1/33; ``V -> W1``: each verb 1/4 * 1/25;
+  ``A -> B1``: the start symbol is ``B``). This maps the table's derivations
+  one to one onto ours with the same probabilities.
+* Weights: every rule's integer weight is its probability times one constant
+  per grammar (165 for (a), 300 for (b)), so a derivation's weight is its
+  probability times ``constant^(2n - 1)`` (a normal-form derivation of ``n``
+  words has ``2n - 1`` nodes) and the sampler draws derivations of a given
+  length with the table's probabilities.
+* Vocabulary: the table's 1/33 and 1/25 give 33 words per class in (a) and 25
+  in (b) (Section 4.2 says about 128/k words for k classes, appendix C about
+  100/k; we follow the table). Words are named as in the table; the paper's
+  gender example names nouns ``en19``/``gn19`` and starts with a verb, which
+  the table cannot derive.
+* (b) is read as the table prints it: ``A -> B`` and ``B -> B V``, with no
+  rule ``B -> S``, so a noun phrase is at least ``S and S``, a sentence may
+  have no verb, and the shortest sentence has 5 words.
+* Lengths: the paper samples top-down and rejects sentences outside the
+  length range (its probabilities tuned by hand for "relatively uniform"
+  lengths); we draw the length uniformly from the range, then a sentence of
+  exactly that length with the table's probabilities given the length. The
+  sentences of one length are drawn as the paper's are; the lengths differ.
+
+**The library's grammars.**
 
 ``SVO_SOV`` (English-like subject-verb-object to a verb-final language)::
 
@@ -50,10 +104,11 @@ gender and case with their noun)::
 
 Sampling (``ITG.sample``): a derivation with exactly ``n`` source words, drawn
 with probability proportional to the product of its rules' integer weights
-among all derivations of that length (lexical choices included; with all
+among all derivations of that length (lexical choices included, each lexical
+pair weighing its nonterminal's ``lexical_weights``, 1 by default; with all
 weights 1 this is uniform over derivations), using exact weighted derivation
 counts (Python integers) per nonterminal and length; explicit stacks, no
-recursion. Both grammars weight the clausal-complement rule by
+recursion. The library's grammars weight the clausal-complement rule by
 ``CLAUSE_WEIGHT = 100`` so that long sentences nest clauses rather than being
 mostly adjectives.
 """
@@ -70,7 +125,7 @@ import numpy as np
 from panm_jax import checks
 from panm_jax.errors import UserError
 
-__all__ = ["GENDER", "ITG", "SVO_SOV"]
+__all__ = ["GENDER", "ITG", "PAPER_GENDER", "PAPER_SVO_SOV", "SVO_SOV"]
 
 STRAIGHT = False
 INVERTED = True
@@ -86,11 +141,14 @@ class ITG:
         positive integer multiplying the rule's derivations (1 for all rules:
         uniform over derivations; a larger weight makes the rule more common).
       lexical: nonterminal -> ``(source word, target word)`` pairs.
+      lexical_weights: nonterminal -> the positive integer weight of each of its
+        lexical pairs (1 where not given).
     """
 
     start: str
     binary: tuple[tuple[str, str, str, bool, int], ...]
     lexical: Mapping[str, tuple[tuple[str, str], ...]]
+    lexical_weights: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
     if TYPE_CHECKING:  # caches set by ``__post_init__``; for the type checker only, not dataclass fields
         _counts: dict[str, list[int]] = dataclasses.field(init=False)
@@ -108,8 +166,19 @@ class ITG:
             for sym in (left, right):
                 if sym not in nonterminals:
                     raise ValueError(f"grammar: rule {lhs} -> {left} {right} uses undefined {sym!r}")
-        object.__setattr__(self, "_counts", {x: [0, len(self.lexical.get(x, ()))] for x in nonterminals})
+        for x, weight in self.lexical_weights.items():
+            if x not in self.lexical or isinstance(weight, bool) or not isinstance(weight, int) or weight < 1:
+                raise ValueError(
+                    f"grammar: lexical weight of {x!r}: expected a positive integer for a nonterminal with "
+                    f"lexical rules, got {weight!r}"
+                )
+        object.__setattr__(
+            self, "_counts", {x: [0, self._lexical_weight(x) * len(self.lexical.get(x, ()))] for x in nonterminals}
+        )
         object.__setattr__(self, "_choices", {})
+
+    def _lexical_weight(self, symbol: str) -> int:
+        return self.lexical_weights.get(symbol, 1)
 
     # ------------------------------------------------------------- vocabulary
 
@@ -155,7 +224,7 @@ class ITG:
         if n == 1:
             for pair in self.lexical.get(symbol, ()):
                 outcomes.append(pair)
-                weights.append(1)
+                weights.append(self._lexical_weight(symbol))
         for lhs, left, right, inverted, weight in self.binary:
             if lhs != symbol:
                 continue
@@ -178,7 +247,7 @@ class ITG:
     # --------------------------------------------------------------- sampling
 
     def sample(self, rng: np.random.Generator, n: int) -> tuple[list[str], list[str]]:
-        """One (source, target) pair with exactly ``n`` source words, uniform over derivations."""
+        """One (source, target) pair with exactly ``n`` source words, drawn by derivation weight (module docstring)."""
         if self.count(self.start, n) == 0:
             raise ValueError(f"length: the grammar derives no sentence of {n} words")
         u = iter(rng.random(2 * n).tolist())  # a derivation of n words has 2n - 1 nodes
@@ -205,21 +274,23 @@ class ITG:
         """The target of ``source``, by parsing it (CYK over the binary rules; ``O(n^3)``).
 
         An independent route to the target (the sampler builds source and target
-        together): tests parse sampled sources and compare. Raises
-        ``ValueError`` if ``source`` has no derivation or more than one.
+        together): tests parse sampled sources and compare. A source may have
+        several derivations (the paper's grammars join subjects, objects and
+        noun phrases by rules that can nest either way) as long as they all
+        yield one target. Raises ``ValueError`` if ``source`` has no derivation,
+        or derivations with different targets.
         """
         n = len(source)
         if n == 0:
             raise ValueError("source: expected at least one word, got none")
-        # chart[(i, j)][X] = (number of derivations capped at 2, one target yield)
-        chart: dict[tuple[int, int], dict[str, tuple[int, list[str]]]] = {}
+        # chart[(i, j)][X] = the distinct targets of X over source[i:j], at most 2 kept
+        chart: dict[tuple[int, int], dict[str, list[tuple[str, ...]]]] = {}
         for i, word in enumerate(source):
-            cell: dict[str, tuple[int, list[str]]] = {}
+            cell: dict[str, list[tuple[str, ...]]] = {}
             for x, pairs in self.lexical.items():
                 for e, f in pairs:
-                    if e == word:
-                        count, _ = cell.get(x, (0, []))
-                        cell[x] = (min(count + 1, 2), [f])
+                    if e == word and (f,) not in cell.setdefault(x, []):
+                        cell[x].append((f,))
             chart[(i, i + 1)] = cell
         for span in range(2, n + 1):
             for i in range(n - span + 1):
@@ -231,15 +302,18 @@ class ITG:
                         continue
                     for lhs, left, right, inverted, _ in self.binary:
                         if left in left_cell and right in right_cell:
-                            (cl, tl), (cr, tr) = left_cell[left], right_cell[right]
-                            count, _ = cell.get(lhs, (0, []))
-                            cell[lhs] = (min(count + cl * cr, 2), tr + tl if inverted else tl + tr)
+                            targets = cell.setdefault(lhs, [])
+                            for tl in left_cell[left]:
+                                for tr in right_cell[right]:
+                                    target = tr + tl if inverted else tl + tr
+                                    if len(targets) < 2 and target not in targets:
+                                        targets.append(target)
                 chart[(i, j)] = cell
-        count, target = chart[(0, n)].get(self.start, (0, []))
-        if count != 1:
-            what = "no derivation" if count == 0 else "more than one derivation"
-            raise ValueError(f"source: expected a sentence with one derivation, got {what}: {' '.join(source)!r}")
-        return target
+        targets = chart[(0, n)].get(self.start, [])
+        if len(targets) != 1:
+            what = "no derivation" if not targets else "derivations with different targets"
+            raise ValueError(f"source: expected a sentence with one target, got {what}: {' '.join(source)!r}")
+        return list(targets[0])
 
     @staticmethod
     def _yield(nodes: list[list], target: bool) -> list[str]:
@@ -321,5 +395,76 @@ GENDER = ITG(
         **{f"NOM_{g}": _lex(nouns) for g, nouns in _GENDERS.items()},
         **{f"DN_{g}": _ARTICLES[g][0] for g in _GENDERS},
         **{f"DA_{g}": _ARTICLES[g][1] for g in _GENDERS},
+    },
+)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The grammars of Grefenstette et al. 2015, appendix C, Table 1 (module docstring: how they are read).
+
+
+def _indexed(source: str, target: str, k: int) -> tuple[tuple[str, str], ...]:
+    """``k`` lexical pairs ``source1 / target1 .. sourcek / targetk`` (the table's ``X_i -> x_i | y_i``)."""
+    return tuple((f"{source}{i}", f"{target}{i}") for i in range(1, k + 1))
+
+
+PAPER_SVO_WORDS = 33  # Table 1(a): p(ST_i) = p(OT_i) = p(VT_i) = 1/33
+PAPER_SVO_SOV = ITG(
+    start="A",
+    binary=(  # rule weight = 165 * p (165: the least common multiple of the table's denominators, 5 and 33)
+        ("A", "S", "VO", STRAIGHT, 165),  # 1    A -> S1 VT2 O3 | S1 O3 VT2
+        ("VO", "VT", "O", INVERTED, 165),  #      (its second half: the verb moves after the object)
+        ("S", "S", "S", STRAIGHT, 33),  # 1/5  S -> S1 S2 | S1 S2
+        ("S", "S", "REL", STRAIGHT, 33),  # 1/5  S -> S1 rpi S2 VT3 | S1 rpo S2 VT3
+        ("O", "O", "O", STRAIGHT, 33),  # 1/5  O -> O1 O2 | O1 O2
+        ("O", "S", "REL", STRAIGHT, 33),  # 1/5  O -> S1 rpi S2 VT3 | S1 rpo S2 VT3
+        ("REL", "RP", "SV", STRAIGHT, 165),  #      (the relative clause's rpi S2 VT3)
+        ("SV", "S", "VT", STRAIGHT, 165),
+    ),
+    lexical={
+        "S": _indexed("si", "so", PAPER_SVO_WORDS),  # 3/5 S -> ST1, then 1/33 ST_i -> si_i | so_i
+        "O": _indexed("oi", "oo", PAPER_SVO_WORDS),  # 3/5 O -> OT1, then 1/33 OT_i -> oi_i | oo_i
+        "VT": _indexed("vi", "vo", PAPER_SVO_WORDS),  # 1/33 VT_i -> vi_i | vo_i
+        "RP": (("rpi", "rpo"),),
+    },
+    lexical_weights={"S": 3, "O": 3, "VT": 5, "RP": 165},  # 165 * (3/5 * 1/33), 165 * 1/33, 165 * 1
+)
+
+PAPER_GENDER_WORDS = 25  # Table 1(b): p(W_i) = p(M_i) = p(F_i) = p(N_i) = 1/25
+_PAPER_ARTICLES = {  # Table 1(b)'s six rules S -> the/a X1 | der/die/das/ein/eine X1, p = 1/6 each
+    "M": (("DEF_M", ("the", "der")), ("INDEF_M", ("a", "ein"))),
+    "F": (("DEF_F", ("the", "die")), ("INDEF_F", ("a", "eine"))),
+    "N": (("DEF_N", ("the", "das")), ("INDEF_N", ("a", "ein"))),
+}
+PAPER_GENDER = ITG(
+    start="B",  # 1 A -> B1 | B1: the start symbol derives what B derives
+    binary=(  # rule weight = 300 * p (300: the least common multiple of the table's denominators, 4, 6, 25, 100)
+        ("B", "B", "OR_B", STRAIGHT, 75),  # 1/4  B -> B1 or B2 | B1 oder B2
+        ("OR_B", "OR", "B", STRAIGHT, 300),
+        ("B", "S", "AND_S", STRAIGHT, 75),  # 1/4  B -> S1 and S2 | S1 und S2
+        ("AND_S", "AND", "S", STRAIGHT, 300),
+        ("B", "B", "V", STRAIGHT, 150),  # 1/2  B -> B1 V1 | B1 V1
+        ("V", "W", "B", STRAIGHT, 225),  # 3/4  V -> W1 B2 | W1 B2
+        *(("S", article, noun, STRAIGHT, 50) for noun, pairs in _PAPER_ARTICLES.items() for article, _ in pairs),
+    ),
+    lexical={
+        "OR": (("or", "oder"),),
+        "AND": (("and", "und"),),
+        "V": _indexed("we", "wg", PAPER_GENDER_WORDS),  # 1/4 V -> W1, then 1/25 W_i -> we_i | wg_i
+        "W": _indexed("we", "wg", PAPER_GENDER_WORDS),
+        "M": _indexed("me", "mg", PAPER_GENDER_WORDS),
+        "F": _indexed("fe", "fg", PAPER_GENDER_WORDS),
+        "N": _indexed("ne", "ng", PAPER_GENDER_WORDS),
+        **{article: (pair,) for pairs in _PAPER_ARTICLES.values() for article, pair in pairs},
+    },
+    lexical_weights={  # 300 * p of each word
+        "OR": 300,
+        "AND": 300,
+        "V": 3,  # 300 * (1/4 * 1/25)
+        "W": 12,  # 300 * 1/25
+        "M": 12,
+        "F": 12,
+        "N": 12,
+        **{article: 300 for pairs in _PAPER_ARTICLES.values() for article, _ in pairs},
     },
 )

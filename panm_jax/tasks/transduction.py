@@ -2,8 +2,9 @@
 
 Specified in docs/tasks.md (transduction tasks). Five tasks: ``transduction_copy``, ``transduction_reversal``,
 ``bigram_flip`` (random strings over 128 source symbols) and ``svo_sov``,
-``gender_conjugation`` (the inversion transduction grammars of
-``panm_jax.tasks.itg``, our design after the paper's description).
+``gender_conjugation`` (the inversion transduction grammars of the paper's
+Table 1, ``panm_jax.tasks.itg``; option ``grammar="library"``: the library's
+earlier grammars).
 
 **Format.** The paper trains on one joint sequence
 ``<s> source ||| target </s>``, predicting the target part. In this project's
@@ -26,9 +27,10 @@ Tasks:
   * ``transduction_reversal``: ``b_t = a_{n+1-t}``;
   * ``bigram_flip``: swap each adjacent pair, ``a_1 a_2 a_3 a_4 -> a_2 a_1 a_4 a_3``
     (even lengths only);
-  * ``svo_sov``: the ``SVO_SOV`` grammar (the verb moves after its object);
-  * ``gender_conjugation``: the ``GENDER`` grammar (English-like articles become
-    German-like ones agreeing in gender and case with their noun).
+  * ``svo_sov``: the ``PAPER_SVO_SOV`` grammar (the main verb moves after its
+    object);
+  * ``gender_conjugation``: the ``PAPER_GENDER`` grammar (genderless articles
+    become the articles of their noun's gender).
 
 Lengths are per example: training source lengths ``~ U{8..64}``, test
 ``~ U{65..128}`` (even only, for bigram flipping: 8..64 and 66..128). Metrics
@@ -86,7 +88,7 @@ class TransductionTask(Task):
     metric_names = ("coarse_accuracy", "fine_accuracy", "token_accuracy")
     length_sampling = "per_example"
     length_step: ClassVar[int] = 1  # 2: even lengths only
-    min_length: ClassVar[int] = 1
+    min_length: int = 1  # the shortest source (a grammar task: its grammar's, set per instance)
     _OPTIONS: ClassVar[tuple[str, ...]] = ("min_train_length", "max_train_length", "max_test_length", "max_length")
 
     def __init__(
@@ -241,9 +243,25 @@ class BigramFlipTask(_RandomStringTask):
 
 
 class _GrammarTask(TransductionTask):
-    """Source/target pairs from an ITG (``panm_jax.tasks.itg``)."""
+    """Source/target pairs from an ITG (``panm_jax.tasks.itg``).
 
-    grammar: ClassVar[_itg.ITG]
+    Option ``grammar``: ``"paper"`` (default), the grammar of Grefenstette et al.
+    2015's Table 1; ``"library"``, this library's earlier grammar of the same
+    transduction (docs/tasks.md), which the transduction results recorded before
+    the paper's grammars were implemented were trained on.
+    """
+
+    grammars: ClassVar[dict[str, _itg.ITG]]
+    _OPTIONS = TransductionTask._OPTIONS + ("grammar",)
+
+    def __init__(self, grammar: str = "paper", **options: Any):
+        if grammar not in self.grammars:
+            raise TaskOptionError(
+                f"{self.name}: option grammar: expected one of {', '.join(self.grammars)}, got {grammar!r}"
+            )
+        self.grammar = self.grammars[grammar]
+        self.min_length = self.grammar.min_length()
+        super().__init__(**options, grammar=grammar)
 
     def _words(self):
         return tuple(sorted(set(self.grammar.source_words()) | set(self.grammar.target_words())))
@@ -264,16 +282,14 @@ class _GrammarTask(TransductionTask):
 
 
 class SVOToSOVTask(_GrammarTask):
-    """SVO -> SOV reordering (``itg.SVO_SOV``)."""
+    """SVO -> SOV reordering (``itg.PAPER_SVO_SOV``; ``grammar="library"``: ``itg.SVO_SOV``)."""
 
     name = "svo_sov"
-    grammar = _itg.SVO_SOV
-    min_length = grammar.min_length()  # 5: "the dog sees a cat"
+    grammars = {"paper": _itg.PAPER_SVO_SOV, "library": _itg.SVO_SOV}
 
 
 class GenderConjugationTask(_GrammarTask):
-    """Gender conjugation (``itg.GENDER``)."""
+    """Gender conjugation (``itg.PAPER_GENDER``; ``grammar="library"``: ``itg.GENDER``)."""
 
     name = "gender_conjugation"
-    grammar = _itg.GENDER
-    min_length = grammar.min_length()  # 5
+    grammars = {"paper": _itg.PAPER_GENDER, "library": _itg.GENDER}

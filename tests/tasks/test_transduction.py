@@ -40,7 +40,7 @@ def test_reversal_and_bigram_flip_by_hand():
 def test_svo_sov_by_hand():
     # The object moves before its verb; an embedded clause moves before its verb too,
     # so verbs come out innermost first.
-    task = get_task("svo_sov")
+    task = get_task("svo_sov", grammar="library")
     assert task.decode(task.example("the dog sees a cat")).targets[:-1] == "the dog a cat sees".split()
     assert SVO_SOV.translate("the man says that the dog sees a big cat".split()) == (
         "the man that the dog a big cat sees says".split()
@@ -50,7 +50,7 @@ def test_svo_sov_by_hand():
 def test_gender_conjugation_by_hand():
     # dog -> Hund (masculine): subject "der", object "den"; cat -> Katze (feminine): "die";
     # the article agrees with a noun that comes two adjectives later.
-    task = get_task("gender_conjugation")
+    task = get_task("gender_conjugation", grammar="library")
     assert task.decode(task.example("the big old dog sees the cat")).targets[:-1] == (
         "der big old dog sees die cat".split()
     )
@@ -108,13 +108,14 @@ def test_lengths_follow_tasks_md():
         assert task.test_modes["test"].hi == 128
     assert get_task("transduction_copy").input_size == 131  # 128 symbols + <s> ||| </s>
     assert get_task("bigram_flip").test_modes["test"].lo == 66
-    assert get_task("svo_sov").lengths.lo == 5  # "the dog sees a cat"
+    assert get_task("svo_sov", grammar="library").lengths.lo == 5  # "the dog sees a cat"
+    assert get_task("svo_sov").lengths.lo == 3  # Table 1(a): "si1 vi1 oi1"
 
 
 def test_unknown_source_word():
     with pytest.raises(ValueError, match="source: expected words of the task's vocabulary, got 'zebra'"):
-        get_task("svo_sov").example("the zebra sees a cat")
-    with pytest.raises(ValueError, match="source: expected a sentence with one derivation, got no derivation"):
+        get_task("svo_sov", grammar="library").example("the zebra sees a cat")
+    with pytest.raises(ValueError, match="source: expected a sentence with one target, got no derivation"):
         SVO_SOV.translate("the dog a cat sees".split())
 
 
@@ -160,7 +161,9 @@ def test_the_grammars_have_not_drifted():
         "VC": 4,
         "ADJ": 12,
     }
-    assert len(get_task("svo_sov").vocabulary) == 3 + 47 and len(get_task("gender_conjugation").vocabulary) == 3 + 54
+    library = {"grammar": "library"}
+    assert len(get_task("svo_sov", **library).vocabulary) == 3 + 47
+    assert len(get_task("gender_conjugation", **library).vocabulary) == 3 + 54
 
 
 def test_the_grammars_do_what_the_paper_describes():

@@ -10,34 +10,35 @@ from benchmarks import common, pages
 from benchmarks.accuracy import transduction
 
 # Grefenstette et al. 2015, Learning to Transduce with Unbounded Memory (NeurIPS), typed once from the paper:
-# Figure 2a (testing coarse, testing fine) of every model it shows, and Table 3's 1-layer LSTM.
+# Figure 2a (testing coarse, testing fine) of every model it shows (its best deep LSTM under our name for
+# that depth), and Table 3's 1-layer LSTM.
 FIGURE_2A = {
     "transduction_copy": {
-        "4-layer LSTM": (0.01, 0.50),
+        "lstm4": (0.01, 0.50),
         "stack_lstm": (0.00, 0.22),
         "queue_lstm": (1.00, 1.00),
         "deque_lstm": (1.00, 1.00),
     },
     "transduction_reversal": {
-        "8-layer LSTM": (0.04, 0.13),
+        "lstm8": (0.04, 0.13),
         "stack_lstm": (1.00, 1.00),
         "queue_lstm": (0.00, 0.01),
         "deque_lstm": (1.00, 1.00),
     },
     "bigram_flip": {
-        "2-layer LSTM": (0.02, 0.52),
+        "lstm2": (0.02, 0.52),
         "stack_lstm": (0.00, 0.48),
         "queue_lstm": (0.55, 0.98),
         "deque_lstm": (0.53, 0.98),
     },
     "svo_sov": {
-        "8-layer LSTM": (0.98, 0.99),
+        "lstm8": (0.98, 0.99),
         "stack_lstm": (1.00, 1.00),
         "queue_lstm": (1.00, 1.00),
         "deque_lstm": (1.00, 1.00),
     },
     "gender_conjugation": {
-        "8-layer LSTM": (0.99, 0.99),
+        "lstm8": (0.99, 0.99),
         "stack_lstm": (0.93, 0.97),
         "queue_lstm": (1.00, 1.00),
         "deque_lstm": (1.00, 1.00),
@@ -52,7 +53,7 @@ TABLE_3_ONE_LAYER = {
 }
 
 
-def _fake_row(task, model, seed=0):
+def _fake_row(task, model, seed=0, models=transduction.MODELS):
     return {
         "task": task,
         "model": model,
@@ -63,7 +64,7 @@ def _fake_row(task, model, seed=0):
         "token": 0.5,
         "train_coarse": 0.5,
         "train_fine": 0.75,
-        **transduction.published_cells(task, model),
+        **transduction.published_cells(task, model, transduction.deep_run(task, list(models))),
     }
 
 
@@ -82,7 +83,28 @@ def test_the_rendered_table_carries_every_published_cell():
         for model, (coarse, fine) in published.items():
             assert cells[(title, model)] == (f"{coarse:.2f}", f"{fine:.2f}"), (task, model)
         assert cells[(title, "lstm")] == tuple(f"{v:.2f}" for v in TABLE_3_ONE_LAYER[task])
+    assert cells[("Sequence Copying", "lstm2")] == ("0.00", "0.47")  # Table 3's other depths
+    assert cells[("Bigram Flipping", "lstm4")] == ("0.01", "0.56")
+    assert cells[("Gender Conjugation", "lstm4")] == ("0.98", "0.99")
+    assert len(rendered) == 35  # 5 tasks x 7 models, every best deep LSTM in a row of its own
+
+
+def test_without_the_deep_rows_the_best_deep_lstm_is_shown_under_the_one_layer_lstm():
+    models = ("lstm", "stack_lstm", "queue_lstm", "deque_lstm")
+    rendered = _rendered_rows([_fake_row(t, m, models=models) for t in transduction.TASKS for m in models])
+    cells = {(r[0], r[1]): (r[5], r[8]) for r in rendered}
+    for task, published in FIGURE_2A.items():
+        ((model, (coarse, fine)),) = [(m, c) for m, c in published.items() if m.startswith("lstm")]
+        layers = transduction.LSTM_DEPTHS[model]
+        assert cells[(transduction.TITLES[task], f"{layers}-layer LSTM")] == (f"{coarse:.2f}", f"{fine:.2f}")
     assert len(rendered) == 25  # 20 cells of ours, 5 deep LSTMs published only
+
+
+def test_a_deep_lstm_row_trains_the_lstm_with_its_depth_and_the_one_layer_config_is_unchanged():
+    deep = transduction.make_config("transduction_copy", "lstm4", 0, 10, 16, 1e-3, 5)
+    assert deep.model == "lstm" and dict(deep.model_options) == {"hidden": 16, "layers": 4}
+    one = transduction.make_config("transduction_copy", "lstm", 0, 10, 16, 1e-3, 5)
+    assert one.model == "lstm" and dict(one.model_options) == {"hidden": 16}  # earlier runs still resume
 
 
 def test_the_rendered_table_means_seeds_and_takes_differences():
@@ -97,7 +119,7 @@ def test_the_command_records_its_json_and_a_rerun_reads_the_runs_back(tmp_path, 
         "--tasks",
         "bigram_flip",
         "--models",
-        "lstm",
+        "lstm2",
         "--steps",
         "1",
         "--hidden",
@@ -115,8 +137,12 @@ def test_the_command_records_its_json_and_a_rerun_reads_the_runs_back(tmp_path, 
     assert data["environment"]["device"] and data["environment"]["commit"]
     assert data["command"].endswith("benchmarks.accuracy.transduction " + " ".join(argv))
     assert data["settings"]["steps"] == 1 and data["settings"]["extra_seeds"] == []
-    assert [(r["model"], r["seed"], r["steps"]) for r in data["rows"]] == [("lstm", 0, 1)]
-    assert data["rows"][0]["published_coarse"] == 0.01 and data["rows"][0]["deep_lstm_layers"] == 2
+    assert [(r["model"], r["seed"], r["steps"]) for r in data["rows"]] == [("lstm2", 0, 1)]
+    (row,) = data["rows"]
+    assert row["published_coarse"] == 0.02
+    assert row["published_source"] == "Table 3, 2-layer LSTM (Figure 2a's best deep LSTM)"
+    (config,) = (tmp_path / "runs" / "bigram_flip").glob("lstm2-*/config.json")
+    assert json.loads(config.read_text())["model_options"] == {"hidden": 4, "layers": 2}
 
     def refuse(*args, **kwargs):
         raise AssertionError("a finished run was trained again")
@@ -144,7 +170,10 @@ def test_extra_seeds_go_to_the_decisive_cells_after_every_cells_first_seeds():
     [
         (["--steps", "0"], "--steps: expected a positive integer, got 0"),
         (["--tasks", "copy"], "--tasks: expected names from transduction_copy,"),
-        (["--models", "ntm"], "--models: expected names from lstm,stack_lstm,queue_lstm,deque_lstm, got 'ntm'"),
+        (
+            ["--models", "ntm"],
+            "--models: expected names from lstm,lstm2,lstm4,lstm8,stack_lstm,queue_lstm,deque_lstm, got 'ntm'",
+        ),
         (["--seeds", "a"], "--seeds: expected comma-separated non-negative integers, got 'a'"),
         (["--lr", "0"], "--lr: expected a positive number, got 0.0"),
         (["--name", "a/b"], "--name: expected letters, digits, '-' or '_', got 'a/b'"),
@@ -154,3 +183,16 @@ def test_bad_options_give_one_line(argv, message):
     with pytest.raises(SystemExit) as err:
         transduction.main(argv)
     assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_decisive_only_trains_the_decisive_cells_alone():
+    tasks, models = ["transduction_copy", "transduction_reversal"], ["stack_lstm", "queue_lstm"]
+    plan = transduction.run_plan(tasks, models, [0], [1], decisive_only=True)
+    assert plan == [
+        ("transduction_copy", "queue_lstm", 0),
+        ("transduction_reversal", "stack_lstm", 0),
+        ("transduction_copy", "queue_lstm", 1),
+        ("transduction_reversal", "stack_lstm", 1),
+    ]
+    with pytest.raises(SystemExit, match="--decisive-only: expected a decisive cell"):
+        transduction.main(["--tasks", "svo_sov", "--models", "lstm", "--decisive-only"])
