@@ -120,6 +120,13 @@ PUBLISHED: dict[str, dict[str, tuple[float, ...]]] = {
 # checkpoint is picked on 2L+1, ours on L+1 unless --select says otherwise.
 AUTHORS_CODE_COPY_23MIN = (100, 99.99, 87.2, 50.2, 32.9)
 
+# Le et al. 2024, App. D.6 ("Generalization to Shorter Sequence", Fig. 7 left): Mix trained on lengths 20-30 and
+# tested on length 10, PANM against Location Attention (LSTM + attention, attention=location here). The text
+# gives one number: PANM's margin over Location Attention at length 10, "nearly 14%"; it gives neither model's
+# accuracy (Fig. 7 draws them as curves, mean and std over 5 runs).
+LONG_TO_SHORT = {"task": "mix", "min_train_length": 20, "max_train_length": 30, "test_length": 10, "margin": 14}
+CURVE_POINTS = 10  # evaluations and kept checkpoints along a run with a test length below its training range
+
 # The paper's tables that ``--table`` runs task by task (Le et al. 2024, Tables 13-18, in order).
 TABLES = {"algorithmic": ("copy", "reverse", "mix", "dynamic_recall", "priority_sort", "id_sort")}
 
@@ -491,6 +498,8 @@ def run_plan(args, task: str, model: str, seeds, minutes, model_sets) -> list[tu
         options = model_sets.get(model, {})
         if options:
             config = config.replace(model_options={**config.model_options, **options})
+        if short_modes(task, task_options):
+            config = curve_config(config, args.steps)
         # One folder per protocol, budget, selection and option set: a variant is a new run, not a clash.
         tag = (
             ("quick" if args.quick else "paper")
@@ -502,6 +511,28 @@ def run_plan(args, task: str, model: str, seeds, minutes, model_sets) -> list[tu
         )
         plan.append((config, Path(args.workdir) / task / f"{model}-s{seed}-{tag}"))
     return plan
+
+
+def short_modes(task: str, task_options: dict[str, Any]) -> list[str]:
+    """The test modes of ``task`` whose lengths are all below its training range (long-to-short: a mode
+    ``"10"`` of Mix trained on 20..30); ``[]`` for the paper's tables."""
+    from panm_jax.tasks import get_task
+
+    try:
+        built = get_task(task, **task_options)
+    except (TypeError, ValueError) as err:
+        raise SystemExit(f"--set task.OPTION: {err}") from None
+    return [m for m, r in built.test_modes.items() if r.hi < built.train_lengths.lo]
+
+
+def curve_config(config: TrainConfig, steps: int | None) -> TrainConfig:
+    """A long-to-short run's config: every checkpoint kept, so that each is scored on the short test lengths
+    afterwards (``test_curve``), and, under a step budget, ``CURVE_POINTS`` evaluations and checkpoints along
+    it (the learning curves of Le et al. 2024, Fig. 7 left)."""
+    if steps is not None:
+        every = max(1, steps // CURVE_POINTS)
+        config = config.replace(eval_every=every, checkpoint_every=every)
+    return config.replace(keep_checkpoints=-(-config.num_steps // config.checkpoint_every) + 1)
 
 
 def together(args) -> bool:
