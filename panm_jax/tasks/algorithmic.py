@@ -124,9 +124,13 @@ TEST_LENGTHS = {
 
 
 def _listed_lengths(value) -> list[int]:
-    """The lengths of a ``test_lengths`` list, ``"10, 61"`` or ``10`` -> ``[10, 61]``; ``[]`` if it is not one."""
+    """The lengths of a ``test_lengths`` list, ``"10, 61"``, ``(10, 61)`` or ``10`` -> ``[10, 61]``; ``[]`` if it
+    is not one."""
     if isinstance(value, int) and not isinstance(value, bool):
         return [value]
+    if isinstance(value, (list, tuple)):
+        ints = all(isinstance(n, int) and not isinstance(n, bool) for n in value)
+        return list(value) if ints else []
     if not isinstance(value, str):
         return []
     parts = [p.strip() for p in value.split(",")]
@@ -146,7 +150,8 @@ class AlgorithmicTask(Task):
         1024 PANM address slots).
       test_lengths: ``"kL+1"`` (default; modes ``L, L+1, 2L+1, 4L+1, 8L+1``),
         ``"k(L+1)"`` (modes ``L, L+1, 2(L+1), 4(L+1), 8(L+1)``, Le et al. 2024, §3.1),
-        or test lengths, ``"10,61"`` or ``10`` (modes ``L``, ``L+1`` and one per length, named by it).
+        or test lengths, ``"10,61"``, ``(10, 61)`` or ``10`` (modes ``L``, ``L+1`` and one per length, named
+        by it).
     """
 
     extra_channels: ClassVar[int] = 0
@@ -160,7 +165,7 @@ class AlgorithmicTask(Task):
         max_train_length: int = 10,
         min_train_length: int | None = None,
         max_length: int | None = None,
-        test_lengths: str | int = "kL+1",
+        test_lengths: str | int | tuple[int, ...] = "kL+1",
         **unknown: Any,
     ):
         check_option_names(
@@ -206,7 +211,7 @@ class AlgorithmicTask(Task):
             )
         named = {L: "L", L + 1: "L+1"}
         modes = {named.get(n, str(n)): n for n in sorted({*listed, L, L + 1})}
-        recorded = test_lengths if isinstance(test_lengths, int) else ",".join(map(str, sorted(set(listed))))
+        recorded = ",".join(map(str, sorted(set(listed))))
         return recorded, modes
 
     def input_steps(self, length: int) -> int:

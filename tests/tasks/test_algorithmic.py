@@ -282,6 +282,7 @@ def test_a_listed_test_length_may_be_shorter_than_every_training_length():
     same = get_task("copy", test_lengths="11, 10,5")
     assert {k: v.lo for k, v in same.test_modes.items()} == {"5": 5, "L": 10, "L+1": 11}
     assert same.options()["test_lengths"] == "5,10,11"  # rebuilds the same task
+    assert get_task("copy", test_lengths=(11, 10, 5)).test_modes == same.test_modes  # as the CLI parses 11,10,5
     assert get_task("copy", **same.options()).test_modes == same.test_modes
 
 
