@@ -419,7 +419,7 @@ def run_curves(workdir: Path, config: TrainConfig, metric: str, short: list[str]
     """A run's learning curves: ``{"train": ..., "validation <mode>": ..., <short mode>: ...}``, each
     ``{"step": [...], "value": [...]}`` (the metric in %): the training batches' metric (its log), the
     validation that selects the checkpoint (its log) and each kept checkpoint on the short test modes
-    (``test_curve``)."""
+    (``checkpoint_scores``)."""
     train: dict[int, float] = {}
     validation: dict[int, float] = {}
     for r in read_jsonl(workdir / "metrics.jsonl"):  # a resumed run logs a step again: the last one counts
@@ -434,15 +434,15 @@ def run_curves(workdir: Path, config: TrainConfig, metric: str, short: list[str]
             "value": [validation[k] for k in sorted(validation)],
         },
     }
-    tested = test_curve(workdir, config, short)
+    tested = checkpoint_scores(workdir, config, short)
     for mode in short:
         curves[mode] = {"step": tested["step"], "value": [100 * v for v in tested[mode]]}
     return curves
 
 
-def test_curve(workdir: Path, config: TrainConfig, modes: list[str]) -> dict[str, Any]:
+def checkpoint_scores(workdir: Path, config: TrainConfig, modes: list[str]) -> dict[str, Any]:
     """Every kept checkpoint of a run scored on ``modes`` (on the test examples; selection never sees them):
-    ``{"step": [...], <mode>: [metric, ...]}``, computed once and kept in the run's ``test_curve.json``."""
+    ``{"step": [...], <mode>: [metric, ...]}``, computed once and kept in the run's ``checkpoint_scores.json``."""
     import jax
 
     from panm_jax.train import evaluate as evaluation
@@ -450,7 +450,7 @@ def test_curve(workdir: Path, config: TrainConfig, modes: list[str]) -> dict[str
     from panm_jax.train.loop import Run, config_check
     from panm_jax.train.sharding import replicate
 
-    path = workdir / "test_curve.json"
+    path = workdir / "checkpoint_scores.json"
     protocol = {"modes": list(modes), "examples": config.eval_examples}
     if path.exists():
         kept = json.loads(path.read_text())
@@ -663,7 +663,7 @@ def short_modes(task: str, task_options: dict[str, Any]) -> list[str]:
 
 def curve_config(config: TrainConfig, steps: int | None) -> TrainConfig:
     """A long-to-short run's config: every checkpoint kept, so that each is scored on the short test lengths
-    afterwards (``test_curve``), and, under a step budget, ``CURVE_POINTS`` evaluations and checkpoints along
+    afterwards (``checkpoint_scores``), and, under a step budget, ``CURVE_POINTS`` evaluations and checkpoints along
     it (the learning curves of Le et al. 2024, Fig. 7 left)."""
     if steps is not None:
         every = max(1, steps // CURVE_POINTS)

@@ -388,7 +388,7 @@ def test_a_long_to_short_table_has_no_table_13_18_rows_and_puts_the_published_ma
     assert reproduce.margin_rows(rows[:1], "10") == []
 
 
-def test_learning_curves_come_from_the_log_and_the_kept_test_curve(tmp_path):
+def test_learning_curves_come_from_the_log_and_the_kept_checkpoint_scores(tmp_path):
     from benchmarks.accuracy import reproduce
 
     sets = parse_model_sets(LONG_TO_SHORT_SETS, ["panm", "lstm_attention"])
@@ -401,7 +401,7 @@ def test_learning_curves_come_from_the_log_and_the_kept_test_curve(tmp_path):
     ]
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
     kept = {"protocol": {"modes": ["10"], "examples": 512}, "step": [30, 60], "10": [0.1, 0.4]}
-    (tmp_path / "test_curve.json").write_text(json.dumps(kept))
+    (tmp_path / "checkpoint_scores.json").write_text(json.dumps(kept))
     curves = reproduce.run_curves(tmp_path, config, "token_accuracy", ["10"])
     assert curves == {
         "train": {"step": [50], "value": [30.0]},
