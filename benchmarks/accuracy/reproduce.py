@@ -56,6 +56,19 @@ named (``task`` is a key of ``settings["model_options"]``); the table's columns 
 then the task's own test modes (``2(L+1)`` ... under ``task.test_lengths=k(L+1)``),
 the published numbers beside them by position.
 
+Long-to-short (Le et al. 2024, App. D.6, Fig. 7 left: Mix trained on lengths 20-30, tested on 10, PANM
+against Location Attention)::
+
+    python -m benchmarks.accuracy.reproduce --task mix --models panm,lstm_attention \\
+        --set lstm_attention.attention=location --set task.min_train_length=20 --set task.max_train_length=30 \\
+        --set task.test_lengths=10,20,61 --seeds 0,1,2 --quick --steps 120 --name long_to_short
+
+Task options that put a test length below the training range keep every checkpoint of a run, evaluate
+``CURVE_POINTS`` times along a ``--steps`` budget and score each checkpoint on the short lengths afterwards
+(selection stays on L+1). The table's columns are then the task's own modes, without the rows of Tables 13-18
+(other lengths), with PANM's margin over Location Attention at length 10 beside the published one; each run's
+learning curves go into the JSON and into ``<name>_curves.png``.
+
 ``--steps N`` sets a step budget instead of the protocol's (under ``--quick``, instead
 of the minutes, unless ``--minutes`` is given too); a model's seeds then train
 together under ``--quick`` as well, their budget being the same steps.
