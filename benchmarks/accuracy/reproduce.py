@@ -780,8 +780,13 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
         "Token accuracy (%) of the checkpoint selected on the validation set of length mode 'selected_on' "
         "(L+1 in the protocol of Le et al. 2024, Plug, Play, and Generalize: Length Extrapolation with "
         "Pointer-Augmented Neural Memory), on fixed test sets at each "
-        "length mode. 'published' rows are Le et al. 2024, Tables 13-18 (listed in docs/tasks.md); "
-        "'steps' is the number of training steps run, 'best_step' the selected "
+        "length mode. "
+        + (
+            "'published' rows are Le et al. 2024, Tables 13-18 (listed in docs/tasks.md); "
+            if tables_apply(task_options)
+            else ""
+        )
+        + "'steps' is the number of training steps run, 'best_step' the selected "
         "checkpoint, 'code' the commit and device of each part of the runs ('unrecorded' for parts logged "
         "before runs recorded them)."
     )
@@ -826,7 +831,8 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
     if args.steps is not None:
         notes += f" Step budget: {args.steps} steps per run."
     if args.quick:
-        notes += " --quick: Adam 1e-3, global-norm clip 1, evaluation every 500 steps on 512 examples per length"
+        every = run_plan(args, task, models[0], seeds[:1], minutes, model_sets)[0][0].eval_every
+        notes += f" --quick: Adam 1e-3, global-norm clip 1, evaluation every {every} steps on 512 examples per length"
         if any(v is not None for v in minutes.values()):
             budgets = ", ".join(f"{m} {v:g}" for m, v in minutes.items() if v is not None)
             notes += f"; minutes of training per model and seed: {budgets}"
