@@ -480,6 +480,15 @@ def readings_table(records: Sequence[Record]) -> list[str]:
     return [table(header, body), "", *notes, ""]
 
 
+def trained_note(record: Record) -> str:
+    """``"trained by a85af49 (cpu)"``: what trained a ``reproduce`` file's runs (its rows' ``code``), where that is
+    not the commit that wrote the file; ``""`` otherwise."""
+    parts = [p.strip() for r in record.rows if r.get("row") == "ours" for p in str(r.get("code") or "").split(";")]
+    parts = list(dict.fromkeys(p for p in parts if p))
+    other = any(p.split(" (")[0] != record.commit for p in parts)
+    return f"trained by {'; '.join(parts)}" if other else ""
+
+
 def other_lengths(record: Record) -> bool:
     """Whether a ``reproduce`` file ran at other training or test lengths than the paper's tables (task option
     ``min_train_length``, or ``test_lengths`` listing lengths): Tables 13-18 do not apply to it."""
@@ -513,7 +522,7 @@ def lengths_table(records: Sequence[Record]) -> list[str]:
             else:
                 cells = [str(row.get("row", "")), "", "", "", ""]
             body.append([run, *cells, *(str(row.get(m, "")) for m in modes)])
-        out += [table(header, body), "", *provenance(run, record), ""]
+        out += [table(header, body), "", *provenance(run, record, trained_note(record)), ""]
     return out
 
 
@@ -559,10 +568,7 @@ def algorithmic_table(task: str, records: Sequence[Record], label: str) -> list[
                     record.date,
                 ]
             )
-        parts = [p.strip() for r in record.rows if r.get("row") == "ours" for p in str(r.get("code") or "").split(";")]
-        parts = list(dict.fromkeys(p for p in parts if p))
-        other = any(p.split(" (")[0] != record.commit for p in parts)
-        notes += provenance(run, record, f"trained by {'; '.join(parts)}" if other else "")
+        notes += provenance(run, record, trained_note(record))
     return [table(header, body), "", *notes, ""]
 
 
