@@ -480,6 +480,52 @@ def readings_table(records: Sequence[Record]) -> list[str]:
     return [table(header, body), "", *notes, ""]
 
 
+def trained_note(record: Record) -> str:
+    """``"trained by a85af49 (cpu)"``: what trained a ``reproduce`` file's runs (its rows' ``code``), where that is
+    not the commit that wrote the file; ``""`` otherwise."""
+    parts = [p.strip() for r in record.rows if r.get("row") == "ours" for p in str(r.get("code") or "").split(";")]
+    parts = list(dict.fromkeys(p for p in parts if p))
+    other = any(p.split(" (")[0] != record.commit for p in parts)
+    return f"trained by {'; '.join(parts)}" if other else ""
+
+
+def other_lengths(record: Record) -> bool:
+    """Whether a ``reproduce`` file ran at other training or test lengths than the paper's tables (task option
+    ``min_train_length``, or ``test_lengths`` listing lengths): Tables 13-18 do not apply to it."""
+    options = task_options(record)
+    return "min_train_length" in options or options.get("test_lengths", "kL+1") not in ("kL+1", "k(L+1)")
+
+
+# The keys of a ``reproduce`` row that are not test modes.
+ROW_FIELDS = ("model", "row", "selected_on", "seeds", "steps", "best_step", "code", "curves")
+
+
+def lengths_table(records: Sequence[Record]) -> list[str]:
+    """Runs at other training or test lengths (``other_lengths``): one row per model of each file, a column per
+    test mode of the file (a length, or ``L``/``L+1`` with its length), then the file's comparison rows (PANM's
+    margin over Location Attention, ours and published); under it each run's file and command."""
+    out: list[str] = []
+    for i, record in enumerate(records, 1):
+        run, options = f"T{i}", task_options(record)
+        L = int(options.get("max_train_length", 10))
+        named = {"L": L, "L+1": L + 1}
+        modes = [k for k in next(r for r in record.rows if r.get("row") == "ours") if k not in ROW_FIELDS]
+        header = ["run", "model", "training lengths", "selected on", "budget", "seeds"]
+        header += [f"{m} ({named[m]})" if m in named else m for m in modes]
+        train = f"{options.get('min_train_length', 1)}..{L}"
+        body = []
+        for row in record.rows:
+            if row.get("row") == "ours":
+                changes = describe_options(run_options(record, row["model"]))
+                label = display_model(row["model"]) + ("" if changes == "none" else f" ({changes})")
+                cells = [label, train, str(row.get("selected_on", "")), budget(record, row["model"]), str(row["seeds"])]
+            else:
+                cells = [str(row.get("row", "")), "", "", "", ""]
+            body.append([run, *cells, *(str(row.get(m, "")) for m in modes)])
+        out += [table(header, body), "", *provenance(run, record, trained_note(record)), ""]
+    return out
+
+
 def algorithmic_table(task: str, records: Sequence[Record], label: str) -> list[str]:
     """Every run of ``records`` on ``task``: one row per model of each file, the published rows on top, each
     cell ``ours (ours - published)``; under it each run's file, machine, commit and command."""
@@ -522,10 +568,7 @@ def algorithmic_table(task: str, records: Sequence[Record], label: str) -> list[
                     record.date,
                 ]
             )
-        parts = [p.strip() for r in record.rows if r.get("row") == "ours" for p in str(r.get("code") or "").split(";")]
-        parts = list(dict.fromkeys(p for p in parts if p))
-        other = any(p.split(" (")[0] != record.commit for p in parts)
-        notes += provenance(run, record, f"trained by {'; '.join(parts)}" if other else "")
+        notes += provenance(run, record, trained_note(record))
     return [table(header, body), "", *notes, ""]
 
 
@@ -577,20 +620,30 @@ def summary_section(results: Path) -> list[str]:
 
 
 def algorithmic_page(records: dict[str, Record], results: Path, findings: Findings, images: dict[str, bytes]) -> str:
-    """``algorithmic.md``. Findings keys: ``intro``, ``summary``, each task (``copy``, ...), ``<task>/paper``,
-    ``<task>/quick``. A table file (``reproduce_algorithmic_*``) repeats its tasks' files, so only those are shown."""
+    """``algorithmic.md``. Findings keys: ``intro``, ``summary``, each task (``copy``, ...), ``<task>/readings``,
+    ``<task>/lengths`` (other training or test lengths), ``<task>/paper``, ``<task>/quick``.
+    A table file (``reproduce_algorithmic_*``) repeats its tasks' files, so only those are shown."""
     out = [GENERATED, "", "# The algorithmic tasks of Le et al. 2024", "", *findings.take("intro")]
     out += ["## Summary (Table 3)", "", *summary_section(results), *findings.take("summary")]
     for task, (title, number_) in TASKS.items():
         files = [r for r in records.values() if r.stem.startswith(f"reproduce_{task}_") and not task_options(r)]
-        readings = sorted(
+        optioned = sorted(
             (r for r in records.values() if r.stem.startswith(f"reproduce_{task}_") and task_options(r)),
             key=lambda r: (json.dumps(task_options(r), sort_keys=True), r.stem),
         )
+        readings = [r for r in optioned if not other_lengths(r)]
+        lengths = [r for r in optioned if other_lengths(r)]
         out += [f"## {title} (Table {number_})", "", *findings.take(task)]
         if readings:
             out += [f"### {title}: readings of the task's text", "", *readings_table(readings)]
             out += findings.take(f"{task}/readings")
+        if lengths:
+            out += [f"### {title}: other training and test lengths", "", *lengths_table(lengths)]
+            out += findings.take(f"{task}/lengths")
+            for i, record in enumerate(lengths, 1):
+                plots = plot_lines(record, results, images, ("", "_curves"))
+                if plots:
+                    out += [f"T{i}:", "", *plots]
         for protocol, heading, label in (("paper", "the paper's protocol", "P"), ("quick", "CPU `--quick`", "Q")):
             chosen = sorted(
                 (r for r in files if r.settings.get("protocol") == protocol),

@@ -56,6 +56,19 @@ named (``task`` is a key of ``settings["model_options"]``); the table's columns 
 then the task's own test modes (``2(L+1)`` ... under ``task.test_lengths=k(L+1)``),
 the published numbers beside them by position.
 
+Long-to-short (Le et al. 2024, App. D.6, Fig. 7 left: Mix trained on lengths 20-30, tested on 10, PANM
+against Location Attention)::
+
+    python -m benchmarks.accuracy.reproduce --task mix --models panm,lstm_attention \\
+        --set lstm_attention.attention=location --set task.min_train_length=20 --set task.max_train_length=30 \\
+        --set task.test_lengths=10,20,61 --seeds 0,1,2 --quick --steps 120 --name long_to_short
+
+Task options that put a test length below the training range keep every checkpoint of a run, evaluate
+``CURVE_POINTS`` times along a ``--steps`` budget and score each checkpoint on the short lengths afterwards
+(selection stays on L+1). The table's columns are then the task's own modes, without the rows of Tables 13-18
+(other lengths), with PANM's margin over Location Attention at length 10 beside the published one; each run's
+learning curves go into the JSON and into ``<name>_curves.png``.
+
 ``--steps N`` sets a step budget instead of the protocol's (under ``--quick``, instead
 of the minutes, unless ``--minutes`` is given too); a model's seeds then train
 together under ``--quick`` as well, their budget being the same steps.
@@ -119,6 +132,13 @@ PUBLISHED: dict[str, dict[str, tuple[float, ...]]] = {
 # = 21 and keeps the best checkpoint there, which its test mode loads: its
 # checkpoint is picked on 2L+1, ours on L+1 unless --select says otherwise.
 AUTHORS_CODE_COPY_23MIN = (100, 99.99, 87.2, 50.2, 32.9)
+
+# Le et al. 2024, App. D.6 ("Generalization to Shorter Sequence", Fig. 7 left): Mix trained on lengths 20-30 and
+# tested on length 10, PANM against Location Attention (LSTM + attention, attention=location here). The text
+# gives one number: PANM's margin over Location Attention at length 10, "nearly 14%"; it gives neither model's
+# accuracy (Fig. 7 draws them as curves, mean and std over 5 runs).
+LONG_TO_SHORT = {"task": "mix", "min_train_length": 20, "max_train_length": 30, "test_length": 10, "margin": 14}
+CURVE_POINTS = 10  # evaluations and kept checkpoints along a run with a test length below its training range
 
 # The paper's tables that ``--table`` runs task by task (Le et al. 2024, Tables 13-18, in order).
 TABLES = {"algorithmic": ("copy", "reverse", "mix", "dynamic_recall", "priority_sort", "id_sort")}
@@ -303,12 +323,17 @@ def _mean_std(values):
 
 
 def summarize(
-    task: str, runs: dict[str, list[dict[str, Any]]], select: str = "L+1", modes: tuple[str, ...] = MODES
+    task: str,
+    runs: dict[str, list[dict[str, Any]]],
+    select: str = "L+1",
+    modes: tuple[str, ...] = MODES,
+    tables_apply: bool = True,
 ) -> list[dict[str, Any]]:
     """Rows of ours (mean ± std over seeds per mode), the published row and ``ours - published`` per model;
-    ``modes`` are the task's five test modes, matched to the published numbers by position."""
+    ``modes`` are the task's five test modes, matched to the published numbers by position. ``tables_apply``
+    false (other training or test lengths than the paper's tables, ``tables_apply``): ours only."""
     rows = []
-    published = PUBLISHED.get(task, {})
+    published = PUBLISHED.get(task, {}) if tables_apply else {}
     for model, results in runs.items():
         per_mode: dict[str, list[float]] = {m: [] for m in modes}
         for res in results:
@@ -359,6 +384,137 @@ def summarize(
             }
         )
     return rows
+
+
+def tables_apply(task_options: dict[str, Any]) -> bool:
+    """Whether the paper's Tables 13-18 compare with runs under these task options: not when the training
+    lengths start above the shortest (``min_train_length``) or the test lengths are listed (``test_lengths``
+    other than a convention of ``panm_jax.tasks.algorithmic``)."""
+    return "min_train_length" not in task_options and task_options.get("test_lengths", "kL+1") in ("kL+1", "k(L+1)")
+
+
+def is_long_to_short(task: str, task_options: dict[str, Any], model_sets: dict[str, dict[str, Any]]) -> bool:
+    """Whether these runs are the long-to-short experiment of Le et al. 2024 (App. D.6, ``LONG_TO_SHORT``):
+    Mix trained on 20..30, a test mode at 10, PANM and Location Attention (``lstm_attention`` with
+    ``attention=location``)."""
+    ref = LONG_TO_SHORT
+    return (
+        task == ref["task"]
+        and task_options.get("min_train_length") == ref["min_train_length"]
+        and task_options.get("max_train_length") == ref["max_train_length"]
+        and str(ref["test_length"]) in short_modes(task, task_options)
+        and model_sets.get("lstm_attention", {}).get("attention") == "location"
+    )
+
+
+def margin_rows(rows: list[dict[str, Any]], mode: str) -> list[dict[str, Any]]:
+    """The long-to-short comparison of Le et al. 2024 (App. D.6): PANM's margin over Location Attention at
+    ``mode``, ours (from the two models' means) beside the published one; ``[]`` unless both models have a
+    row of ours."""
+    ours = {r["model"]: r[f"_{mode}"] for r in rows if r["row"] == "ours"}
+    if not {"panm", "lstm_attention"} <= set(ours):
+        return []
+    return [
+        {
+            "model": "panm",
+            "row": "PANM - Location Attention, ours",
+            mode: f"{ours['panm'] - ours['lstm_attention']:+.1f}",
+        },
+        {
+            "model": "panm",
+            "row": "PANM - Location Attention, Le et al. 2024 (App. D.6: 'nearly 14%')",
+            mode: f"{LONG_TO_SHORT['margin']:+g}",
+        },
+    ]
+
+
+def run_curves(workdir: Path, config: TrainConfig, metric: str, short: list[str]) -> dict[str, dict[str, list]]:
+    """A run's learning curves: ``{"train": ..., "validation <mode>": ..., <short mode>: ...}``, each
+    ``{"step": [...], "value": [...]}`` (the metric in %): the training batches' metric (its log), the
+    validation that selects the checkpoint (its log) and each kept checkpoint on the short test modes
+    (``checkpoint_scores``)."""
+    train: dict[int, float] = {}
+    validation: dict[int, float] = {}
+    for r in read_jsonl(workdir / "metrics.jsonl"):  # a resumed run logs a step again: the last one counts
+        if "loss" in r and metric in r:
+            train[r["step"]] = 100 * r[metric]
+        elif "validation" in r:
+            validation[r["step"]] = 100 * r["validation"][config.selection_mode][metric]
+    curves = {
+        "train": {"step": sorted(train), "value": [train[k] for k in sorted(train)]},
+        f"validation {config.selection_mode}": {
+            "step": sorted(validation),
+            "value": [validation[k] for k in sorted(validation)],
+        },
+    }
+    tested = checkpoint_scores(workdir, config, short)
+    for mode in short:
+        curves[mode] = {"step": tested["step"], "value": [100 * v for v in tested[mode]]}
+    return curves
+
+
+def checkpoint_scores(workdir: Path, config: TrainConfig, modes: list[str]) -> dict[str, Any]:
+    """Every kept checkpoint of a run scored on ``modes`` (on the test examples; selection never sees them):
+    ``{"step": [...], <mode>: [metric, ...]}``, computed once and kept in the run's ``checkpoint_scores.json``."""
+    import jax
+
+    from panm_jax.train import evaluate as evaluation
+    from panm_jax.train.checkpoint import Checkpointer
+    from panm_jax.train.loop import Run, config_check
+    from panm_jax.train.sharding import replicate
+
+    path = workdir / "checkpoint_scores.json"
+    protocol = {"modes": list(modes), "examples": config.eval_examples}
+    if path.exists():
+        kept = json.loads(path.read_text())
+        if kept.get("protocol") == protocol:
+            return kept
+    run = Run(config)
+    ckpt = Checkpointer(workdir, read_only=True)
+    template, check = jax.device_get(run.state), config_check(config, workdir)
+    metric = run.task.metric_names[0]
+    record: dict[str, Any] = {"protocol": protocol, "step": [], **{m: [] for m in modes}}
+    for step in ckpt.kept_steps():
+        state, _ = ckpt.restore_step(step, template, check)
+        scores = run.evaluate(replicate(state.params, run.mesh), modes, evaluation.TEST_SEED)
+        record["step"].append(step)
+        for m in modes:
+            record[m].append(scores[m][metric])
+    ckpt.close()
+    atomic_write_text(path, json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def plot_curves(task: str, rows: list[dict[str, Any]], out: Path) -> None:
+    """The learning curves of each model (mean and std over seeds), one panel per curve: what Le et al. 2024
+    draw for the long-to-short experiment (Fig. 7 left)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    ours = [r for r in rows if r["row"] == "ours" and r.get("curves")]
+    names = list(ours[0]["curves"][0]) if ours else []
+    fig, axes = plt.subplots(1, max(1, len(names)), figsize=(4 * max(1, len(names)), 3.4), dpi=120, squeeze=False)
+    for ax, name in zip(axes[0], names, strict=False):
+        for r in ours:
+            per_seed = [c[name] for c in r["curves"]]
+            steps = per_seed[0]["step"]
+            if not steps or any(c["step"] != steps for c in per_seed):
+                continue  # seeds logged at other steps: no mean to draw
+            values = np.array([c["value"] for c in per_seed])
+            mean, std = values.mean(axis=0), values.std(axis=0)
+            ax.plot(steps, mean, label=r["model"])
+            ax.fill_between(steps, mean - std, mean + std, alpha=0.2)
+        ax.set_title(name if name in ("train",) or name.startswith("validation") else f"test, length mode {name}")
+        ax.set_xlabel("training step")
+        ax.set_ylim(0, 105)
+        ax.grid(True, alpha=0.3)
+    axes[0][0].set_ylabel("token accuracy (%)")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(f"{task}: learning curves, mean ± std over seeds", fontsize=9)
+    save_figure(fig, out)
 
 
 def plot(task: str, rows: list[dict[str, Any]], out: Path, modes: tuple[str, ...] = MODES) -> None:
@@ -491,6 +647,8 @@ def run_plan(args, task: str, model: str, seeds, minutes, model_sets) -> list[tu
         options = model_sets.get(model, {})
         if options:
             config = config.replace(model_options={**config.model_options, **options})
+        if short_modes(task, task_options):
+            config = curve_config(config, args.steps)
         # One folder per protocol, budget, selection and option set: a variant is a new run, not a clash.
         tag = (
             ("quick" if args.quick else "paper")
@@ -502,6 +660,28 @@ def run_plan(args, task: str, model: str, seeds, minutes, model_sets) -> list[tu
         )
         plan.append((config, Path(args.workdir) / task / f"{model}-s{seed}-{tag}"))
     return plan
+
+
+def short_modes(task: str, task_options: dict[str, Any]) -> list[str]:
+    """The test modes of ``task`` whose lengths are all below its training range (long-to-short: a mode
+    ``"10"`` of Mix trained on 20..30); ``[]`` for the paper's tables."""
+    from panm_jax.tasks import get_task
+
+    try:
+        built = get_task(task, **task_options)
+    except (TypeError, ValueError) as err:
+        raise SystemExit(f"--set task.OPTION: {err}") from None
+    return [m for m, r in built.test_modes.items() if r.hi < built.train_lengths.lo]
+
+
+def curve_config(config: TrainConfig, steps: int | None) -> TrainConfig:
+    """A long-to-short run's config: every checkpoint kept, so that each is scored on the short test lengths
+    afterwards (``checkpoint_scores``), and, under a step budget, ``CURVE_POINTS`` evaluations and checkpoints along
+    it (the learning curves of Le et al. 2024, Fig. 7 left)."""
+    if steps is not None:
+        every = max(1, steps // CURVE_POINTS)
+        config = config.replace(eval_every=every, checkpoint_every=every)
+    return config.replace(keep_checkpoints=-(-config.num_steps // config.checkpoint_every) + 1)
 
 
 def together(args) -> bool:
@@ -571,6 +751,8 @@ def strip_table(argv: list[str]) -> list[str]:
 def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> list[dict[str, Any]]:
     """Train (or read back) every model and seed of ``task``; write its table, CSV and plot; return its rows."""
     runs: dict[str, list[dict[str, Any]]] = {}
+    task_options = model_sets.get(TASK, {})
+    short = short_modes(task, task_options)
     for model in models:
         train_model(args, task, model, seeds, minutes, model_sets)
         for config, workdir in run_plan(args, task, model, seeds, minutes, model_sets):
@@ -580,9 +762,17 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
             print(f"== {model} on {task}, seed {config.seed}: results in {workdir}", flush=True)
             results["steps_trained"] = steps_trained(workdir)
             results["trained_by"] = trained_by(workdir)
+            if short:
+                results["curves"] = run_curves(workdir, config, results["metric"], short)
             runs.setdefault(model, []).append(results)
     modes = task_modes(task, model_sets)
-    rows = summarize(task, runs, args.select, modes)
+    rows = summarize(task, runs, args.select, modes, tables_apply(task_options))
+    if short:
+        for row in rows:
+            if row["row"] == "ours":
+                row["curves"] = [r["curves"] for r in runs[row["model"]]]
+    if is_long_to_short(task, task_options, model_sets):
+        rows += margin_rows(rows, str(LONG_TO_SHORT["test_length"]))
     cols = ["model", "row", "selected_on", "seeds", "steps", "best_step", *modes, "code"]
     name = results_name(f"reproduce_{task}", args, minutes, model_sets)
     command = task_command(args, task)
@@ -590,8 +780,13 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
         "Token accuracy (%) of the checkpoint selected on the validation set of length mode 'selected_on' "
         "(L+1 in the protocol of Le et al. 2024, Plug, Play, and Generalize: Length Extrapolation with "
         "Pointer-Augmented Neural Memory), on fixed test sets at each "
-        "length mode. 'published' rows are Le et al. 2024, Tables 13-18 (listed in docs/tasks.md); "
-        "'steps' is the number of training steps run, 'best_step' the selected "
+        "length mode. "
+        + (
+            "'published' rows are Le et al. 2024, Tables 13-18 (listed in docs/tasks.md); "
+            if tables_apply(task_options)
+            else ""
+        )
+        + "'steps' is the number of training steps run, 'best_step' the selected "
         "checkpoint, 'code' the commit and device of each part of the runs ('unrecorded' for parts logged "
         "before runs recorded them)."
     )
@@ -600,11 +795,30 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
             " The authors' code row is its default pipeline, which picks its checkpoint on length 21 (2L+1) "
             "(measured with the authors' code on this CPU class)."
         )
-    if model_sets.get(TASK):
+    if model_sets.get(TASK) and tables_apply(task_options):
         notes += (
             " Task options changed from their defaults (a reading of the task; panm_jax.tasks.algorithmic): "
             + ", ".join(f"{k}={v}" for k, v in model_sets[TASK].items())
             + "; published numbers are matched to the test modes by position."
+        )
+    elif model_sets.get(TASK):
+        notes += (
+            " Task options changed from their defaults (other training or test lengths; "
+            "panm_jax.tasks.algorithmic): "
+            + ", ".join(f"{k}={v}" for k, v in model_sets[TASK].items())
+            + "; Tables 13-18 of Le et al. 2024 do not apply."
+        )
+    if short:
+        notes += (
+            f" Test modes below the training range ({', '.join(short)}): every checkpoint kept and scored on "
+            "them afterwards; the checkpoint is still selected on "
+            f"{args.select}. Each 'ours' row of the JSON holds its seeds' learning curves ('curves': training "
+            "batches, validation, and each checkpoint on those modes; the plot <name>_curves.png)."
+        )
+    if is_long_to_short(task, task_options, model_sets):
+        notes += (
+            " Le et al. 2024, App. D.6 (Fig. 7 left), train Mix on lengths 20-30 and test on 10; their text gives "
+            "PANM's margin over Location Attention at length 10, 'nearly 14%', and no accuracy of either model."
         )
     if any(m != TASK for m in model_sets):
         notes += (
@@ -617,7 +831,8 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
     if args.steps is not None:
         notes += f" Step budget: {args.steps} steps per run."
     if args.quick:
-        notes += " --quick: Adam 1e-3, global-norm clip 1, evaluation every 500 steps on 512 examples per length"
+        every = run_plan(args, task, models[0], seeds[:1], minutes, model_sets)[0][0].eval_every
+        notes += f" --quick: Adam 1e-3, global-norm clip 1, evaluation every {every} steps on 512 examples per length"
         if any(v is not None for v in minutes.values()):
             budgets = ", ".join(f"{m} {v:g}" for m, v in minutes.items() if v is not None)
             notes += f"; minutes of training per model and seed: {budgets}"
@@ -651,6 +866,8 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
     lines = [",".join(cols)] + [",".join(str(r.get(c, "")).replace(",", ";") for c in cols) for r in public_rows]
     atomic_write_text(out_dir / f"{name}.csv", "\n".join(lines) + "\n")
     plot(task, rows, out_dir / f"{name}.png", modes)
+    if short:
+        plot_curves(task, rows, out_dir / f"{name}_curves.png")
     print(common.markdown_table(public_rows, cols))
     print("wrote", out_dir / f"{name}.md", ".json", ".csv", ".png")
     return public_rows

@@ -18,7 +18,14 @@ predictions emitted after the whole input with a zero decoder input
 (``output_mode = "after_input"``, no teacher forcing); the metric is token
 accuracy. Training lengths are ``n ~ U{1..L}`` (``L = 10``), one fresh length
 per batch; the test modes are ``L, L+1, 2L+1, 4L+1, 8L+1`` (the authors' code
-evaluates at ``k L + 1``). Le et al. 2024 state the test lengths two other ways:
+evaluates at ``k L + 1``). Option ``min_train_length`` raises the shortest
+training length: ``min_train_length=20, max_train_length=30`` trains on
+``n ~ U{20..30}``, the long-to-short Mix of Le et al. 2024 (App. D.6, Fig. 7 left).
+Option ``test_lengths`` also takes the test lengths themselves, ``"10,61"`` (or
+one length, ``10``): the modes are then ``L`` and ``L+1`` and one mode per listed
+length, named by it, ascending (``"10", "L", "L+1", "61"`` at ``L = 30``), so a
+test length may be shorter than every training length while selection stays on
+``L+1``, never on a test length. Le et al. 2024 state the test lengths two other ways:
 §3.1 says ``L+1, 2(L+1), 4(L+1), 8(L+1)``, and the headers of their Tables 13-16
 print ``9 (L), 10 (L+1), 20, 40, 80`` (Table 17, Priority Sort, prints 10, 11, 21,
 41, 81). Option ``test_lengths="k(L+1)"`` gives the modes ``L, L+1, 2(L+1),
@@ -116,15 +123,35 @@ TEST_LENGTHS = {
 }
 
 
+def _listed_lengths(value) -> list[int]:
+    """The lengths of a ``test_lengths`` list, ``"10, 61"``, ``(10, 61)`` or ``10`` -> ``[10, 61]``; ``[]`` if it
+    is not one."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        ints = all(isinstance(n, int) and not isinstance(n, bool) for n in value)
+        return list(value) if ints else []
+    if not isinstance(value, str):
+        return []
+    parts = [p.strip() for p in value.split(",")]
+    if not all(p.isdigit() for p in parts):  # "".isdigit() is false: an empty item is not a length
+        return []
+    return [int(p) for p in parts]
+
+
 class AlgorithmicTask(Task):
     """Shared layout, options and metric of the six tasks (see the module docstring).
 
     Options:
       max_train_length: ``L``, the longest training length (default 10).
+      min_train_length: the shortest training length (default: the task's shortest, 1, or 2 for
+        Dynamic Recall); training draws ``n ~ U{min_train_length..L}``.
       max_length: the longest length ``sample`` accepts (default: what fits
         1024 PANM address slots).
-      test_lengths: ``"kL+1"`` (default; modes ``L, L+1, 2L+1, 4L+1, 8L+1``) or
-        ``"k(L+1)"`` (modes ``L, L+1, 2(L+1), 4(L+1), 8(L+1)``, Le et al. 2024, §3.1).
+      test_lengths: ``"kL+1"`` (default; modes ``L, L+1, 2L+1, 4L+1, 8L+1``),
+        ``"k(L+1)"`` (modes ``L, L+1, 2(L+1), 4(L+1), 8(L+1)``, Le et al. 2024, §3.1),
+        or test lengths, ``"10,61"``, ``(10, 61)`` or ``10`` (modes ``L``, ``L+1`` and one per length, named
+        by it).
     """
 
     extra_channels: ClassVar[int] = 0
@@ -136,29 +163,56 @@ class AlgorithmicTask(Task):
     def __init__(
         self,
         max_train_length: int = 10,
+        min_train_length: int | None = None,
         max_length: int | None = None,
-        test_lengths: str = "kL+1",
+        test_lengths: str | int | tuple[int, ...] = "kL+1",
         **unknown: Any,
     ):
-        check_option_names(self.name, unknown, ("max_train_length", "max_length", "test_lengths", *self._own_options))
+        check_option_names(
+            self.name,
+            unknown,
+            ("max_train_length", "min_train_length", "max_length", "test_lengths", *self._own_options),
+        )
         L = check_int_option(self.name, "max_train_length", max_train_length, self.min_length)
+        if min_train_length is None:
+            min_train_length = self.min_length
+        lo = check_int_option(self.name, "min_train_length", min_train_length, self.min_length, L)
         fixed = 2 + self.extra_rows
         if max_length is None:
             max_length = ADDRESS_SLOTS - fixed
         max_length = check_int_option(self.name, "max_length", max_length, self.min_length)
-        test_lengths = check_option(self.name, "test_lengths", checks.one_of, test_lengths, TEST_LENGTHS)
-        modes = TEST_LENGTHS[test_lengths](L)
+        self.lengths = LengthRange(self.min_length, max_length)
+        test_lengths, modes = self._test_modes(test_lengths, L)
         if max(modes.values()) > max_length:
             raise TaskOptionError(
                 f"{self.name}: option max_train_length: expected the longest test mode "
                 f"({test_lengths}: {max(modes.values())}) <= max_length = {max_length}, got L = {L}"
             )
         self.max_train_length = L
-        self._options: dict[str, Any] = {"max_train_length": L, "max_length": max_length, "test_lengths": test_lengths}
+        self._options: dict[str, Any] = {
+            "max_train_length": L,
+            "min_train_length": lo,
+            "max_length": max_length,
+            "test_lengths": test_lengths,
+        }
         self.input_size = NUM_SYMBOLS + 2 + self.extra_channels
-        self.lengths = LengthRange(self.min_length, max_length)
-        self.train_lengths = LengthRange(self.min_length, L)
+        self.train_lengths = LengthRange(lo, L)
         self.test_modes = {name: LengthRange(n, n) for name, n in modes.items()}
+
+    def _test_modes(self, test_lengths, L: int) -> tuple[str | int, dict[str, int]]:
+        """``(the option as recorded, {mode: length})`` of option ``test_lengths`` (see the class docstring)."""
+        if isinstance(test_lengths, str) and test_lengths in TEST_LENGTHS:
+            return test_lengths, TEST_LENGTHS[test_lengths](L)
+        listed = _listed_lengths(test_lengths)
+        if not listed or not all(self.lengths.contains(n) for n in listed):
+            raise TaskOptionError(
+                f"{self.name}: option test_lengths: expected one of {list(TEST_LENGTHS)} or test lengths "
+                f"('10,61' or 10), each {self.lengths.expected()}, got {test_lengths!r}"
+            )
+        named = {L: "L", L + 1: "L+1"}
+        modes = {named.get(n, str(n)): n for n in sorted({*listed, L, L + 1})}
+        recorded = ",".join(map(str, sorted(set(listed))))
+        return recorded, modes
 
     def input_steps(self, length: int) -> int:
         return length + 2 + self.extra_rows

@@ -10,7 +10,7 @@ length: the smallest bucket ``b`` with ``input_steps(b) >= T_in`` and
 Padding is zeros with false masks, so masked metrics and losses are unchanged
 (``tests/tasks/test_buckets.py``).
 
-    buckets = power_of_two_buckets(task.train_lengths.hi)     # (1, 2, 4, 8, 16)
+    buckets = power_of_two_buckets(task.train_lengths.hi, task.train_lengths.lo)  # (1, 2, 4, 8, 16) for 1..10
     batch = pad_to_bucket(task.train_batch(rng, 128), task, buckets)
 """
 

@@ -200,3 +200,38 @@ def test_option_sets_are_named_where_the_tables_name_them():
 def test_check_and_out_together_are_refused_in_one_line(capsys):
     with pytest.raises(SystemExit, match="--check: compares with docs/results and README.md; expected no --out"):
         pages.main(["--check", "--out", "x"])
+
+
+def test_a_file_at_other_training_or_test_lengths_gets_its_own_columns_not_the_five_modes():
+    settings = {
+        "task": "mix",
+        "protocol": "quick",
+        "steps": 300,
+        "minutes": {"panm": None},
+        "select": "L+1",
+        "model_options": {"task": {"min_train_length": 20, "max_train_length": 30, "test_lengths": "10,61"}},
+    }
+    rows = [
+        {
+            "model": "panm",
+            "row": "ours",
+            "selected_on": "L+1",
+            "seeds": 3,
+            "10": "60.0 ± 1.0",
+            "L": "99.0 ± 0.5",
+            "L+1": "90.0 ± 2.0",
+            "61": "30.0 ± 3.0",
+            "curves": [],
+        },
+        {"model": "panm", "row": "PANM - Location Attention, ours", "10": "+20.0"},
+    ]
+    record = pages.Record(
+        "cpu-2cores", "reproduce_mix_quick_300steps_opt-abcdef_x", {"settings": settings, "rows": rows}
+    )
+    assert pages.other_lengths(record)
+    text = "\n".join(pages.lengths_table([record]))
+    assert "| run | model | training lengths | selected on | budget | seeds | 10 | L (30) | L+1 (31) | 61 |" in text
+    assert "| T1 | PANM | 20..30 | L+1 | 300 steps | 3 | 60.0 ± 1.0 | 99.0 ± 0.5 | 90.0 ± 2.0 | 30.0 ± 3.0 |" in text
+    assert "| T1 | PANM - Location Attention, ours |  |  |  |  | +20.0 |  |  |  |" in text
+    reading = pages.Record("cpu-2cores", "r", {"settings": {"model_options": {"task": {"test_lengths": "k(L+1)"}}}})
+    assert not pages.other_lengths(reading)

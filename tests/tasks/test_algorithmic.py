@@ -251,3 +251,102 @@ def test_priority_sort_uniform_descending():
     pr = rows[1:10, EXTRA_CHANNEL]
     y = _targets(task.sample(np.random.default_rng(1), 1, 9), 0).tolist()
     assert y == [x[i] for i in sorted(range(9), key=lambda i: -pr[i])]
+
+
+# ------------------------------------------------------------ training lengths as a range
+
+
+def test_min_train_length_draws_only_and_every_length_of_the_range():
+    # Le et al. 2024, App. D.6 (Fig. 7 left): Mix trained on lengths 20-30.
+    task = get_task("mix", min_train_length=20, max_train_length=30)
+    assert task.train_lengths.values().tolist() == list(range(20, 31))
+    rng = np.random.default_rng(0)
+    drawn = [int(task.train_batch(rng, 2).target_mask[0].sum()) for _ in range(300)]
+    assert set(drawn) == set(range(20, 31))  # within the range, and all of it (300 draws of 11 lengths)
+    # Dynamic Recall's shortest length is 2: its default range is still 2..L, and a raised one is kept.
+    assert get_task("dynamic_recall", min_train_length=5).train_lengths.values().tolist() == list(range(5, 11))
+
+
+def test_a_listed_test_length_may_be_shorter_than_every_training_length():
+    task = get_task("mix", min_train_length=20, max_train_length=30, test_lengths="10,61")
+    assert {k: v.lo for k, v in task.test_modes.items()} == {"10": 10, "L": 30, "L+1": 31, "61": 61}
+    assert task.validation_mode == "L+1"  # selection stays just past the training range, off the test lengths
+    batch = next(task.eval_batches("10", 8, 8))
+    assert batch.targets.shape == (8, 10) and batch.target_mask.all()
+    for i in range(8):
+        x, _ = _tokens(batch, i)
+        assert len(x) == 10 and _targets(batch, i).tolist() == _oracle("mix", x, None)
+    # One length alone, and a listed L or L+1 is that mode (no second mode of the same length).
+    one = get_task("mix", min_train_length=20, max_train_length=30, test_lengths=10)
+    assert {k: v.lo for k, v in one.test_modes.items()} == {"10": 10, "L": 30, "L+1": 31}
+    same = get_task("copy", test_lengths="11, 10,5")
+    assert {k: v.lo for k, v in same.test_modes.items()} == {"5": 5, "L": 10, "L+1": 11}
+    assert same.options()["test_lengths"] == "5,10,11"  # rebuilds the same task
+    assert get_task("copy", test_lengths=(11, 10, 5)).test_modes == same.test_modes  # as the CLI parses 11,10,5
+    assert get_task("copy", **same.options()).test_modes == same.test_modes
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (
+            {"min_train_length": 31, "max_train_length": 30},
+            "mix: option min_train_length: expected an integer in [1, 30], got 31",
+        ),
+        ({"min_train_length": 0}, "mix: option min_train_length: expected an integer in [1, 10], got 0"),
+        (
+            {"test_lengths": "0,10"},
+            "mix: option test_lengths: expected one of ['kL+1', 'k(L+1)'] or test lengths ('10,61' or 10), "
+            "each an integer in [1, 1022], got '0,10'",
+        ),
+        (
+            {"test_lengths": "10;61"},
+            "mix: option test_lengths: expected one of ['kL+1', 'k(L+1)'] or test lengths ('10,61' or 10), "
+            "each an integer in [1, 1022], got '10;61'",
+        ),
+        (
+            {"test_lengths": 1023},
+            "mix: option test_lengths: expected one of ['kL+1', 'k(L+1)'] or test lengths ('10,61' or 10), "
+            "each an integer in [1, 1022], got 1023",
+        ),
+    ],
+)
+def test_bad_training_or_test_lengths_name_the_option(options, message):
+    with pytest.raises(ValueError) as err:
+        get_task("mix", **options)
+    assert str(err.value) == message
+
+
+def test_a_test_length_the_task_cannot_make_is_refused():
+    # Dynamic Recall has no length-1 example (no query has a neighbour).
+    with pytest.raises(ValueError) as err:
+        get_task("dynamic_recall", test_lengths="1,20")
+    assert str(err.value) == (
+        "dynamic_recall: option test_lengths: expected one of ['kL+1', 'k(L+1)'] or test lengths ('10,61' or 10), "
+        "each an integer in [2, 1021], got '1,20'"
+    )
+
+
+@pytest.mark.parametrize(
+    "name, digest",
+    [
+        ("copy", "75be913c8b4f817b"),
+        ("mix", "a885acfa4fe6e83d"),
+        ("dynamic_recall", "9766b94967ec162a"),
+        ("id_sort", "f222ad1a8ca69465"),
+    ],
+)
+def test_default_batches_are_bit_identical_to_before_the_range_option(name, digest):
+    # SHA-256 (first 16 hex digits) of three training batches and every test mode's evaluation batches,
+    # recorded with the code before min_train_length and listed test lengths existed.
+    import hashlib
+
+    task = get_task(name)
+    rng = np.random.default_rng(7)
+    h = hashlib.sha256()
+    batches = [task.train_batch(rng, 4) for _ in range(3)]
+    batches += [b for mode in task.test_modes for b in task.eval_batches(mode, 6, 4, seed=1)]
+    for batch in batches:
+        for array in batch:
+            h.update(np.ascontiguousarray(array).tobytes())
+    assert h.hexdigest()[:16] == digest

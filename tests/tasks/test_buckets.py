@@ -77,3 +77,19 @@ def test_padding_appends_zeros_and_keeps_the_rest(name):
         want = np.concatenate([x, np.zeros((x.shape[0], extra, *x.shape[2:]), x.dtype)], axis=1)
         assert y.dtype == x.dtype and y.shape == want.shape, field
         np.testing.assert_array_equal(y, want, err_msg=field)
+
+
+def test_a_training_range_above_one_compiles_once_per_bucket_it_reaches():
+    # Lengths 20..30: the default buckets (panm_jax.train.loop.default_buckets) are one, 30; the powers of two
+    # from the shortest training length are one, 32. Every batch pads to that one shape.
+    from panm_jax.train.loop import default_buckets
+
+    task = get_task("mix", min_train_length=20, max_train_length=30)
+    assert default_buckets(task) == (30,)
+    assert power_of_two_buckets(task.train_lengths.hi, task.train_lengths.lo) == (32,)
+    rng = np.random.default_rng(2)
+    batches = [task.train_batch(rng, 2) for _ in range(100)]
+    assert len({b.targets.shape for b in batches}) == 11  # unpadded: one shape per length 20..30
+    for buckets, n in ((default_buckets(task), 30), ((32,), 32)):
+        shapes = {pad_to_bucket(b, task, buckets).inputs.shape for b in batches}
+        assert shapes == {(2, n + 2, 12)}

@@ -63,7 +63,7 @@ REPO = Path(__file__).resolve().parents[2]
         (
             "task_options.max_train_lenght=3",
             r"task_options \(task 'copy'\): unknown option\(s\) \['max_train_lenght'\]; "
-            r"known: \['max_length', 'max_train_length', 'test_lengths'\]; did you mean 'max_train_length'\?",
+            r"known: \['max_length', 'max_train_length', 'min_train_length', 'test_lengths'\]; did you mean 'max_train_length'\?",
         ),
         ('task_options.max_train_length="3"', r"task_options.max_train_length: expected an integer, got '3'"),
         ("task_options.max_length=2.5", r"task_options.max_length: expected an integer or null, got 2.5"),

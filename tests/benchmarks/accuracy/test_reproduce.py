@@ -331,3 +331,83 @@ def test_a_table_of_runs_trained_on_an_accelerator_goes_to_its_folder():
     assert trained_elsewhere([h200, {"trained_by": ["00cd432 (cpu)"]}]) is None  # two machines
     assert trained_elsewhere([{"trained_by": ["00cd432 (cpu)"]}]) is None  # this CPU's runs stay in its folder
     assert trained_elsewhere([{"trained_by": ["unrecorded"]}]) is None
+
+
+LONG_TO_SHORT_SETS = [
+    "lstm_attention.attention=location",
+    "task.min_train_length=20",
+    "task.max_train_length=30",
+    "task.test_lengths=10,20,61",
+]
+
+
+def test_a_long_to_short_run_keeps_every_checkpoint_and_evaluates_along_its_budget(tmp_path):
+    from benchmarks.accuracy import reproduce
+
+    sets = parse_model_sets(LONG_TO_SHORT_SETS, ["panm", "lstm_attention"])
+    assert sets["task"] == {"min_train_length": 20, "max_train_length": 30, "test_lengths": "10,20,61"}
+    assert reproduce.short_modes("mix", sets["task"]) == ["10"]  # 20 is in the training range
+    assert reproduce.short_modes("mix", {}) == []
+    args = _args(workdir=str(tmp_path), quick=True, steps=300)
+    config, folder = reproduce.run_plan(args, "mix", "lstm_attention", [0], {"lstm_attention": None}, sets)[0]
+    assert (config.eval_every, config.checkpoint_every, config.keep_checkpoints) == (30, 30, 11)
+    assert config.select_mode == "L+1" and config.model_options["attention"] == "location"
+    assert folder.name.endswith("-task.test_lengths=10,20,61-attention=location")
+    # The paper's protocol runs are unchanged.
+    plain = reproduce.run_plan(args, "mix", "panm", [0], {"panm": None}, {})[0][0]
+    assert (plain.eval_every, plain.checkpoint_every, plain.keep_checkpoints) == (500, 500, 3)
+    assert reproduce.task_modes("mix", sets) == ("10", "20", "L", "L+1", "61")
+    assert reproduce.is_long_to_short("mix", sets["task"], sets)
+    assert not reproduce.is_long_to_short("mix", sets["task"], {**sets, "lstm_attention": {}})
+    assert not reproduce.tables_apply(sets["task"]) and reproduce.tables_apply({"test_lengths": "k(L+1)"})
+
+
+def test_a_long_to_short_table_has_no_table_13_18_rows_and_puts_the_published_margin_beside_ours():
+    from benchmarks.accuracy import reproduce
+
+    modes = ("10", "20", "L", "L+1", "61")
+
+    def result(accs):
+        return {
+            "metric": "token_accuracy",
+            "step": 30,
+            "steps_trained": 300,
+            "modes": [{"mode": m, "token_accuracy": a} for m, a in zip(modes, accs)],
+        }
+
+    runs = {
+        "panm": [result([0.5, 0.9, 0.9, 0.8, 0.3]), result([0.7, 0.9, 0.9, 0.8, 0.3])],
+        "lstm_attention": [result([0.4, 0.9, 0.9, 0.8, 0.3]), result([0.4, 0.9, 0.9, 0.8, 0.3])],
+    }
+    rows = summarize("mix", runs, modes=modes, tables_apply=False)
+    assert [r["row"] for r in rows] == ["ours", "ours"]  # no "best other" of Table 15: other lengths
+    assert rows[0]["10"] == "60.0 ± 14.1"
+    margin, published = reproduce.margin_rows(rows, "10")
+    assert margin["10"] == "+20.0" and published["10"] == "+14"
+    assert "nearly 14%" in published["row"]
+    assert reproduce.margin_rows(rows[:1], "10") == []
+
+
+def test_learning_curves_come_from_the_log_and_the_kept_checkpoint_scores(tmp_path):
+    from benchmarks.accuracy import reproduce
+
+    sets = parse_model_sets(LONG_TO_SHORT_SETS, ["panm", "lstm_attention"])
+    config = reproduce.run_plan(_args(quick=True, steps=300), "mix", "panm", [0], {"panm": None}, sets)[0][0]
+    log = [
+        {"event": "started", "step": 0},
+        {"step": 50, "loss": 2.0, "token_accuracy": 0.2},
+        {"step": 60, "validation": {"L+1": {"token_accuracy": 0.25, "loss": 2.1}}},
+        {"step": 50, "loss": 1.9, "token_accuracy": 0.3},  # logged again after a resume: the last one counts
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
+    kept = {"protocol": {"modes": ["10"], "examples": 512}, "step": [30, 60], "10": [0.1, 0.4]}
+    (tmp_path / "checkpoint_scores.json").write_text(json.dumps(kept))
+    curves = reproduce.run_curves(tmp_path, config, "token_accuracy", ["10"])
+    assert curves == {
+        "train": {"step": [50], "value": [30.0]},
+        "validation L+1": {"step": [60], "value": [25.0]},
+        "10": {"step": [30, 60], "value": [10.0, 40.0]},
+    }
+    rows = [{"model": "panm", "row": "ours", "curves": [curves, curves]}]
+    reproduce.plot_curves("mix", rows, tmp_path / "curves.png")
+    assert (tmp_path / "curves.png").stat().st_size > 0
