@@ -49,6 +49,7 @@ MODES = ("L", "L+1", "2L+1", "4L+1", "8L+1")
 LENGTHS = (10, 11, 21, 41, 81)  # the algorithmic tasks' test lengths at L = 10
 # The modes of the other test-length convention (task option test_lengths="k(L+1)"), matched to MODES by position.
 K_MODES = ("L", "L+1", "2(L+1)", "4(L+1)", "8(L+1)")
+K_LENGTHS = (10, 11, 22, 44, 88)  # their lengths at L = 10
 
 # Le et al. 2024's algorithmic tasks, in the order of their Tables 13-18.
 TASKS = {
@@ -715,38 +716,53 @@ def ablation_label(variant: str) -> str:
     return ", ".join(parts)
 
 
+def figure_label(row: dict[str, Any], record: Record) -> str:
+    """A pointer-count row (``--figure``): its heads, after its task where the file has several."""
+    several = len({r["task"] for r in record.rows}) > 1
+    return (f"{TASKS[row['task']][0]}: " if several else "") + str(row["heads"])
+
+
 def ablation_tables(record: Record) -> list[str]:
-    """An ablation file: per variant mean ± std over seeds and ours - published, then every seed."""
+    """An ablation file: per variant mean ± std over seeds and ours - published, then every seed. A file of
+    ``--figure`` (rows with ``heads``) is tested at the ``k(L+1)`` lengths and names its rows by their heads."""
     published = next((r for r in record.rows if str(r["variant"]).startswith("published")), {})
     diffs = {r["variant"].removesuffix(" - published"): r for r in record.rows if r["variant"].endswith(" - published")}
     runs = [r for r in record.rows if "per_seed" in r]
-    header = ["changes from the paper's model", "seeds", "steps", *map(str, LENGTHS)]
+    figure = any("heads" in r for r in runs)
+    modes, lengths = (K_MODES, K_LENGTHS) if figure else (MODES, LENGTHS)
+    first = "pointer heads" if figure else "changes from the paper's model"
+
+    def label(r):
+        return figure_label(r, record) if figure else ablation_label(r["variant"])
+
+    header = [first, "seeds", "steps", *map(str, lengths)]
     body = []
     for r in runs:
         diff = diffs.get(r["variant"], {})
-        cells = [with_difference(*ours_cell(r, m), published.get(m), diff.get(m, "")) for m in MODES]
-        body.append([ablation_label(r["variant"]), str(r["seeds"]), steps_range(r["steps"]), *cells])
+        cells = [with_difference(*ours_cell(r, m), published.get(m), diff.get(m, "")) for m in modes]
+        body.append([label(r), str(r["seeds"]), steps_range(r["steps"]), *cells])
     if published:
-        body.append(["**published** (Le et al. 2024)", "", "", *(str(published[m]) for m in MODES)])
-    seeds_header = ["changes from the paper's model", "seed", "steps", "selected step", *map(str, LENGTHS)]
+        body.append(["**published** (Le et al. 2024)", "", "", *(str(published[m]) for m in modes)])
+    seeds_header = [first, "seed", "steps", "selected step", *map(str, lengths)]
     seed_rows = []
     for r in runs:
         steps, best = str(r["steps"]).split(","), str(r["best_step"]).split(",")
         for i in range(len(r["per_seed"]["L"])):
             seed_rows.append(
                 [
-                    ablation_label(r["variant"]) if i == 0 else "",
+                    label(r) if i == 0 else "",
                     str(i),
                     f"{int(steps[i]):,}",
                     f"{int(best[i]):,}",
-                    *(f"{r['per_seed'][m][i]:.2f}" for m in MODES),
+                    *(f"{r['per_seed'][m][i]:.2f}" for m in modes),
                 ]
             )
     return [table(header, body), "", "Per seed:", "", table(seeds_header, seed_rows), ""]
 
 
-def ablations_page(records: dict[str, Record], findings: Findings) -> str:
-    """``ablations.md``: every ``ablation_*`` file, Copy first. Findings keys: ``intro``, each ``device/stem``."""
+def ablations_page(records: dict[str, Record], findings: Findings, results: Path, images: dict[str, bytes]) -> str:
+    """``ablations.md``: every ``ablation_*`` file, Copy first, a ``--figure`` file with its plots (one per
+    task). Findings keys: ``intro``, each ``device/stem``."""
     out = [GENERATED, "", "# Ablations of PANM under the paper's protocol", "", *findings.take("intro")]
     files = sorted(
         (r for r in records.values() if r.stem.startswith("ablation_")),
@@ -754,8 +770,12 @@ def ablations_page(records: dict[str, Record], findings: Findings) -> str:
     )
     for record in files:
         title = TASKS[record.rows[0]["task"]][0]
+        tasks = list(dict.fromkeys(r["task"] for r in record.rows))
+        if any("heads" in r for r in record.rows):
+            title = record.data["title"]
         out += [f"## {title}: {code(record.stem)} ({record.machine}, {record.date})", "", *findings.take(record.key)]
-        out += [*ablation_tables(record), *provenance("Run", record)]
+        out += [*ablation_tables(record), *plot_lines(record, results, images, [f"_{t}" for t in tasks])]
+        out += provenance("Run", record)
         out.append("")
     return "\n".join(out)
 
@@ -1231,7 +1251,7 @@ def render(results: Path = RESULTS, findings: Path = FINDINGS) -> tuple[dict[str
     pages = {
         "index.md": index_page(records, results, notes["index"]),
         "algorithmic.md": algorithmic_page(records, results, notes["algorithmic"], images),
-        "ablations.md": ablations_page(records, notes["ablations"]),
+        "ablations.md": ablations_page(records, notes["ablations"], results, images),
         "authors_code.md": authors_page(records, notes["authors_code"]),
         "diagnosis.md": diagnosis_page(records, notes["diagnosis"]),
         "chomsky.md": chomsky_page(records, results, notes["chomsky"], images),

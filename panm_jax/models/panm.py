@@ -94,6 +94,22 @@ class PANMConfig(AuthorsConfig):
 
     def __post_init__(self):
         super().__post_init__()
+        if not self.pointer_heads:
+            # Without Mode 1 there is no pointer to distract or snap, and the authors' code's decoder reads
+            # the Mode-1 values: pointer_heads = 0 is the paper's decoder (and controller_start="mean").
+            changed = [
+                f"{f.name} = {getattr(self, f.name)!r}"
+                for cls in (ExtensionsConfig, AuthorsConfig)
+                for f in dataclasses.fields(cls)
+                if f.name in cls.__annotations__ and f.name != "controller_start" and getattr(self, f.name) != f.default
+            ]
+            if self.controller_start == "encoder_final":
+                changed.append("controller_start = 'encoder_final'")
+            if changed:
+                raise UserError(
+                    "pointer_heads: 0 (no Mode 1) is defined for the paper's decoder, without the options that "
+                    f"act on the pointers or the authors' code's decoder; got {', '.join(changed)}"
+                )
         if self.init == "pytorch" and self.encoder in TRANSFORMER_ENCODERS:
             raise UserError(
                 f"init: 'pytorch' is defined for the recurrent encoders {sorted(ENCODERS)}, "

@@ -18,8 +18,22 @@ decodes ``T_out`` steps in one ``scan`` (``PANMDecoder``: ``start``, then ``deco
 Choices where the paper is silent (docs/design.md):
 
 * ``p^a_0``: head 0 starts at the base address ``a_B``, head 1 at the end address
-  ``a_E = (a_B + l(X) - 1) mod 2^b`` (App. C: both must be among the starts);
-  further heads alternate base, end. ``h^a_0 = 0``.
+  ``a_E = (a_B + l(X) - 1) mod 2^b`` (App. C: both must be among the starts) and
+  head 2 at the middle address ``a_M = (a_B + ceil(l(X) / 2) - 1) mod 2^b``
+  (App. D.6: "with the base, end and middle addresses"; the middle slot is the
+  one the Mix task of §3.1 reads, ``x_{ceil(L/2)}``). The paper places at most
+  three heads, so ``pointer_heads`` is 0 to 3. ``h^a_0 = 0``.
+* ``pointer_heads = 0`` (App. D.6: "there is no pointer information for the
+  Controller, PANM should be equivalent to an GRU") removes Mode 1: no address
+  bank, Pointer Units, ``g^a`` or ``tau_a``, and no ``*p^a_t`` in Eq. 7 or
+  ``g^o``. Eq. 4 builds the Mode-2 query from the Mode-1 reads, so it needs
+  ``mode2_heads = 0`` too. The Controller then reads nothing but ``z_t``; with
+  no decoding input it is ``h^c_t = GRU_c(0, h^c_{t-1})`` (Eq. 7 with
+  ``z_t = 0``, one zero feature: a GRU driven by its biases) and the output is
+  ``g^o(h^c_t)``: the encoder's memory reaches the decoder only through
+  ``h^c_0 = sum_i M[i]``.
+* ``mode2_heads = 0`` removes Mode 2: no ``g^c`` and no ``*p^c_t`` in Eq. 7 or
+  ``g^o`` (App. C: "If H^c = 0, obviously PANM will fail in tasks such as ID Sort").
 * inverse temperatures ``tau_a`` (per Mode-1 head) and ``tau_c`` (per Mode-2
   head) multiply the score: Eq. 2/5 put a bare cosine in [-1, 1] inside the
   softmax, which cannot point sharply into a long memory. They are learned,
@@ -59,7 +73,18 @@ from panm_jax.kernels.scan import scan
 from panm_jax.modules.controllers import GRUCell, gru_pointwise
 from panm_jax.modules.layers import MLP
 
-__all__ = ["DecoderConfig", "PANMDecoder", "PANMTraces", "PointerUnits", "option"]
+__all__ = [
+    "MAX_POINTER_HEADS",
+    "DecoderConfig",
+    "PANMDecoder",
+    "PANMTraces",
+    "PointerUnits",
+    "option",
+    "start_addresses",
+]
+
+# The Mode-1 heads whose starts the paper gives: a_B, a_E, a_M (Le et al. 2024, App. D.6).
+MAX_POINTER_HEADS = 3
 
 
 def option(default: Any, check, *args, **kwargs) -> Any:
@@ -81,9 +106,9 @@ class DecoderConfig:
     hidden: int = option(256, checks.positive_int)
     # b: 2^b addresses (§3: 10 bits)
     address_bits: int = option(10, checks.integer, 1, pointer.MAX_ADDRESS_BITS)
-    # H^a Mode-1 pointers, started at a_B and a_E (App. C)
-    pointer_heads: int = option(2, checks.positive_int)
-    # H^c Mode-2 pointers (App. C: 1)
+    # H^a Mode-1 pointers, 0-3, started at a_B, a_E, a_M (App. C, D.6); 0: no Mode 1
+    pointer_heads: int = option(2, checks.integer, 0, MAX_POINTER_HEADS)
+    # H^c Mode-2 pointers (App. C: 1); 0: no Mode 2
     mode2_heads: int = option(1, checks.nonnegative_int)
     # hidden width of g^a, g^c, g^o
     mlp_hidden: int = option(128, checks.positive_int)
@@ -104,6 +129,11 @@ class DecoderConfig:
         for field in dataclasses.fields(self):
             if field.name in found:
                 found[field.name](field.name, getattr(self, field.name))
+        if self.mode2_heads and not self.pointer_heads:
+            raise UserError(
+                f"mode2_heads: expected 0 with pointer_heads = 0 (Eq. 4 builds the Mode-2 query from the "
+                f"Mode-1 reads), got {self.mode2_heads}"
+            )
 
 
 class PANMTraces(NamedTuple):
@@ -180,6 +210,25 @@ def lengths(mask: jax.Array) -> jax.Array:
     return jnp.sum(mask, axis=1).astype(jnp.int32)
 
 
+def start_addresses(base: jax.Array, length: jax.Array, heads: int, bits: int) -> jax.Array:
+    """The start ``p^a_{0,h}`` of each Mode-1 head as an integer address, ``[B, H^a]`` int32.
+
+    Le et al. 2024, App. C ("a_B, a_E in {p^a_{0,h}}") and App. D.6 ("with the base, end and middle
+    addresses"), for ``base`` ``a_B [B]`` and ``length`` ``l(X) [B]``::
+
+        head 0:  a_B
+        head 1:  a_E = (a_B + l(X) - 1) mod 2^b
+        head 2:  a_M = (a_B + ceil(l(X) / 2) - 1) mod 2^b      (x_{ceil(L/2)}, the middle of §3.1's Mix)
+
+    the first ``heads`` (0 to ``MAX_POINTER_HEADS``) of them.
+    """
+    if not 0 <= heads <= MAX_POINTER_HEADS:
+        raise UserError(f"pointer_heads: expected an integer in [0, {MAX_POINTER_HEADS}], got {heads!r}")
+    end = jax.vmap(lambda a, n: pointer.end_address(a, n, bits))(base, length)  # [B] a_E
+    middle = jnp.mod(base + (length + 1) // 2 - 1, 2**bits).astype(base.dtype)  # [B] a_M
+    return jnp.stack([base, end, middle], axis=1)[:, :heads]
+
+
 class PANMDecoder(nnx.Module):
     """Decodes ``T_out`` steps from a memory with pointer-based access (the module docstring's equations).
 
@@ -207,23 +256,27 @@ class PANMDecoder(nnx.Module):
         ha, hc = config.pointer_heads, config.mode2_heads
         if config.learn_temperature:
             tau = _inverse_softplus(config.inverse_temperature)
-            self.pointer_temperature = nnx.Param(jnp.full((ha,), tau, jnp.float32))  # softplus -> tau_a
+            if ha:
+                self.pointer_temperature = nnx.Param(jnp.full((ha,), tau, jnp.float32))  # softplus -> tau_a
             self.mode2_temperature = nnx.Param(jnp.full((max(hc, 1),), tau, jnp.float32))  # softplus -> tau_c
 
     def build_access(self, rngs: nnx.Rngs) -> None:
-        """The memory's side: ``g^a``, the Pointer Units (Eq. 1) and ``g^c`` (Eq. 4; none with ``H^c = 0``)."""
+        """The memory's side: ``g^a``, the Pointer Units (Eq. 1) and ``g^c`` (Eq. 4); none of the first two
+        with ``H^a = 0``, no ``g^c`` with ``H^c = 0``."""
         c = self.config
         d, ha, hc = c.hidden, c.pointer_heads, c.mode2_heads
-        self.address_embedding = MLP(c.address_bits, c.mlp_hidden, d, rngs=rngs)  # g^a
-        self.pointer_units = PointerUnits(ha, c.address_bits, d, rngs=rngs)  # PU_1..H^a (Eq. 1)
+        if ha:
+            self.address_embedding = MLP(c.address_bits, c.mlp_hidden, d, rngs=rngs)  # g^a
+            self.pointer_units = PointerUnits(ha, c.address_bits, d, rngs=rngs)  # PU_1..H^a (Eq. 1)
         if hc:
             self.query_net = MLP(ha * d, c.mlp_hidden, hc * d, rngs=rngs)  # g^c
 
     def build_controller(self, num_classes: int, rngs: nnx.Rngs) -> None:
-        """The Controller GRU (Eq. 7), reading ``[*p^a_t, *p^c_t, z_t]``, and ``g^o``."""
+        """The Controller GRU (Eq. 7), reading ``[*p^a_t, *p^c_t, z_t]`` (one zero feature when that is
+        empty: ``H^a = H^c = 0`` and no ``z_t``), and ``g^o``."""
         c = self.config
         reads = (c.pointer_heads + c.mode2_heads) * c.hidden
-        self.controller = GRUCell(reads + self.input_features, c.hidden, rngs=rngs)  # Ctrl (Eq. 7)
+        self.controller = GRUCell(max(reads + self.input_features, 1), c.hidden, rngs=rngs)  # Ctrl (Eq. 7)
         self.output_net = MLP(reads + c.hidden, c.mlp_hidden, num_classes, rngs=rngs)  # g^o
 
     # ---- what every step reads ------------------------------------------------------------
@@ -245,7 +298,9 @@ class PANMDecoder(nnx.Module):
         """``tau_a [H^a]`` and ``tau_c [max(H^c, 1)]``: learned (softplus of a parameter), or held."""
         if self.config.learn_temperature:
             return {
-                "tau_a": jax.nn.softplus(self.pointer_temperature[...]),
+                "tau_a": jax.nn.softplus(self.pointer_temperature[...])
+                if self.config.pointer_heads
+                else jnp.zeros((0,), jnp.float32),
                 "tau_c": jax.nn.softplus(self.mode2_temperature[...]),
             }
         fixed = float(self.config.inverse_temperature)  # tau_a = tau_c, held
@@ -257,10 +312,14 @@ class PANMDecoder(nnx.Module):
     def context(self, memory: jax.Array, mask: jax.Array, base: jax.Array) -> _Context:
         """What every step reads: the memory, its mask, Eq. 2's candidates, the temperatures and ``a_B``.
 
-        A variant's ``context`` takes its per-call options as keywords (``PANMDecoder`` has none).
+        A variant's ``context`` takes its per-call options as keywords (``PANMDecoder`` has none). With
+        ``H^a = 0`` there is no bank: Eq. 2 has no candidates (``N = 0``).
         """
         addresses = self.address_bank(base, memory.shape[1], memory.dtype)  # [B, L, A]
-        keys, codes, candidates = self.candidates(addresses, mask, base)
+        if self.config.pointer_heads:
+            keys, codes, candidates = self.candidates(addresses, mask, base)
+        else:
+            keys, codes, candidates = memory[:, :0], addresses[:, :0], mask[:, :0]
         return _Context(memory, mask, keys, codes, candidates, **self.temperatures(), base=base)
 
     # ---- the start (t = 0) ----------------------------------------------------------------
@@ -273,16 +332,15 @@ class PANMDecoder(nnx.Module):
     def start(self, context: _Context) -> _Carry:
         """The state before the first step: ``(h^a_0, p^a_0, h^c_0)``, in the memory's dtype.
 
-        ``h^a_0 = 0`` ``[B, H^a, D]``; ``p^a_0`` ``[B, H^a, A]`` is ``bin(a_B)`` for the
-        even heads and ``bin(a_E)``, ``a_E = (a_B + l(X) - 1) mod 2^b``, for the odd
-        ones (Le et al. 2024, App. C); ``h^c_0`` ``[B, D]`` is ``controller_start_state``.
+        ``h^a_0 = 0`` ``[B, H^a, D]``; ``p^a_0`` ``[B, H^a, A]`` is ``bin`` of ``a_B``, ``a_E``,
+        ``a_M`` for heads 0, 1, 2 (``start_addresses``: Le et al. 2024, App. C and D.6);
+        ``h^c_0`` ``[B, D]`` is ``controller_start_state``.
         """
         memory, mask, base = context.memory, context.mask, cast(jax.Array, context.base)
-        bits = self.config.address_bits
+        bits, heads = self.config.address_bits, self.config.pointer_heads
         b, _, d = memory.shape
-        end = jax.vmap(lambda a, n: pointer.end_address(a, n, bits))(base, lengths(mask))  # [B] a_E
-        starts = jnp.stack([base if h % 2 == 0 else end for h in range(self.config.pointer_heads)], axis=1)
-        p0 = jax.vmap(jax.vmap(lambda a: pointer.address_bits(a, bits)))(starts)  # [B, H^a, A]
+        starts = start_addresses(base, lengths(mask), heads, bits)  # [B, H^a]
+        p0 = jax.vmap(jax.vmap(lambda a: pointer.address_bits(a, bits)))(starts).reshape(b, heads, bits)
         return _Carry(
             pu_hidden=jnp.zeros((b, self.config.pointer_heads, d), memory.dtype),
             pointers=p0.astype(memory.dtype),
@@ -307,8 +365,11 @@ class PANMDecoder(nnx.Module):
 
         Returns:
           ``(h^a_t [B, H^a, D], w^a_t [B, H^a, L], p^a_t [B, H^a, A])``, with ``w^a_t`` the
-          bank's part of ``w_t`` (what Mode 1 reads).
+          bank's part of ``w_t`` (what Mode 1 reads); empty (``H^a = 0``) without Mode 1.
         """
+        if not self.config.pointer_heads:
+            b, length, _ = context.memory.shape
+            return carry.pu_hidden, jnp.zeros((b, 0, length), context.memory.dtype), carry.pointers
         pu_hidden = self.pointer_units(carry.pu_hidden, carry.pointers)  # Eq. 1
         w_all = self.address_weights(pu_hidden, context)  # [B, H^a, N] Eq. 2
         p_a = jax.vmap(pointer.pointer_values)(w_all, context.codes)  # [B, H^a, A] Eq. 3: p = A w
@@ -351,8 +412,11 @@ class PANMDecoder(nnx.Module):
         self, ctrl_hidden: jax.Array, values: jax.Array, z: jax.Array | None, context: _Context
     ) -> tuple[jax.Array, jax.Array]:
         """Eq. 7 and the output: ``h^c_t = GRU_c([*p^a_t, *p^c_t (, z_t)], h^c_{t-1})``,
-        ``logits_t = g^o([*p^a_t, *p^c_t, h^c_t])``; returns ``(h^c_t [B, D], logits_t [B, K])``."""
+        ``logits_t = g^o([*p^a_t, *p^c_t, h^c_t])``; returns ``(h^c_t [B, D], logits_t [B, K])``. With
+        nothing to read (``H^a = H^c = 0``, no ``z_t``) the Controller's input is ``z_t = 0``, one feature."""
         ctrl_in = jnp.concatenate([values] + ([] if z is None else [z]), axis=-1)  # Eq. 7
+        if not ctrl_in.shape[-1]:
+            ctrl_in = jnp.zeros((*ctrl_in.shape[:-1], 1), ctrl_in.dtype)  # z_t = 0
         ctrl_hidden, _ = self.controller(ctrl_hidden, ctrl_in)
         return ctrl_hidden, self.output_net(jnp.concatenate([values, ctrl_hidden], axis=-1))  # g^o
 

@@ -134,7 +134,7 @@ def test_the_recorded_files_agree_with_the_arithmetic():
         rows = record.rows
         for row in rows:  # mean ± std over the per-seed numbers (recorded to two decimals)
             if isinstance(row.get("per_seed"), dict):
-                for m in MODES:
+                for m in MODES if "2L+1" in row["per_seed"] else pages.K_MODES:  # a figure's: k(L+1)
                     computed, recorded = pages.mean_std(row["per_seed"][m]), re.findall(r"[\d.]+", row[m])
                     assert abs(computed[0] - float(recorded[0])) <= 0.05 + 1e-9, (record.key, m)
                     assert abs(computed[1] - float(recorded[1])) <= 0.1 + 1e-9, (record.key, m)
@@ -235,3 +235,36 @@ def test_a_file_at_other_training_or_test_lengths_gets_its_own_columns_not_the_f
     assert "| T1 | PANM - Location Attention, ours |  |  |  |  | +20.0 |  |  |  |" in text
     reading = pages.Record("cpu-2cores", "r", {"settings": {"model_options": {"task": {"test_lengths": "k(L+1)"}}}})
     assert not pages.other_lengths(reading)
+
+
+def test_a_pointer_count_figure_shows_its_k_l_plus_1_lengths_its_heads_and_its_curves(tmp_path):
+    folder = tmp_path / "results" / "cpu-2cores"
+    folder.mkdir(parents=True)
+    per_seed = {"L": [90.0, 100.0], "L+1": [80.0, 90.0], "2(L+1)": [30.0, 50.0], "4(L+1)": [20.0, 20.0],
+                "8(L+1)": [10.0, 12.0]}  # fmt: skip
+    rows = [
+        {"task": task, "variant": "default", "heads": "H^a=2, H^c=1", "seeds": 2, "steps": "300,300",
+         "best_step": "250,300", "per_seed": per_seed, "curve": {"steps": [50], "mean": [20.0], "std": [0.0]}}
+        for task in ("copy", "id_sort")
+    ]  # fmt: skip
+    record = {
+        "name": "ablation_panm_fig9_copy_id_sort_quick",
+        "title": "PANM pointer heads (Le et al. 2024, Fig. 9)",
+        "command": "python -m benchmarks.accuracy.ablation --figure 9 --tasks copy,id_sort --quick --steps 300",
+        "environment": {"device": "cpu", "commit": "abc1234", "date": "2026-11-29T03:00:00+00:00"},
+        "rows": rows,
+        "notes": "",
+    }
+    (folder / "ablation_panm_fig9_copy_id_sort_quick.json").write_text(json.dumps(record))
+    for task in ("copy", "id_sort"):
+        (folder / f"ablation_panm_fig9_copy_id_sort_quick_{task}.png").write_bytes(b"png")
+    loaded = pages.load(tmp_path / "results")
+    text = "\n".join(pages.ablation_tables(loaded["cpu-2cores/ablation_panm_fig9_copy_id_sort_quick"]))
+    assert "| pointer heads | seeds | steps | 10 | 11 | 22 | 44 | 88 |" in text
+    assert (
+        "| ID Sort: H^a=2, H^c=1 | 2 | 300 | 95.0 ± 7.1 | 85.0 ± 7.1 | 40.0 ± 14.1 | 20.0 ± 0.0 | 11.0 ± 1.4 |" in text
+    )
+    images: dict[str, bytes] = {}
+    page = pages.ablations_page(loaded, pages.Findings(tmp_path / "none.md"), tmp_path / "results", images)
+    assert "## PANM pointer heads (Le et al. 2024, Fig. 9): `ablation_panm_fig9_copy_id_sort_quick`" in page
+    assert set(images) == {f"img/cpu-2cores/ablation_panm_fig9_copy_id_sort_quick_{t}.png" for t in ("copy", "id_sort")}

@@ -46,7 +46,7 @@ REPO = Path(__file__).resolve().parents[2]
             'model_options.inverse_temperature="5"',
             r"model_options.inverse_temperature: expected a finite number, got '5'",
         ),
-        ("model_options.pointer_heads=0", r"model_options.pointer_heads: expected a positive integer, got 0"),
+        ("model_options.pointer_heads=4", r"model_options.pointer_heads: expected an integer in \[0, 3\], got 4"),
         ("model_options.size=3", r"model_options \(model 'panm'\): unknown field\(s\) \['size'\]"),
         ("model_options=5", r"model_options: expected a table, got 5"),
         ("model_options.hidden.x=5", r"model_options.hidden: expected a table of fields, got 8"),
