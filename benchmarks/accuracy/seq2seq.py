@@ -1,9 +1,9 @@
 """SCAN's length splits and two Mathematics modules: PANM on a Transformer against the Transformer baselines.
 
-Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: a few seconds per training step and
-model on one core (``benchmarks/findings/seq2seq.md`` states the measured rate), so the paper's
-protocol (11 cut-offs and 2 modules, five models, five seeds, 50,000 steps) wants a GPU. There is no
-``--quick``.
+Time: at the defaults 65 (task, model) groups (11 SCAN cut-offs and 2 Mathematics modules, five
+models) of up to ``--minutes`` (10) of training each, over ten hours on the 2-core CPU of
+``benchmarks/results/cpu-2cores/``; the paper's protocol (five seeds of 50,000 steps) wants a GPU.
+``benchmarks/findings/seq2seq.md`` gives the step budgets recorded on the CPU. There is no ``--quick``.
 
     .venv/bin/python -m benchmarks.accuracy.seq2seq [--cutoffs 22,24,...,40] [--math add_or_sub,place_value]
         [--models universal_transformer_rpe,transformer_rpe,universal_transformer,transformer,panm_transformer]
