@@ -125,7 +125,7 @@ def _scan_row(*values: float | None) -> dict[str, Cell]:
     return {f"scan-{c}": Cell(v) for c, v in zip(CUTOFFS, values, strict=True)}
 
 
-_ = None  # a cell of Table 4 that is not legible as printed
+ILLEGIBLE = None  # a cell of Table 4 that cannot be read reliably as printed
 # Le et al. 2024, Table 4, SCAN (exact match %, median of 5 runs; the baselines' numbers are Csordás et
 # al. 2021's), at the cut-offs 22, 24, 25, 26, 27, 28, 30, 32, 33, 36, 40. The Universal Transformer's row
 # and three cells of the Transformer's cannot be read reliably in the printed table ("—" in the column);
@@ -138,8 +138,9 @@ PUBLISHED: dict[str, dict[str, Cell]] = {
     "TRM + RPE": _scan_row(20, 12, 31, 61, 100, 100, 100, 94, 100, 100, 100)
     # place_value: training crashed in Csordás et al. 2021 (Table 19: "-"); Le et al.'s rerun: 0 ± 0.
     | {"add_or_sub": Cell(91, 3), "place_value": Cell(0, 0, "rerun; crashed in Csordás et al. 2021")},
-    "U. TRM": _scan_row(_, _, _, _, _, _, _, _, _, _, _) | {"add_or_sub": Cell(94, 1), "place_value": Cell(20, 2)},
-    "TRM": _scan_row(0, _, 19, 29, 30, 8, 24, 36, 0, _, _) | {"add_or_sub": Cell(89, 1), "place_value": Cell(12, 7)},
+    "U. TRM": _scan_row(*[ILLEGIBLE] * len(CUTOFFS)) | {"add_or_sub": Cell(94, 1), "place_value": Cell(20, 2)},
+    "TRM": _scan_row(0, ILLEGIBLE, 19, 29, 30, 8, 24, 36, 0, ILLEGIBLE, ILLEGIBLE)
+    | {"add_or_sub": Cell(89, 1), "place_value": Cell(12, 7)},
     "PANM": _scan_row(22, 47, 100, 100, 100, 100, 100, 100, 100, 100, 100),
     "PANM TRM base": {"add_or_sub": Cell(91, 1), "place_value": Cell(15, 2)},
     "PANM TRM + RPE base": {"add_or_sub": Cell(97, 2), "place_value": Cell(86, 5)},
