@@ -97,6 +97,30 @@ def test_the_encoder_choice_builds_the_named_encoder():
         ("scan-22", "transformer_rpe", "transformer_rpe", True),
     ]:
         config = seq2seq.make_config(item, "panm_transformer", 0, args(panm_encoder=choice)).model_config
-        encoder = build_encoder(dataclasses.replace(config, hidden=16, encoder_layers=1), 4, nnx.Rngs(0))
+        small = dataclasses.replace(config, hidden=16, encoder_layers=1)
+        encoder = nnx.eval_shape(lambda c=small: build_encoder(c, 4, nnx.Rngs(0)))  # built, no arrays computed
         assert config.encoder == name and encoder.relative is relative, (item, choice)
     assert "encoder" not in seq2seq.make_config("scan-22", "transformer", 0, args()).model_options
+
+
+def test_the_table_reads_finished_runs_back_with_the_papers_statistic_and_row(tmp_path):
+    import json
+
+    a = args(cutoffs="22", math="", seeds="0,1,2", workdir=str(tmp_path))
+    accuracies = {"panm_transformer": [0.5, 0.1, 0.3], "universal_transformer_rpe": [0.0, 0.2, 0.25]}
+    for model, values in accuracies.items():
+        for seed, value in enumerate(values):
+            run = seq2seq.folder(tmp_path, "scan-22", model, seed, a)
+            run.mkdir(parents=True)
+            config = seq2seq.make_config("scan-22", model, seed, a)
+            mode = {"mode": "test", "sequence_accuracy": value}
+            record = {"metric": "sequence_accuracy", "step": 150, "modes": [mode], "config": config.to_dict()}
+            (run / "results.json").write_text(json.dumps(record))
+            (run / "metrics.jsonl").write_text(json.dumps({"step": 150, "loss": 1.0}) + "\n")
+    rows = seq2seq.table_rows(["scan-22"], list(accuracies), [0, 1, 2], a, tmp_path)
+    panm, ut = rows
+    assert panm["model"] == "panm_transformer (transformer encoder)" and panm["paper row"] == "PANM"
+    assert panm["exact_match"] == "30.0 (10.0-50.0)" and panm["published"] == "22"
+    assert panm["ours - published"] == "+8.0" and panm["steps"] == "150,150,150"
+    assert ut["paper row"] == "U. TRM + RPE" and ut["exact_match"] == "20.0 (0.0-25.0)"
+    assert ut["ours - published"] == "+0.0" and panm["chance"] == ut["chance"] == "0.15"  # 6 of 3,920
