@@ -56,7 +56,15 @@ from panm_jax import checks
 from panm_jax.models.registry import prepare_inputs, refuse_aligned
 from panm_jax.modules.transformer import LayerNorm, MultiHeadAttention, masked_softmax
 
-__all__ = ["POSITIONS", "TransformerEncoderConfig", "TransformerEncoderModel", "alibi_bias", "sin_cos_encoding"]
+__all__ = [
+    "POSITIONS",
+    "TransformerEncoderConfig",
+    "TransformerEncoderModel",
+    "alibi_bias",
+    "alibi_slopes",
+    "rotate",
+    "sin_cos_encoding",
+]
 
 POSITIONS = ("sin_cos", "relative", "alibi", "rotary", "none")
 MAX_TIMESCALE = 10_000.0  # their sinusoid's and rotary's base
