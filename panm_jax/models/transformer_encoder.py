@@ -15,7 +15,9 @@ as theirs)::
 Defaults (theirs): ``hidden = D = 64``, ``num_layers = 5``, ``num_heads = 8``,
 feed-forward width ``4 D``, dropout 0.1 (training only: ``train=True`` with a
 ``key``), ``positions = "sin_cos"``. The blank token is one extra input feature
-set to 1 (their "empty" token). Attention projections here have biases (theirs
+set to 1 (their "empty" token). The scaled embeddings are clipped to
+``EMBEDDING_BOUND`` (far above a token's), so that any finite input gives finite
+logits: a post-LN layer attends over its input before normalising it. Attention projections here have biases (theirs
 have none; our choice, the shared ``MultiHeadAttention``).
 
 Positional encodings (``positions``), each as their code computes it:
@@ -57,6 +59,7 @@ from panm_jax.models.registry import prepare_inputs, refuse_aligned
 from panm_jax.modules.transformer import LayerNorm, MultiHeadAttention, masked_softmax
 
 __all__ = [
+    "EMBEDDING_BOUND",
     "POSITIONS",
     "TransformerEncoderConfig",
     "TransformerEncoderModel",
@@ -68,6 +71,9 @@ __all__ = [
 
 POSITIONS = ("sin_cos", "relative", "alibi", "rotary", "none")
 MAX_TIMESCALE = 10_000.0  # their sinusoid's and rotary's base
+# Embeddings are clipped to this magnitude before the first layer: a one-hot token's is about 1, and the bound
+# keeps every attention logit finite for any finite input (the first attention reads the raw embeddings).
+EMBEDDING_BOUND = 1e6
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,7 +219,7 @@ class TransformerEncoderModel(nnx.Module):
         real = jnp.concatenate([input_mask, jnp.ones((batch, num_outputs), bool)], axis=1)  # [B, T]
         positions = jnp.cumsum(real, axis=1) - 1  # 0..n + T_out - 1 over the real tokens
         d = self.config.hidden
-        h = self.embed(x) * jnp.asarray(math.sqrt(d), dtype)
+        h = jnp.clip(self.embed(x) * jnp.asarray(math.sqrt(d), dtype), -EMBEDDING_BOUND, EMBEDDING_BOUND)
         drawing = train and key is not None and self.config.dropout > 0
         keys = jax.random.split(key, 2 * len(self.layers) + 1) if drawing else None
         if self.config.positions == "sin_cos":
