@@ -26,6 +26,8 @@ MODEL_MODULES = (
     "panm_jax.models.lstm",
     "panm_jax.models.attention_models",
     "panm_jax.models.srnn",
+    "panm_jax.models.blank_step_rnn",
+    "panm_jax.models.transformer_encoder",
 )
 
 
