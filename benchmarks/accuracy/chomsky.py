@@ -39,7 +39,10 @@ examples each, about a fortieth of the work; ``--length-step`` and
 ``--examples-per-length`` set either part. One compiled program per power-of-two
 length bucket, except for the encoder-only Transformer on a task whose answer
 length varies with ``N``: its blank tokens attend to each other, so each length
-is evaluated (and trained) at its exact shape, one compilation per length.
+is evaluated (and trained) at its exact shape, one compilation per length. Its
+checkpoint selection reads the library's validation batches, padded to length 40,
+whose padded blank tokens do take part: for those tasks the selection is
+approximate (the score itself is exact).
 
 Memory sizes: the Stack-RNN's stack and the Tape-RNN's tape get one cell per step
 of the longest test sequence, ``T_in(500) + T_out(500)`` (Delétang et al. make
