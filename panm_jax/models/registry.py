@@ -303,6 +303,25 @@ MODELS: dict[str, ModelSpec] = {
         "_build_universal_transformer_rpe",
         "Universal Transformer with Transformer-XL relative positions (U. TRM + RPE, Csordás et al. 2021)",
     ),
+    "rnn": ModelSpec(
+        "panm_jax.models.blank_step_rnn",
+        "RNNConfig",
+        "_build_rnn",
+        "Elman RNN reading the input, then answering on blank steps (Delétang et al. 2023's RNN)",
+    ),
+    "single_lstm": ModelSpec(
+        "panm_jax.models.blank_step_rnn",
+        "SingleLSTMConfig",
+        "_build_single_lstm",
+        "One LSTM reading the input, then answering on blank steps (Delétang et al. 2023's LSTM)",
+    ),
+    "transformer_encoder": ModelSpec(
+        "panm_jax.models.transformer_encoder",
+        "TransformerEncoderConfig",
+        "_build",
+        "Encoder-only Transformer over the input and blank tokens, sin/cos, relative, ALiBi or rotary positions "
+        "(Delétang et al. 2023's Transformer)",
+    ),
 }
 
 

@@ -115,11 +115,12 @@ def test_models_without_the_mode_refuse_it_by_name(name):
     small = {
         "panm": dict(hidden=8, mlp_hidden=8, address_bits=5),
         "panm_transformer": dict(hidden=8, mlp_hidden=8, address_bits=5, encoder_layers=1, decoder_layers=1),
+        "transformer_encoder": dict(hidden=8, num_heads=2, num_layers=1),
     }
     hp = small.get(name, dict(d_model=8, num_heads=2, ffn_hidden=8) if "transformer" in name else dict(hidden=8))
     if name.startswith("universal"):
         hp = dict(d_model=8, num_heads=2, ffn_hidden=8, steps=1)
-    elif name.startswith("transformer"):
+    elif name.startswith("transformer") and name not in small:
         hp = {**hp, "num_layers": 1}
     model = build_model(name, input_size=D_IN, output_size=K, **hp)
     x, mask = _inputs()

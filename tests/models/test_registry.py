@@ -26,6 +26,8 @@ MODEL_MODULES = (
     "panm_jax.models.lstm",
     "panm_jax.models.attention_models",
     "panm_jax.models.srnn",
+    "panm_jax.models.blank_step_rnn",
+    "panm_jax.models.transformer_encoder",
 )
 
 
@@ -41,7 +43,7 @@ def test_every_entry_names_a_config_dataclass_and_a_builder(name):
 def test_listing_the_models_imports_none_of_them():
     code = (
         "import sys; from panm_jax.models import aligned_models, list_models; "
-        "assert len(list_models()) == 18 and aligned_models(); "
+        "assert len(list_models()) == 21 and aligned_models(); "
         f"loaded = [m for m in {MODEL_MODULES!r} if m in sys.modules]; assert not loaded, loaded; "
         "from panm_jax.models import build_model; build_model('lstm', input_size=2, output_size=2, hidden=4); "
         "assert 'panm_jax.models.lstm' in sys.modules and 'panm_jax.models.panm' not in sys.modules"

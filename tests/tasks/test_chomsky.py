@@ -428,3 +428,72 @@ def test_small_lengths_by_hand():
     for i in range(20):
         src, tgt = _read(_task("solve_equation"), b, i)
         assert src[:2] == ["x", "="] and tgt == [src[2]]
+
+
+class _Scripted:
+    """An rng that returns the given draws in order (each checked against the call's bounds and shape)."""
+
+    def __init__(self, *draws):
+        self.draws = [np.asarray(d) for d in draws]
+
+    def _next(self, size):
+        value = self.draws.pop(0)
+        assert value.shape == np.empty(size).shape, (value.shape, size)
+        return value
+
+    def integers(self, low, high=None, size=None):
+        value = self._next(size)
+        assert ((value >= low) & (value < high)).all(), (value, low, high)
+        return value
+
+    def random(self, size=None):
+        value = self._next(size)
+        assert ((value >= 0) & (value < 1)).all()
+        return value
+
+
+E = "END"
+# name -> (N, the draws the generator makes for one example, in order; its input and answer), worked by hand.
+HAND = {
+    # b b b a a a a: one unequal pair (b a), an odd count
+    "even_pairs": (7, [[[1, 1, 1, 0, 0, 0, 0]]], "b b b a a a a", "odd"),
+    # 1 + 2 * 3 = 7 = 2 (mod 5): the product first
+    "modular_arithmetic": (5, [[[1, 2, 3]], [[5, 7]]], "1 + 2 * 3", "2"),
+    # three b: odd
+    "parity_check": (7, [[[1, 1, 1, 0, 0, 0, 0]]], "b b b a a a a", "odd"),
+    # 0 + 1 - 1 + 0 - 1 - 1 = -2 = 3 (mod 5)
+    "cycle_navigation": (5, [[[1, 2, 0, 2, 2]]], "+1 -1 stay -1 -1", "3"),
+    # N = 7: split 1 + int(0 * 3) = 1, op int(0.9 * 3) = *, then d = int(0.45 * 5) = 2 and (d) with d = 4: 2 * 4 = 3
+    "modular_arithmetic_brackets": (7, [[[0.0, 0.9, 0.45, 0.85, 0, 0, 0]]], "( 2 * ( 4 ) )", "3"),
+    "reverse_string": (3, [[[0, 1, 1]]], "a b b", "b b a"),
+    # E = ( 1 - 4 ) = -3 = 2; x replaces the second digit (pick int(0.9 * 2) = 1): ( 1 - x ) = 2 -> x = 4
+    "solve_equation": (7, [[[0.0, 0.7, 0.25, 0.85, 0.0]], [0.9]], "( 1 - x ) = 2", "4"),
+    # stack a b (bottom to top); POP -> a; PUSH a -> a a; PUSH b -> a a b; read from the top, END-padded to N + 1
+    "stack_manipulation": (
+        5,
+        [[2], [[0, 1, 0, 0, 0]], [[2, 2, 2, 3, 4]]],
+        ["a", "b", "POP", "PUSH a", "PUSH b"],
+        f"b a a {E} {E} {E}",
+    ),
+    "duplicate_string": (2, [[[0, 1]]], "a b", "a b a b"),
+    # w = a b, ww = a b a b, the third token hidden; odd N ends with #
+    "missing_duplicate": (5, [[[0, 1]], [2]], "a b _ b #", "a"),
+    "odds_first": (6, [[[0, 0, 0, 1, 0, 0]]], "a a a b a a", "a a a a b a"),
+    # little-endian 01001 = 18, 011 = 6; 24 = 00011 (little-endian), END-padded to N + 1 = 10
+    "binary_addition": (9, [[5], [[0, 1, 0, 0, 1, 0, 0, 1, 1]]], "0 1 0 0 1 + 0 1 1", "0 0 0 1 1" + f" {E}" * 5),
+    # 11 * 11 = 3 * 3 = 9 = 1001 (little-endian), END-padded to N = 5
+    "binary_multiplication": (5, [[2], [[1, 1, 0, 1, 1]]], "1 1 * 1 1", f"1 0 0 1 {E}"),
+    # 100101 = 37; floor(sqrt(37)) = 6 = 110 on ceil(6 / 2) = 3 bits
+    "compute_sqrt": (6, [[[1, 0, 0, 1, 0, 1]]], "1 0 0 1 0 1", "1 1 0"),
+    "bucket_sort": (8, [[[1, 0, 2, 0, 4, 1, 1, 2]]], "1 0 2 0 4 1 1 2", "0 0 1 1 1 2 2 4"),
+}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_hand_worked_example(name):
+    n, draws, source, answer = HAND[name]
+    task = _task(name)
+    x, y = task._draw(_Scripted(*draws), 1, n)
+    symbols = source if isinstance(source, list) else source.split()
+    assert [task.input_vocab[i] for i in x[0]] == symbols
+    assert [task.output_vocab[i] for i in y[0]] == answer.split()

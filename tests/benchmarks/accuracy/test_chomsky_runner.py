@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from benchmarks.accuracy import chomsky
@@ -20,7 +22,75 @@ def test_runs_select_on_the_training_lengths_never_on_the_test_range(task):
 
 def test_every_published_cell_names_a_task_and_model_of_the_runner():
     assert set(chomsky.PUBLISHED) <= set(chomsky.TASKS)
-    assert {m for cells in chomsky.PUBLISHED.values() for m in cells} <= set(chomsky.MODELS)
+    assert {m for cells in chomsky.PUBLISHED.values() for m in cells} <= {m for _, m in chomsky.PAPER_MODELS}
+
+
+def test_the_runner_covers_table_2_and_builds_each_column_by_name():
+    from panm_jax.models import list_models
+
+    assert len(chomsky.TASKS) == 15 and set(chomsky.TASKS) == set(chomsky.CHOMSKY_TASKS)
+    assert [h for h, _ in chomsky.PAPER_MODELS] == ["RNN", "Stack-RNN", "Tape-RNN", "Transformer", "LSTM"]
+    assert set(chomsky.MODELS) <= set(list_models()) and chomsky.MODELS[-1] == "panm"
+
+
+@pytest.mark.parametrize(
+    "task,model,option,cells",
+    [
+        ("reverse_string", "stack_rnn", "stack_size", 500 + 500),
+        ("duplicate_string", "tape_rnn", "tape_size", 500 + 1000),
+        ("parity_check", "stack_rnn", "stack_size", 500 + 1),
+        ("modular_arithmetic", "tape_rnn", "tape_size", 499 + 1),  # an even N drops a token
+    ],
+)
+def test_stack_and_tape_hold_the_longest_test_sequence(task, model, option, cells):
+    config = chomsky.make_config(task, model, 0, None, 40, 500, steps=10)
+    assert config.model_options == {option: cells}
+    assert chomsky.make_config(task, "rnn", 0, None, 40, 500, steps=10).model_options == {}
+
+
+def test_the_encoder_sees_exact_shapes_where_the_answer_length_varies():
+    assert chomsky.exact_shapes("reverse_string", "transformer_encoder")
+    assert not chomsky.exact_shapes("parity_check", "transformer_encoder")  # one answer step at every length
+    assert not chomsky.exact_shapes("reverse_string", "rnn")
+    assert chomsky.make_config("reverse_string", "transformer_encoder", 0, None, 40, 500, 10).buckets == tuple(
+        range(1, 41)
+    )
+    assert chomsky.make_config("parity_check", "transformer_encoder", 0, None, 40, 500, 10).buckets == ()
+
+
+def test_fit_reads_the_best_accuracy_and_the_first_step_at_99_percent(tmp_path):
+    lines = [
+        {"step": 50, "loss": 0.5},
+        {"step": 250, "validation": {"1-40": {"token_accuracy": 0.8}}},
+        {"step": 500, "validation": {"1-40": {"token_accuracy": 0.995}}},
+        {"step": 750, "validation": {"1-40": {"token_accuracy": 0.99}}},
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    assert chomsky.fit(tmp_path, "1-40") == (99.5, 500)
+    (tmp_path / "metrics.jsonl").write_text(json.dumps(lines[1]) + "\n")
+    assert chomsky.fit(tmp_path, "1-40") == (80.0, "")
+
+
+def test_table_two_puts_ours_beside_the_published_cell():
+    rows = [
+        {"task": "reverse_string", "model": "stack_rnn", "score": 61.0},
+        {"task": "reverse_string", "model": "stack_rnn", "score": 70.0},  # a second seed: the best is shown
+        {"task": "reverse_string", "model": "panm", "score": 55.0},
+    ]
+    (row,) = chomsky.table_two(rows, ["reverse_string"])
+    assert row["level"] == "DCF" and row["Stack-RNN"] == "70.0 / 100.0" and row["LSTM"] == "- / 60.9"
+    assert row["RNN"] == "- / -" and row["PANM"] == 55.0
+
+
+def test_published_level_means_need_every_cell_of_the_level():
+    (regular,) = chomsky.published_per_level(["modular_arithmetic", "parity_check"])
+    assert regular["stack_rnn"] == 100.0 and regular["single_lstm"] == 100.0
+    assert regular["rnn"] == "" and regular["transformer_encoder"] == ""  # parity check: not known here
+
+
+def test_unknown_tasks_are_refused_by_name():
+    with pytest.raises(SystemExit, match="--tasks: expected names among"):
+        chomsky.main(["--tasks", "parity"])
 
 
 def test_bad_budgets_are_refused():
