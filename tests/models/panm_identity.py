@@ -59,6 +59,9 @@ SMALL: dict[str, dict] = {
     "universal_transformer_rpe": dict(d_model=8, num_heads=2, ffn_hidden=8, steps=2),
     "srnn": dict(hidden=8, stack_depth=7, stack_width=3),
     "panm_srnn": dict(hidden=8, mlp_hidden=8, address_bits=5, srnn_hidden=6, stack_depth=7, stack_width=3),
+    "rnn": dict(hidden=8),
+    "single_lstm": dict(hidden=8),
+    "transformer_encoder": dict(hidden=8, num_layers=1, num_heads=2),
 }
 # A value other than the default for each PANM option (sizes aside); a string option takes each of its
 # other values.
@@ -127,6 +130,7 @@ def entries() -> list[dict]:
     out = [{"model": name, "options": dict(SMALL[name])} for name in list_models()]
     out.append({"model": "panm_transformer", "options": {**SMALL["panm_transformer"], "encoder": "transformer_rpe"}})
     out.append({"model": "panm_transformer", "options": {**SMALL["panm_transformer"], "teacher_forcing": True}})
+    out.append({"model": "lstm", "options": {**SMALL["lstm"], "layers": 2}})
     for variant in recorded_panm_variants() + single_options():
         small = dict(SMALL["panm"])
         if variant.get("encoder", "lstm").startswith("transformer"):
