@@ -19,7 +19,10 @@ from panm_jax.modules.panm import DecoderConfig, PANMDecoder, lengths, start_add
 
 D, BITS, K = 4, 4, 3
 SMALL = dict(hidden=D, address_bits=BITS, mlp_hidden=4)
-COUNTS = [(ha, hc) for ha in range(4) for hc in range(3) if ha or not hc]  # H^c > 0 needs H^a > 0 (Eq. 4)
+# The whole model forward and backward takes seconds per count, so three counts stand for the twelve
+# (H^c > 0 needs H^a > 0, Eq. 4): no head at all, the fewest Mode-1 heads with the most Mode-2 heads, and the
+# most Mode-1 heads without Mode 2. The default (2, 1) runs in every other PANM test.
+WHOLE_MODEL_COUNTS = [(0, 0), (1, 2), (3, 0)]
 
 
 def _decoder(ha: int, hc: int) -> PANMDecoder:
@@ -33,8 +36,8 @@ def _inputs():
     return memory, mask, jnp.asarray([3, 14], jnp.int32)
 
 
-@pytest.mark.parametrize("ha, hc", COUNTS)
-def test_every_count_runs_forward_and_backward_with_the_shapes_of_its_heads(ha, hc):
+@pytest.mark.parametrize("ha, hc", WHOLE_MODEL_COUNTS)
+def test_the_counts_run_forward_and_backward_with_the_shapes_of_their_heads(ha, hc):
     model = build_model("panm", input_size=5, output_size=K, seed=0, pointer_heads=ha, mode2_heads=hc, **SMALL)
     x = jnp.asarray(np.random.default_rng(1).normal(size=(2, 6, 5)), jnp.float32)
     mask = jnp.asarray(np.arange(6)[None] < np.array([6, 4])[:, None])
