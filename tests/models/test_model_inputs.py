@@ -31,6 +31,7 @@ SMALL = {
     "transformer_rpe": dict(d_model=8, num_heads=2, ffn_hidden=8, num_layers=1),
     "universal_transformer": dict(d_model=8, num_heads=2, ffn_hidden=8, steps=2),
     "universal_transformer_rpe": dict(d_model=8, num_heads=2, ffn_hidden=8, steps=2),
+    "transformer_encoder": dict(hidden=8, num_heads=2, num_layers=1),
     "panm_transformer": dict(
         hidden=8, mlp_hidden=8, address_bits=5, encoder_layers=1, encoder_heads=2, decoder_layers=1, decoder_heads=2
     ),

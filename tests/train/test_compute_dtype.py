@@ -39,6 +39,7 @@ SMALL = {
     "transformer_rpe": dict(d_model=8, num_heads=2, ffn_hidden=8),
     "universal_transformer": dict(d_model=8, num_heads=2),
     "universal_transformer_rpe": dict(d_model=8, num_heads=2),
+    "transformer_encoder": dict(hidden=8, num_heads=2, num_layers=1),
 }
 TASK = get_task("copy", max_train_length=4)
 
