@@ -62,7 +62,10 @@ Targets (1-indexed as in the paper):
   (zero on delimiter rows); ``y`` is ``x`` sorted by ascending priority. Options
   ``priority="uniform"`` (``U[-1, 1]``) and ``order="descending"``: the Priority
   Sort of the same authors' earlier memory models (their public SAM code),
-  which sorts uniform priorities in ``[-1, 1]`` highest first.
+  which sorts uniform priorities in ``[-1, 1]`` highest first. Option ``keep``
+  outputs only the first ``ceil(keep * n)`` tokens of the sorted sequence: that
+  code outputs the 16 highest of 20 (``keep=0.8``), as the Priority Sort of
+  Graves et al. 2014 (Neural Turing Machines, §4.5) does.
 * ID Sort: positions are paired at random (a random permutation, consecutive
   entries paired; an odd ``n`` leaves its last one paired with itself), each
   pair shares an id ``~ N(0, I_8)`` on channels 12..19; ``y_i`` is the token that
@@ -439,23 +442,38 @@ class DynamicRecallTask(AlgorithmicTask):
         return f"?{label}" if row[EXTRA_CHANNEL] > 0.5 else label
 
 
+def _share(name: str, value) -> float:
+    """A number in ``(0, 1]`` (``checks.number`` with the lower bound open)."""
+    return checks.number(name, value, 0.0, 1.0, lo_open=True)
+
+
 class PrioritySortTask(AlgorithmicTask):
     """Priority Sort: tokens sorted by ascending priority ``~ N(0, 1)`` (channel 12).
 
     Options (besides the shared ones; the module docstring says why):
       priority: ``"normal"`` (default, ``N(0, 1)``) or ``"uniform"`` (``U[-1, 1]``).
       order: ``"ascending"`` (default) or ``"descending"``.
+      keep: the share of the sorted sequence output, in ``(0, 1]`` (default 1: all ``n`` tokens); an
+        example of length ``n`` has ``ceil(keep * n)`` outputs, the first of the sorted order.
     """
 
     name = "priority_sort"
     extra_channels = 1
-    _own_options = ("priority", "order")
+    _own_options = ("priority", "order", "keep")
 
-    def __init__(self, priority: str = "normal", order: str = "ascending", **options: Any):
+    def __init__(self, priority: str = "normal", order: str = "ascending", keep: float = 1.0, **options: Any):
         super().__init__(**options)
         self.priority = check_option(self.name, "priority", checks.one_of, priority, ("normal", "uniform"))
         self.order = check_option(self.name, "order", checks.one_of, order, ("ascending", "descending"))
-        self._options.update(priority=self.priority, order=self.order)
+        self.keep = check_option(self.name, "keep", _share, keep)
+        self._options.update(priority=self.priority, order=self.order, keep=self.keep)
+
+    def _kept(self, lengths):
+        """``ceil(keep * n)`` per length (rounded first, so ``0.8 * 20`` is 16 and not 17)."""
+        return np.ceil(np.round(self.keep * np.asarray(lengths, dtype=np.float64), 9)).astype(np.int64)
+
+    def output_steps(self, length: int) -> int:
+        return int(self._kept(length))
 
     def _draw(self, rng, x, lengths, valid):
         if self.priority == "normal":
@@ -466,7 +484,11 @@ class PrioritySortTask(AlgorithmicTask):
         key = priority if self.order == "ascending" else -priority
         order = np.argsort(np.where(valid, key, np.inf), axis=1, kind="stable")
         y = np.take_along_axis(x, order, axis=1)
-        return priority[..., None], np.where(valid, y, 0), valid
+        if self.keep == 1.0:
+            return priority[..., None], np.where(valid, y, 0), valid
+        width = self.output_steps(x.shape[1])
+        mask = np.arange(width)[None, :] < self._kept(lengths)[:, None]
+        return priority[..., None], np.where(mask, y[:, :width], 0), mask
 
     def _example_extras(self, x, priority=None, **extras):
         check_option_names(f"{self.name}.example", extras, ("priority",))

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from panm_jax.tasks import get_task
+from panm_jax.tasks.base import TaskOptionError
 from panm_jax.tasks.algorithmic import END_CHANNEL, EXTRA_CHANNEL, START_CHANNEL
 
 NAMES = ["copy", "reverse", "mix", "dynamic_recall", "priority_sort", "id_sort"]
@@ -350,3 +351,28 @@ def test_default_batches_are_bit_identical_to_before_the_range_option(name, dige
         for array in batch:
             h.update(np.ascontiguousarray(array).tobytes())
     assert h.hexdigest()[:16] == digest
+
+
+def test_priority_sort_keep_outputs_the_first_share_of_the_sorted_order():
+    # The 16 highest of 20, as the same authors' earlier Priority Sort (keep=0.8).
+    task = get_task("priority_sort", priority="uniform", order="descending", keep=0.8)
+    assert [task.output_steps(n) for n in (1, 5, 10, 11, 20, 21, 81)] == [1, 4, 8, 9, 16, 17, 65]
+    b = task.example([3, 1, 4, 1, 5], priority=[0.5, -1.0, 0.9, 0.0, -0.3])
+    assert _targets(b, 0).tolist() == [4, 3, 1, 5]
+    # A padded batch of mixed lengths: each row's mask covers ceil(0.8 n) outputs, each the sorted prefix.
+    lengths = np.array([3, 10, 20])
+    batch = task.sample(np.random.default_rng(2), 3, lengths)
+    assert batch.targets.shape == (3, 16) and batch.target_mask.sum(axis=1).tolist() == [3, 8, 16]
+    full = get_task("priority_sort", priority="uniform", order="descending").sample(
+        np.random.default_rng(2), 3, lengths
+    )
+    for i, n in enumerate(lengths):
+        k = int(batch.target_mask[i].sum())
+        assert batch.targets[i, :k].tolist() == full.targets[i, :k].tolist()
+    assert get_task("priority_sort").output_steps(21) == 21  # the default outputs every token
+
+
+@pytest.mark.parametrize("keep", [0, 1.5, "all"])
+def test_priority_sort_keep_is_checked(keep):
+    with pytest.raises(TaskOptionError, match=r"priority_sort: option keep: expected a number in \(0, 1\]"):
+        get_task("priority_sort", keep=keep)
