@@ -6,8 +6,10 @@
 
 Every number on the pages is read from a results file or computed from one by the arithmetic below (mean
 and sample standard deviation over seeds, ours - published), never typed in, so a page cannot drift from
-its file; ``--check`` (run by ``tests/benchmarks/test_pages.py``) fails on a hand edit of a page or of the
-README's summary. The prose beside a table (what it shows, and why) is kept in
+its file; one exception, by design: the Chomsky page's published column is the paper's table as the code
+holds it (``benchmarks.accuracy.chomsky_published``), so that older files show the cells known since.
+``--check`` (run by ``tests/benchmarks/test_pages.py``) fails on a hand edit of a page or of the README's
+summary. The prose beside a table (what it shows, and why) is kept in
 ``benchmarks/findings/<page>.md``, one ``## KEY`` section per table (the keys are given where each page
 takes them); a section no table takes is an error, so prose cannot outlive its table. A plot recorded
 beside a JSON (``<name>.png``; the Chomsky runner's ``<name>_<task>.png``) is copied byte for byte to
@@ -33,6 +35,8 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from benchmarks.accuracy import chomsky_published
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -898,25 +902,34 @@ def _keys(keys: str | tuple[str, ...]) -> tuple[str, ...]:
 
 
 def chomsky_page(records: dict[str, Record], results: Path, findings: Findings, images: dict[str, bytes]) -> str:
-    """``chomsky.md``: every ``chomsky_*`` file and its plots. Findings keys: ``intro``, each file's ``device/stem``."""
+    """``chomsky.md``: every ``chomsky_*`` file and its plots. Findings keys: ``intro``, each file's ``device/stem``.
+
+    The published column is Delétang et al. 2023's Table 2 as ``benchmarks.accuracy.chomsky_published`` holds it
+    when the page is rendered, not the cells a file recorded (a file keeps the cells known when it was written):
+    every file shows every cell known today. Ours - published is the file's own difference where it recorded
+    the same published cell (computed from the unrounded score), else computed from the score shown."""
     out = [GENERATED, "", "# Chomsky hierarchy: range evaluation", "", *findings.take("intro")]
     files = sorted((r for r in records.values() if r.stem.startswith("chomsky_")), key=lambda r: (r.date, r.stem))
     for record in files:
         out += [f"## {code(record.stem)} ({record.machine}, {record.date})", "", *findings.take(record.key)]
         header = ["task", "level", "model", "steps", "selected step", "score", "published", "ours - published"]
-        body = [
-            [
-                r["task"],
-                r["level"],
-                r["model"],
-                f"{r['steps']:,}",
-                f"{r['selected_step']:,}",
-                number(r["score"]),
-                number(r["published"]),
-                with_difference("", leading_number(r["score"]), r["published"], r.get("difference", "")).strip(" ()"),
-            ]
-            for r in record.rows
-        ]
+        body = []
+        for r in record.rows:
+            theirs = chomsky_published.published(r["task"], r["model"])
+            cell = "" if theirs is None else theirs
+            recorded = r.get("difference", "") if r["published"] == cell else ""
+            body.append(
+                [
+                    r["task"],
+                    r["level"],
+                    r["model"],
+                    f"{r['steps']:,}",
+                    f"{r['selected_step']:,}",
+                    number(r["score"]),
+                    number(cell),
+                    with_difference("", leading_number(r["score"]), cell, recorded).strip(" ()"),
+                ]
+            )
         out += [table(header, body), "", *provenance("Run", record), ""]
         tasks = list(dict.fromkeys(r["task"] for r in record.rows))
         out += plot_lines(record, results, images, [f"_{t}" for t in tasks])

@@ -57,9 +57,9 @@ other work sharing it; compilation and validation are not counted) or
 ``--minutes`` of training, with Adam 1e-3, global-norm clip 1, batch 128. Every
 table states the budget it ran under.
 
-Published scores (``PUBLISHED``): token accuracy (%) of the best run,
-Delétang et al. 2023, Table 2, for the cells known to this package (the others
-are left blank and counted in the notes).
+Published scores: Delétang et al. 2023, Table 2, token accuracy (%) of the best
+run, as ``benchmarks.accuracy.chomsky_published.PUBLISHED`` holds it; a cell not
+known there is left blank, and the notes count the blanks.
 """
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ from typing import Any
 import jax
 
 from benchmarks import common
+from benchmarks.accuracy.chomsky_published import PUBLISHED
 from benchmarks.accuracy.reproduce import options_tag, parse_model_sets, steps_trained, trained_by
 from panm_jax.tasks import get_task
 from panm_jax.tasks.chomsky import CHOMSKY_TASKS
@@ -93,16 +94,6 @@ MODELS = (*(model for _, model in PAPER_MODELS), "panm")
 LEVELS = {"regular": "R", "context_free": "DCF", "context_sensitive": "CS"}  # Table 2's level names
 SAMPLED = (10, 16)  # --sampled: every 10th length (and the last), 16 examples each
 FIT = 0.99  # a run fits the training lengths when its token accuracy there reaches this
-
-# Delétang et al. 2023, Neural Networks and the Chomsky Hierarchy (ICLR 2023), Table 2: token accuracy (%) of
-# the best run, per task and architecture; only the cells known to this package, the others are absent.
-PUBLISHED: dict[str, dict[str, float]] = {
-    "modular_arithmetic": {"rnn": 100.0, "stack_rnn": 100.0, "tape_rnn": 100.0, "single_lstm": 100.0},
-    "parity_check": {"stack_rnn": 100.0, "single_lstm": 100.0},
-    "reverse_string": {"stack_rnn": 100.0, "single_lstm": 60.9},
-    "stack_manipulation": {"stack_rnn": 100.0, "single_lstm": 59.1},
-    "duplicate_string": {"stack_rnn": 52.8, "single_lstm": 57.6},
-}
 
 # The memory option that each memory model gets sized to the longest test sequence.
 MEMORY_SIZES = {"stack_rnn": "stack_size", "tape_rnn": "tape_size"}

@@ -167,6 +167,27 @@ def test_the_recorded_files_agree_with_the_arithmetic():
     assert checked > 900
 
 
+def test_the_chomsky_page_takes_the_published_column_from_the_code_not_the_file(tmp_path):
+    """A file keeps the published cells known when it was written; the page shows the table the code holds now."""
+    row = {"level": "context_free", "steps": 500, "selected_step": 500, "score": 54.7}
+    record = pages.Record(
+        "cpu-2cores",
+        "chomsky_fabricated",
+        {
+            "environment": {"device": "cpu", "commit": "abc1234", "date": "2026-11-28T12:00:00+00:00"},
+            "rows": [
+                {**row, "task": "reverse_string", "model": "rnn", "published": "", "difference": ""},
+                {**row, "task": "reverse_string", "model": "lstm", "published": 60.9, "difference": -6.2},
+                {**row, "task": "reverse_string", "model": "stack_rnn", "published": 100.0, "difference": -45.26},
+            ],
+        },
+    )
+    page = pages.chomsky_page({record.key: record}, tmp_path, pages.Findings(tmp_path / "none.md"), {})
+    assert "| reverse_string | context_free | rnn | 500 | 500 | 54.7 | 62.0 | -7.3 |" in page  # known since
+    assert "| reverse_string | context_free | lstm | 500 | 500 | 54.7 |  |  |" in page  # not the paper's LSTM
+    assert "| reverse_string | context_free | stack_rnn | 500 | 500 | 54.7 | 100.0 | -45.3 |" in page  # recorded
+
+
 def test_findings_that_no_table_takes_are_refused(tmp_path):
     (tmp_path / "page.md").write_text("<!-- a comment -->\n\n## intro\n\nSome prose.\n\n## gone\n\nNo table.\n")
     findings = pages.Findings(tmp_path / "page.md")

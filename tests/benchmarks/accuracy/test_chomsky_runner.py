@@ -20,9 +20,35 @@ def test_runs_select_on_the_training_lengths_never_on_the_test_range(task):
     assert config.max_minutes == 1.0 and config.optimizer.name == "adam"
 
 
-def test_every_published_cell_names_a_task_and_model_of_the_runner():
+def test_every_published_cell_names_a_task_and_model_of_the_runner_and_is_a_percentage():
     assert set(chomsky.PUBLISHED) <= set(chomsky.TASKS)
     assert {m for cells in chomsky.PUBLISHED.values() for m in cells} <= {m for _, m in chomsky.PAPER_MODELS}
+    assert all(0.0 <= score <= 100.0 for cells in chomsky.PUBLISHED.values() for score in cells.values())
+
+
+@pytest.mark.parametrize(
+    "task,model,score",
+    [  # Delétang et al. 2023, Table 2: cells that tell the columns apart
+        ("reverse_string", "stack_rnn", 100.0),
+        ("reverse_string", "single_lstm", 60.9),  # the stack solves it, the LSTM does not
+        ("duplicate_string", "tape_rnn", 100.0),
+        ("duplicate_string", "stack_rnn", 52.8),  # the tape solves it, the stack does not
+        ("modular_arithmetic", "rnn", 100.0),
+        ("modular_arithmetic", "transformer_encoder", 24.2),  # a regular task the Transformer fails
+        ("odds_first", "rnn", 51.0),
+        ("cycle_navigation", "transformer_encoder", 61.9),
+    ],
+)
+def test_published_cells_are_the_papers(task, model, score):
+    assert chomsky.PUBLISHED[task][model] == score
+
+
+def test_a_run_label_with_options_reads_its_models_published_cell():
+    from benchmarks.accuracy.chomsky_published import published
+
+    assert published("reverse_string", "stack_rnn-stack_size=512") == published("reverse_string", "stack_rnn") == 100.0
+    assert published("reverse_string", "panm") is None  # not one of the paper's columns
+    assert published("reverse_string", "lstm") is None  # the encoder-decoder, not the paper's LSTM
 
 
 def test_the_runner_covers_table_2_and_builds_each_column_by_name():
@@ -77,15 +103,18 @@ def test_table_two_puts_ours_beside_the_published_cell():
         {"task": "reverse_string", "model": "stack_rnn", "score": 70.0},  # a second seed: the best is shown
         {"task": "reverse_string", "model": "panm", "score": 55.0},
     ]
-    (row,) = chomsky.table_two(rows, ["reverse_string"])
+    row, unknown = chomsky.table_two(rows, ["reverse_string", "solve_equation"])
     assert row["level"] == "DCF" and row["Stack-RNN"] == "70.0 / 100.0" and row["LSTM"] == "- / 60.9"
-    assert row["RNN"] == "- / -" and row["PANM"] == 55.0
+    assert row["RNN"] == "- / 62.0" and row["PANM"] == 55.0
+    assert unknown["RNN"] == "- / -"  # not run here, and a published cell not known here
 
 
 def test_published_level_means_need_every_cell_of_the_level():
     (regular,) = chomsky.published_per_level(["modular_arithmetic", "parity_check"])
-    assert regular["stack_rnn"] == 100.0 and regular["single_lstm"] == 100.0
-    assert regular["rnn"] == "" and regular["transformer_encoder"] == ""  # parity check: not known here
+    assert regular["stack_rnn"] == 100.0 and regular["transformer_encoder"] == 38.1  # (24.2 + 52.0) / 2
+    (regular,) = chomsky.published_per_level(["modular_arithmetic", "parity_check", "cycle_navigation"])
+    assert regular["transformer_encoder"] == 46.0  # (24.2 + 52.0 + 61.9) / 3
+    assert regular["rnn"] == ""  # cycle navigation's RNN cell: not known here
 
 
 def test_unknown_tasks_are_refused_by_name():
