@@ -467,10 +467,17 @@ def lengths_of(record: Record) -> str:
 
 def readings_table(records: Sequence[Record]) -> list[str]:
     """Runs of a task under other readings of its text (task options): one row per model of each file, the
-    five test lengths by position (their lengths in a column), each cell ``ours (ours - published)``."""
+    five test lengths by position (their lengths in a column), each cell ``ours (ours - published)``; the
+    published rows first (Tables 13-18 by position: the paper's lengths, whatever a reading tests)."""
     header = ["run", "model", "reading (task options)", "lengths", "budget", "seeds", "L", "L+1", "2nd", "3rd", "4th"]
     body: list[list[str]] = []
     notes: list[str] = []
+    published: dict[str, list[str]] = {}
+    for record in records:
+        for ref in published_rows(record).values():
+            published.setdefault(reference_label(ref), [str(ref.get(m, "")) for m in modes_of(record)])
+    for label in sorted(published, key=lambda name: "PANM" not in name):  # PANM's row, then the best other's
+        body.append(["", f"**{label}**", "", "", "", "", *published[label]])
     for i, record in enumerate(records, 1):
         run, modes = f"R{i}", modes_of(record)
         reading = ", ".join(code(f"{k}={option_text(v)}") for k, v in task_options(record).items()) or "as specified"

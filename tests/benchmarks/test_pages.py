@@ -289,3 +289,30 @@ def test_a_pointer_count_figure_shows_its_k_l_plus_1_lengths_its_heads_and_its_c
     page = pages.ablations_page(loaded, pages.Findings(tmp_path / "none.md"), tmp_path / "results", images)
     assert "## PANM pointer heads (Le et al. 2024, Fig. 9): `ablation_panm_fig9_copy_id_sort_quick`" in page
     assert set(images) == {f"img/cpu-2cores/ablation_panm_fig9_copy_id_sort_quick_{t}.png" for t in ("copy", "id_sort")}
+
+
+def test_a_readings_table_puts_the_published_rows_first_by_position():
+    settings = {
+        "task": "mix",
+        "protocol": "quick",
+        "steps": 2000,
+        "minutes": {"panm": None},
+        "select": "L+1",
+        "model_options": {"task": {"test_lengths": "k(L+1)", "max_train_length": 9}},
+    }
+    modes = ("L", "L+1", "2(L+1)", "4(L+1)", "8(L+1)")
+    ours = {"model": "panm", "row": "ours", "selected_on": "L+1", "seeds": 3, "code": "abc"}
+    ours |= dict(zip(modes, ["100.0 ± 0.0", "99.0 ± 1.0", "50.0 ± 2.0", "20.0 ± 1.0", "10.0 ± 0.5"], strict=True))
+    paper = {"model": "panm", "row": "published (panm)"} | dict(zip(modes, [100, 100, 98, 54, 54], strict=True))
+    other = {"model": "lstm_attention", "row": "published (best other)"}
+    other |= dict(zip(modes, [100, 98, 65, 45, 30], strict=True))
+    record = pages.Record(
+        "cpu-2cores",
+        "reproduce_mix_quick_2000steps_opt-abcdef",
+        {"settings": settings, "rows": [other, ours, paper], "command": "python -m benchmarks.accuracy.reproduce"},
+    )
+    lines = [line for line in "\n".join(pages.readings_table([record])).splitlines() if line.startswith("|")]
+    assert lines[2] == "|  | **published PANM** |  |  |  |  | 100 | 100 | 98 | 54 | 54 |"
+    assert lines[3] == "|  | **published, best other model** |  |  |  |  | 100 | 98 | 65 | 45 | 30 |"
+    assert lines[4].startswith("| R1 | PANM | `test_lengths=k(L+1)`, `max_train_length=9` | 9/10/20/40/80 |")
+    assert "| 50.0 ± 2.0 (-48.0) |" in lines[4]
