@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from panm_jax.tasks import get_task
-from panm_jax.tasks.base import TaskOptionError
 from panm_jax.tasks.algorithmic import END_CHANNEL, EXTRA_CHANNEL, START_CHANNEL
+from panm_jax.tasks.base import TaskOptionError
 
 NAMES = ["copy", "reverse", "mix", "dynamic_recall", "priority_sort", "id_sort"]
 
@@ -366,7 +366,7 @@ def test_priority_sort_keep_outputs_the_first_share_of_the_sorted_order():
     full = get_task("priority_sort", priority="uniform", order="descending").sample(
         np.random.default_rng(2), 3, lengths
     )
-    for i, n in enumerate(lengths):
+    for i in range(len(lengths)):
         k = int(batch.target_mask[i].sum())
         assert batch.targets[i, :k].tolist() == full.targets[i, :k].tolist()
     assert get_task("priority_sort").output_steps(21) == 21  # the default outputs every token
