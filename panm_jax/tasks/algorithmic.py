@@ -484,9 +484,7 @@ class PrioritySortTask(AlgorithmicTask):
         key = priority if self.order == "ascending" else -priority
         order = np.argsort(np.where(valid, key, np.inf), axis=1, kind="stable")
         y = np.take_along_axis(x, order, axis=1)
-        if self.keep == 1.0:
-            return priority[..., None], np.where(valid, y, 0), valid
-        width = self.output_steps(x.shape[1])
+        width = self.output_steps(x.shape[1])  # n_max when keep = 1, and the mask is then `valid`
         mask = np.arange(width)[None, :] < self._kept(lengths)[:, None]
         return priority[..., None], np.where(mask, y[:, :width], 0), mask
 
