@@ -29,11 +29,13 @@ ntm-demo: $(STAMP)
 
 # Two pytest workers (pytest-xdist), one per core of a 2-core machine; a module's
 # tests stay on one worker (--dist loadfile), so its module-scoped fixtures are built once.
-# TEST_WORKERS=0 runs everything in one process.
+# TEST_WORKERS=0 runs everything in one process. A worker that crashes is not replaced
+# (--max-worker-restart 0): the run reports it and ends, where a replaced worker under
+# --dist loadfile can leave pytest-xdist waiting for ever.
 TEST_WORKERS ?= 2
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile tests
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --max-worker-restart 0 tests
 
 # The API reference site (mkdocs.yml) from the docstrings, into site/. --strict: a
 # warning (a broken link, a docstring griffe cannot parse) fails the build.

@@ -9,7 +9,8 @@
   itself; the fixture clears chex's global trace counter so that a test (or a
   parametrized case, or a rerun) starts from zero.
 
-The session shares one persistent compilation cache and compiles at LLVM level 0 (see below).
+The session shares one persistent compilation cache and compiles at XLA's backend optimisation
+level 0 (see below).
 """
 
 from __future__ import annotations
@@ -43,32 +44,20 @@ _session_dir("PANM_JAX_CACHE_DIR", "panm_jax_test_data_")
 # inherit the environment): the tests compile hundreds of small programs and run each
 # for a few steps, so compiling dominates. XLA's backend optimisation level 0 (the whole
 # suite took 957 s at the default level and 798 s at level 0, two workers on a 2-core
-# CPU, 2026-11-26), and LLVM without its expensive passes (a tiny PANM training step
-# compiled in 5.4-5.6 s at level 0 alone, 4.4-4.8 s with it, 2026-11-29). The assertions
-# are the same at any level; CI (.ci/run) also runs the kernels' tests at the default
-# level (PANM_JAX_TEST_XLA_OPT=default), the code users run. (XLA:CPU's loop emitters in
-# place of its fusion emitters, --xla_cpu_use_fusion_emitters=false, compile faster
-# still but change the DNC's gradients under remat by up to 16 %: not used.) A flag that
-# this XLA does not know (a later jax may drop one) would abort every test, so the LLVM
-# flag is first tried in a subprocess, once per session, and left out where XLA refuses it.
+# CPU, 2026-11-26). The assertions are the same at any level; CI (.ci/run) also runs the
+# kernels' tests at the default level (PANM_JAX_TEST_XLA_OPT=default), the code users
+# run. Not used: XLA:CPU's loop emitters (--xla_cpu_use_fusion_emitters=false; they
+# change the DNC's gradients under remat by up to 16 %), and LLVM without its expensive
+# passes (--xla_llvm_disable_expensive_passes=true; a tiny PANM training step compiled in
+# 4.4-4.8 s with it, 5.4-5.6 s without, 2026-11-29): one of the two CI runs that used it
+# lost a worker to a SIGSEGV inside XLA's loading of a cached executable (jax 0.10.2),
+# which no CI run without it has. The persistent cache stays: the suite took 797 s with
+# it (2026-11-29) and 1152 s without it (2026-12-04), that flag set, two workers on a
+# 2-core CPU.
 _LEVEL_0 = "--xla_backend_optimization_level=0"
-_LLVM = "--xla_llvm_disable_expensive_passes=true"
-
-
-def _xla_accepts(flags: str) -> bool:
-    import subprocess
-    import sys
-
-    probe = "import jax.numpy as jnp; jnp.zeros(2).block_until_ready()"
-    env = {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"}
-    return subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True).returncode == 0
-
 
 if os.environ.get("PANM_JAX_TEST_XLA_OPT") != "default" and _LEVEL_0 not in os.environ.get("XLA_FLAGS", ""):
-    _flags = " ".join(filter(None, [os.environ.get("XLA_FLAGS"), _LEVEL_0]))
-    if _xla_accepts(f"{_flags} {_LLVM}"):
-        _flags = f"{_flags} {_LLVM}"
-    os.environ["XLA_FLAGS"] = _flags
+    os.environ["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS"), _LEVEL_0]))
 
 import chex  # noqa: E402
 import jax  # noqa: E402  (after the cache settings)
