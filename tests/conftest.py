@@ -50,8 +50,8 @@ _session_dir("PANM_JAX_CACHE_DIR", "panm_jax_test_data_")
 # change the DNC's gradients under remat by up to 16 %), and LLVM without its expensive
 # passes (--xla_llvm_disable_expensive_passes=true; a tiny PANM training step compiled in
 # 4.4-4.8 s with it, 5.4-5.6 s without, 2026-11-29): one of the two CI runs that used it
-# lost a worker to a SIGSEGV inside XLA's loading of a cached executable (jax 0.10.2),
-# which no CI run without it has. The persistent cache stays: the suite took 797 s with
+# lost a worker to a SIGSEGV inside XLA's loading of a cached executable (jax 0.10.2);
+# no CI run without it has lost one. The persistent cache stays: the suite took 797 s with
 # it (2026-11-29) and 1152 s without it (2026-12-04), that flag set, two workers on a
 # 2-core CPU.
 _LEVEL_0 = "--xla_backend_optimization_level=0"
