@@ -74,7 +74,7 @@ from typing import Any
 import jax
 
 from benchmarks import common
-from benchmarks.accuracy.chomsky_published import PUBLISHED
+from benchmarks.accuracy.chomsky_published import PAPER_MODELS, PUBLISHED, per_level, published_per_level, table_two
 from benchmarks.accuracy.reproduce import options_tag, parse_model_sets, steps_trained, trained_by
 from panm_jax.tasks import get_task
 from panm_jax.tasks.chomsky import CHOMSKY_TASKS
@@ -82,16 +82,7 @@ from panm_jax.train.config import OptimizerConfig, TrainConfig
 from panm_jax.train.io import atomic_write_text, read_jsonl
 
 TASKS = tuple(CHOMSKY_TASKS)  # the 15 tasks of Table 2, level by level
-# Table 2's columns, in its order: (its heading, the model here).
-PAPER_MODELS = (
-    ("RNN", "rnn"),
-    ("Stack-RNN", "stack_rnn"),
-    ("Tape-RNN", "tape_rnn"),
-    ("Transformer", "transformer_encoder"),
-    ("LSTM", "single_lstm"),
-)
 MODELS = (*(model for _, model in PAPER_MODELS), "panm")
-LEVELS = {"regular": "R", "context_free": "DCF", "context_sensitive": "CS"}  # Table 2's level names
 SAMPLED = (10, 16)  # --sampled: every 10th length (and the last), 16 examples each
 FIT = 0.99  # a run fits the training lengths when its token accuracy there reaches this
 
@@ -222,49 +213,6 @@ def fit(workdir: Path, mode: str) -> tuple[float | str, int | str]:
     return best, first
 
 
-def per_level(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per level of the hierarchy (in the order met): each model's mean score over that level's rows."""
-    cells: dict[str, dict[str, list[float]]] = {}
-    for r in rows:
-        cells.setdefault(r["level"], {}).setdefault(r["model"], []).append(r["score"])
-    return [
-        {"level": level, **{m: round(sum(v) / len(v), 1) for m, v in by_model.items()}}
-        for level, by_model in cells.items()
-    ]
-
-
-def published_per_level(tasks: list[str]) -> list[dict[str, Any]]:
-    """Each paper model's mean published score per level over ``tasks``, where every one of that level's tasks
-    has a published cell for it (blank otherwise: a mean over part of a level would not be the paper's)."""
-    out = []
-    for level in dict.fromkeys(get_task(t).level for t in tasks):
-        level_tasks = [t for t in tasks if get_task(t).level == level]
-        row: dict[str, Any] = {"level": level}
-        for _, model in PAPER_MODELS:
-            known = [PUBLISHED.get(t, {}).get(model) for t in level_tasks]
-            row[model] = round(sum(known) / len(known), 1) if None not in known else ""
-        out.append(row)
-    return out
-
-
-def table_two(rows: list[dict[str, Any]], tasks: list[str]) -> list[dict[str, Any]]:
-    """Table 2's layout: one row per task, one column per paper model, ``ours / published`` in each cell (ours:
-    the best seed, as the paper's; ``-``: not run here or not published)."""
-    best: dict[tuple[str, str], float] = {}
-    for r in rows:
-        best[r["task"], r["model"]] = max(best.get((r["task"], r["model"]), 0.0), r["score"])
-    out = []
-    for task in tasks:
-        row: dict[str, Any] = {"level": LEVELS[get_task(task).level], "task": task}
-        for heading, model in PAPER_MODELS:
-            ours, theirs = best.get((task, model)), PUBLISHED.get(task, {}).get(model)
-            row[heading] = f"{'-' if ours is None else ours} / {'-' if theirs is None else theirs}"
-        if any(m == "panm" for _, m in best):
-            row["PANM"] = best.get((task, "panm"), "-")
-        out.append(row)
-    return out
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tasks", default=",".join(TASKS))
@@ -386,9 +334,10 @@ def main(argv=None) -> int:
     ]
     labels = [m + options_tag(model_sets.get(m, {})) for m in models]
     levels = per_level(rows)
-    paper = table_two(rows, tasks)
+    task_levels = {t: get_task(t).level for t in tasks}
+    paper = table_two(rows, task_levels)
     paper_cols = ["level", "task", *(h for h, _ in PAPER_MODELS)] + (["PANM"] if "panm" in labels else [])
-    published_levels = published_per_level(tasks)
+    published_levels = published_per_level(task_levels)
     missing = sum(PUBLISHED.get(t, {}).get(m) is None for t in tasks for _, m in PAPER_MODELS)
     print(common.markdown_table(rows, cols))
     print(common.markdown_table(paper, paper_cols))

@@ -188,6 +188,68 @@ def test_the_chomsky_page_takes_the_published_column_from_the_code_not_the_file(
     assert "| reverse_string | context_free | stack_rnn | 500 | 500 | 54.7 | 100.0 | -45.3 |" in page  # recorded
 
 
+def test_the_chomsky_page_puts_the_files_of_one_budget_together_as_table_2(tmp_path):
+    """Files of the sampled sweep at one step budget make one Table 2: the latest file's cell where two ran it,
+    no run with model options or of another sweep, per-level means only over a level the model ran whole."""
+
+    def record(stem, date, command, rows):
+        env = {"device": "cpu", "commit": "abc1234", "date": f"2026-11-{date}T12:00:00+00:00"}
+        return pages.Record("cpu-2cores", stem, {"environment": env, "command": command, "rows": rows})
+
+    def row(task, level, model, score, fit=""):
+        return {
+            "task": task,
+            "level": level,
+            "model": model,
+            "steps": 500,
+            "selected_step": 500,
+            "score": score,
+            "fit_step": fit,
+            "published": "",
+            "difference": "",
+        }
+
+    sampled = "python -m benchmarks.accuracy.chomsky --steps 500 --sampled --name x"
+    older = record(
+        "chomsky_a",
+        20,
+        sampled,
+        [
+            row("parity_check", "regular", "rnn", 49.6),
+            row("reverse_string", "context_free", "rnn", 54.7),
+            row("reverse_string", "context_free", "panm", 30.0),
+        ],
+    )
+    newer = record(
+        "chomsky_b",
+        21,
+        sampled,
+        [
+            row("reverse_string", "context_free", "panm", 64.7, fit=250),  # replaces the older file's cell
+            row("reverse_string", "context_free", "stack_rnn-stack_size=512", 99.0),  # options: not the paper's model
+        ],
+    )
+    every_length = record(
+        "chomsky_c",
+        22,
+        "python -m benchmarks.accuracy.chomsky --steps 500 --name y",
+        [
+            row("parity_check", "regular", "panm", 77.0),  # another sweep
+        ],
+    )
+    files = [older, newer, every_length]
+    findings = pages.Findings(tmp_path / "none.md")
+    lines = "\n".join(pages.chomsky_budget_tables(files, findings))
+    assert "## Table 2 at 500 steps (CPU): 2 files together" in lines
+    assert "| R | parity_check | 49.6 / 100.0 | - / 100.0 | - / 100.0 | - / 52.0 | - / 100.0 | - |" in lines
+    assert "| DCF | reverse_string | 54.7 / 62.0 | - / 100.0 | - / 100.0 | - / 62.3 | - / 60.9 | 64.7 |" in lines
+    assert "| R (1 task) | 49.6 / 100.0 | - / 100.0 | - / 100.0 | - / 52.0 | - / 100.0 | - |" in lines
+    assert "| PANM | 1 of 1 | reverse_string (250) |" in lines and "| RNN | 0 of 2 | none |" in lines
+    assert "77.0" not in lines and "99.0" not in lines
+    assert "From `chomsky_a`, `chomsky_b`" in lines
+    assert pages.chomsky_budget_tables([older, every_length], findings) == []  # one file alone: its own table
+
+
 def test_findings_that_no_table_takes_are_refused(tmp_path):
     (tmp_path / "page.md").write_text("<!-- a comment -->\n\n## intro\n\nSome prose.\n\n## gone\n\nNo table.\n")
     findings = pages.Findings(tmp_path / "page.md")

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from benchmarks.accuracy import chomsky
+from benchmarks.accuracy.chomsky_published import per_level, published, published_per_level, table_two
 from panm_jax.tasks import get_task
 
 
@@ -44,8 +45,6 @@ def test_published_cells_are_the_papers(task, model, score):
 
 
 def test_a_run_label_with_options_reads_its_models_published_cell():
-    from benchmarks.accuracy.chomsky_published import published
-
     assert published("reverse_string", "stack_rnn-stack_size=512") == published("reverse_string", "stack_rnn") == 100.0
     assert published("reverse_string", "panm") is None  # not one of the paper's columns
     assert published("reverse_string", "lstm") is None  # the encoder-decoder, not the paper's LSTM
@@ -103,16 +102,17 @@ def test_table_two_puts_ours_beside_the_published_cell():
         {"task": "reverse_string", "model": "stack_rnn", "score": 70.0},  # a second seed: the best is shown
         {"task": "reverse_string", "model": "panm", "score": 55.0},
     ]
-    row, unknown = chomsky.table_two(rows, ["reverse_string", "solve_equation"])
+    row, unknown = table_two(rows, {"reverse_string": "context_free", "solve_equation": "context_free"})
     assert row["level"] == "DCF" and row["Stack-RNN"] == "70.0 / 100.0" and row["LSTM"] == "- / 60.9"
     assert row["RNN"] == "- / 62.0" and row["PANM"] == 55.0
     assert unknown["RNN"] == "- / -"  # not run here, and a published cell not known here
 
 
 def test_published_level_means_need_every_cell_of_the_level():
-    (regular,) = chomsky.published_per_level(["modular_arithmetic", "parity_check"])
+    levels = {"modular_arithmetic": "regular", "parity_check": "regular"}
+    (regular,) = published_per_level(levels)
     assert regular["stack_rnn"] == 100.0 and regular["transformer_encoder"] == 38.1  # (24.2 + 52.0) / 2
-    (regular,) = chomsky.published_per_level(["modular_arithmetic", "parity_check", "cycle_navigation"])
+    (regular,) = published_per_level({**levels, "cycle_navigation": "regular"})
     assert regular["transformer_encoder"] == 46.0  # (24.2 + 52.0 + 61.9) / 3
     assert regular["rnn"] == ""  # cycle navigation's RNN cell: not known here
 
@@ -141,7 +141,7 @@ def test_per_level_means_average_each_models_scores_within_a_level():
         {"level": "regular", "model": "stack_rnn", "score": 60.0},
         {"level": "context_free", "model": "lstm", "score": 55.0},
     ]
-    assert chomsky.per_level(rows) == [
+    assert per_level(rows) == [
         {"level": "regular", "lstm": 75.0, "stack_rnn": 60.0},
         {"level": "context_free", "lstm": 55.0},
     ]
