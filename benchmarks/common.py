@@ -278,6 +278,30 @@ def page_fault_cost(repeats: int = 10, mib: int | None = None) -> float:
     return max(0.0, statistics.median(t_fresh) - statistics.median(t_inplace)) / per_call
 
 
+COST_CELLS = ("train_seconds", "compile_seconds", "steps_per_second", "buckets", "padding_efficiency")
+
+
+def cost_cells(results: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """What the runs of a table row cost, from each run's ``results.json`` ``training`` record
+    (``panm_jax.train.engine.training_cost``): training wall seconds (validation and checkpoints
+    included), compile seconds, steps per second, the buckets and their padding efficiency, one value per
+    run joined by commas (``"-"`` for a run trained before runs recorded it); ``{}`` when none recorded it."""
+    costs = [r.get("training") or {} for r in results]
+    if not any(costs):
+        return {}
+
+    def cell(key: str, fmt) -> str:
+        return ",".join("-" if c.get(key) is None else fmt(c[key]) for c in costs)
+
+    return {
+        "train_seconds": cell("wall_seconds", lambda v: f"{v:.0f}"),
+        "compile_seconds": cell("compile_seconds", lambda v: f"{v:.0f}"),
+        "steps_per_second": cell("steps_per_second", lambda v: f"{v:.2f}"),
+        "buckets": "; ".join(dict.fromkeys("-" if not c else " ".join(map(str, c["buckets"])) for c in costs)),
+        "padding_efficiency": cell("padding_efficiency", lambda v: f"{v:.3f}"),
+    }
+
+
 def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     def fmt(v):
         if isinstance(v, float):

@@ -31,6 +31,8 @@ The names a user imports most are here too:
   (from ``panm_jax.train``);
 * ``UserError`` (from ``panm_jax.errors``), the base of the errors that name a
   wrong argument, setting or file;
+* ``enable_compile_cache`` (from ``panm_jax.train.compile_cache``): JAX's persistent compilation
+  cache in the library's cache folder, so a rerun reads the programs it compiled;
 * ``__version__``: the package's version string.
 
 ``import panm_jax`` is cheap: it imports neither JAX nor a sub-package, which load
@@ -61,6 +63,7 @@ _EXPORTS = {
     "train_and_evaluate": "panm_jax.train.loop",
     "train_seeds": "panm_jax.train.seeds",
     "UserError": "panm_jax.errors",
+    "enable_compile_cache": "panm_jax.train.compile_cache",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -72,6 +75,7 @@ if TYPE_CHECKING:  # what static tools see; at run time __getattr__ imports on f
     from panm_jax.errors import UserError
     from panm_jax.models.registry import build_model, list_models
     from panm_jax.tasks.registry import get_task, list_tasks
+    from panm_jax.train.compile_cache import enable_compile_cache
     from panm_jax.train.config import TrainConfig, load_config
     from panm_jax.train.loop import train_and_evaluate
     from panm_jax.train.seeds import train_seeds

@@ -9,8 +9,8 @@
   itself; the fixture clears chex's global trace counter so that a test (or a
   parametrized case, or a rerun) starts from zero.
 
-The session shares one persistent compilation cache and compiles at XLA's backend optimisation
-level 0 (see below).
+The tests share one persistent compilation cache, kept between sessions, and compile at XLA's
+backend optimisation level 0 (see below).
 """
 
 from __future__ import annotations
@@ -31,11 +31,22 @@ def _session_dir(variable: str, prefix: str) -> None:
         _SESSION_DIRS.append(os.environ[variable])
 
 
-# One persistent compilation cache for the whole test session, shared with the
-# subprocesses the tests start (they inherit the environment): the same tiny
-# models are compiled by several tests and CLI runs, and a cache hit skips XLA.
-# A fresh folder per session, so results never depend on a stale cache.
-_session_dir("JAX_COMPILATION_CACHE_DIR", "panm_jax_test_cache_")
+# One persistent compilation cache for the tests, shared with the subprocesses they
+# start (they inherit the environment): the same tiny models are compiled by several
+# tests and CLI runs, and a cache hit skips XLA. It is the library's cache folder
+# (panm_jax/_cache.py) under "xla-tests", kept between sessions, so a second run of the
+# suite reads what the first compiled; the key of an entry holds the program, the JAX
+# version and the flags, so a stale entry is never read. PANM_JAX_COMPILE_CACHE names
+# another folder, or "off": a fresh folder for this session only.
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    from panm_jax._cache import compile_cache_dir
+
+    _setting = os.environ.get("PANM_JAX_COMPILE_CACHE", "")
+    _folder = compile_cache_dir(_setting)
+    if _folder is None:
+        _session_dir("JAX_COMPILATION_CACHE_DIR", "panm_jax_test_cache_")
+    else:
+        os.environ["JAX_COMPILATION_CACHE_DIR"] = str(_folder if _setting.strip() else _folder.with_name("xla-tests"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 # Generated task data (the Mathematics pools) kept for the session only, not in ~/.cache.

@@ -81,6 +81,7 @@ from benchmarks.accuracy.reproduce import (
     steps_trained,
     trained_by,
 )
+from panm_jax import enable_compile_cache
 from panm_jax.errors import UserError
 from panm_jax.train.config import TrainConfig, parse_overrides
 from panm_jax.train.io import atomic_write_text, read_jsonl
@@ -303,6 +304,7 @@ def summarize(
             "steps": ",".join(str(r["steps_trained"]) for r in results),
             "best_step": ",".join(str(r["step"]) for r in results),
             "code": code_column(results),
+            **common.cost_cells(results),
         }
         if figure:
             row["heads"] = heads_label(variant)
@@ -410,6 +412,7 @@ def table_notes(seeds: list[int], minutes: float | None, steps: int | None) -> s
 
 
 def main(argv=None) -> int:
+    enable_compile_cache()  # a rerun reads the programs it compiled (panm_jax/train/compile_cache.py)
     allocator.configure_from_environment()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tasks", default=None, help="comma-separated (default: copy,reverse, or the figure's tasks)")

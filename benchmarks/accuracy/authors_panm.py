@@ -75,6 +75,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from benchmarks import common
+from panm_jax import enable_compile_cache
 
 MODES = ("L", "L+1", "2L+1", "4L+1", "8L+1")
 GENLEN = {"L": "0.9", "L+1": "1", "2L+1": "2", "4L+1": "4", "8L+1": "8"}  # int(10 G) + 1 = 10, 11, 21, 41, 81
@@ -354,6 +355,7 @@ def _compare_weights(args, seed: int, a: Path, b: Path) -> dict:
 
 
 def main(argv=None) -> int:
+    enable_compile_cache()  # a rerun reads the programs it compiled (panm_jax/train/compile_cache.py)
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--peer-python", required=True, help="a Python with torch, numpy and tqdm")
     p.add_argument("--panm", required=True, type=Path, help="a checkout of thaihungle/PANM")

@@ -36,10 +36,11 @@ Nothing is written to ``benchmarks/results`` without ``--name``.
 Evaluation: every length ``41..500`` with 64 examples each by default (the
 paper's sweep); ``--sampled`` evaluates every 10th length (and 500) with 16
 examples each, about a fortieth of the work; ``--length-step`` and
-``--examples-per-length`` set either part. One compiled program per power-of-two
-length bucket, except for the encoder-only Transformer on a task whose answer
-length varies with ``N``: its blank tokens attend to each other, so each length
-is evaluated (and trained) at its exact shape, one compilation per length. Its
+``--examples-per-length`` set either part. One compiled program per length bucket
+(the fewest that compute within 10 % of the lengths' own steps: nine for 41..500),
+except for the encoder-only Transformer on a task whose answer length varies with
+``N``: its blank tokens attend to each other, so each length is evaluated (and
+trained) at its exact shape, one compilation per length. Its
 checkpoint selection reads the library's validation batches, padded to length 40,
 whose padded blank tokens do take part: for those tasks the selection is
 approximate (the score itself is exact).
@@ -178,7 +179,7 @@ def selected_params(workdir: Path, config: TrainConfig):
 
 
 def range_record(
-    workdir: Path, config: TrainConfig, lengths: list[int], examples: int, buckets: str = "powers-of-two"
+    workdir: Path, config: TrainConfig, lengths: list[int], examples: int, buckets: str = "fitted"
 ) -> dict[str, Any]:
     """The range evaluation of the run's selected checkpoint, computed once and kept in ``range.json``."""
     from panm_jax.train.range_eval import range_evaluate
@@ -267,7 +268,7 @@ def main(argv=None) -> int:
     lo, hi = args.max_train_length + 1, args.max_test_length
     lengths = sorted(set(range(lo, hi + 1, length_step)) | {hi})
     from panm_jax.train.loop import train_and_evaluate
-    from panm_jax.train.range_eval import PER_LENGTH, POWERS_OF_TWO
+    from panm_jax.train.range_eval import FITTED, PER_LENGTH
     from panm_jax.train.report import plot_range
 
     rows, per_task = [], {}
@@ -287,7 +288,7 @@ def main(argv=None) -> int:
                     print(f"== {model} on {task}, seed {seed} -> {workdir}", flush=True)
                     train_and_evaluate(config, workdir, progress=False)
                 exact = exact_shapes(task, model, args.max_train_length, args.max_test_length)
-                record = range_record(workdir, config, lengths, examples, PER_LENGTH if exact else POWERS_OF_TWO)
+                record = range_record(workdir, config, lengths, examples, PER_LENGTH if exact else FITTED)
                 steps = steps_trained(workdir)
                 train_accuracy, fit_step = fit(workdir, config.select_mode)
                 published = PUBLISHED.get(task, {}).get(model)
@@ -361,7 +362,7 @@ def main(argv=None) -> int:
         "and 3 learning rates, so 'difference' measures the budget as much as the model. 'published': "
         "Delétang et al. 2023, Neural Networks and the Chomsky Hierarchy (ICLR 2023), Table 2, token accuracy of "
         "the best run, where this package knows the cell. 'compiles': eval-step compilations of the range "
-        "evaluation (one per power-of-two length bucket; one per length for the encoder-only Transformer where "
+        "evaluation (one per fitted length bucket; one per length for the encoder-only Transformer where "
         "the answer's length varies); 'eval_seconds': its wall time; 'code': the commit and device of each part "
         "of the run."
     )

@@ -51,6 +51,7 @@ import numpy as np
 from flax import nnx
 
 from benchmarks import common
+from panm_jax import enable_compile_cache
 from panm_jax.tasks.algorithmic import EXTRA_CHANNEL, ID_WIDTH, NUM_SYMBOLS
 
 MODES = ("2L+1", "4L+1", "8L+1")
@@ -196,6 +197,7 @@ def diagnose(workdir: Path, modes, examples: int, pointer: str = "auto"):
 
 
 def main(argv=None) -> int:
+    enable_compile_cache()  # a rerun reads the programs it compiled (panm_jax/train/compile_cache.py)
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", nargs="+", help="run folders (each with config.json and best/)")
     p.add_argument("--modes", default=",".join(MODES))

@@ -58,6 +58,7 @@ from benchmarks import common
 from benchmarks.accuracy.chomsky import finished
 from benchmarks.accuracy.reproduce import steps_trained, trained_by
 from benchmarks.accuracy.transduction import names, positive, seed_list, selection_record
+from panm_jax import enable_compile_cache
 from panm_jax.tasks import get_task
 from panm_jax.train.config import OptimizerConfig, TrainConfig
 
@@ -147,6 +148,7 @@ def run_row(language: str, model: str, seed: int, workdir: Path, per_epoch: int 
     row["lengths"] = {m: by_mode[m]["length"] for m in MODES}
     row["test_strings"] = {m: by_mode[m]["examples"] for m in MODES}
     row["step_accuracy"] = {m: round(100 * by_mode[m]["step_accuracy"], 1) for m in MODES}
+    row.update(common.cost_cells([results]))
     row["code"] = "; ".join(dict.fromkeys(trained_by(workdir)))
     return row
 
@@ -277,6 +279,7 @@ def record(args, argv, rows: list[dict[str, Any]], planned: int, sizes: dict[str
 
 
 def main(argv=None) -> int:
+    enable_compile_cache()  # a rerun reads the programs it compiled (panm_jax/train/compile_cache.py)
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--languages", default=",".join(LANGUAGES), help=f"from {','.join(LANGUAGES)}")
     p.add_argument("--models", default=",".join(MODELS), help=f"from {','.join(MODELS)}")

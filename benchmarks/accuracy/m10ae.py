@@ -40,6 +40,7 @@ from benchmarks import common
 from benchmarks.accuracy.chomsky import finished, kept_record, selected_params
 from benchmarks.accuracy.reproduce import steps_trained, trained_by
 from benchmarks.accuracy.transduction import names, seed_list
+from panm_jax import enable_compile_cache
 from panm_jax.tasks import get_task
 from panm_jax.train.config import OptimizerConfig, TrainConfig
 from panm_jax.train.io import atomic_write_text
@@ -117,11 +118,13 @@ def run_row(model: str, seed: int, workdir: Path, depth: dict[str, Any], max_tra
     for d, (acc, n) in pooled_by_depth(depth["by_length"], longer).items():
         row[f"depth {d}"] = f"{100 * acc:.1f} ({n})"
     row["by_depth"] = depth["by_length"]
+    row.update(common.cost_cells([results]))
     row["code"] = "; ".join(dict.fromkeys(trained_by(workdir)))
     return row
 
 
 def main(argv=None) -> int:
+    enable_compile_cache()  # a rerun reads the programs it compiled (panm_jax/train/compile_cache.py)
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", default=",".join(DEFAULT_MODELS), help=f"from {','.join(MODELS)}")
     p.add_argument("--seeds", default="0")

@@ -98,6 +98,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import allocator, common
+from panm_jax import enable_compile_cache
 from panm_jax.train.config import OptimizerConfig, TrainConfig, parse_overrides
 from panm_jax.train.io import atomic_write_text, read_jsonl
 from panm_jax.train.loop import train_and_evaluate
@@ -348,6 +349,7 @@ def summarize(
             "steps": ",".join(str(r["steps_trained"]) for r in results),
             "best_step": ",".join(str(r["step"]) for r in results),
             "code": code_column(results),
+            **common.cost_cells(results),
         }
         for m in modes:
             mean, std = _mean_std(per_mode[m])
@@ -548,6 +550,7 @@ def plot(task: str, rows: list[dict[str, Any]], out: Path, modes: tuple[str, ...
 
 
 def main(argv=None) -> int:
+    enable_compile_cache()  # a rerun reads the programs it compiled (panm_jax/train/compile_cache.py)
     allocator.configure_from_environment()  # PANM_JAX_MALLOC=keep: benchmarks/allocator.py
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--task", default="copy", choices=sorted(PUBLISHED))

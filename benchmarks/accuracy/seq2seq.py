@@ -87,6 +87,7 @@ from typing import Any
 
 from benchmarks import common
 from benchmarks.accuracy.reproduce import code_column, finished_results, steps_trained, trained_by
+from panm_jax import enable_compile_cache
 from panm_jax.tasks.mathematics import MODULES
 from panm_jax.tasks.scan import CUTOFFS
 from panm_jax.train.config import OptimizerConfig, TrainConfig
@@ -345,6 +346,7 @@ def table_rows(items: list[str], models: list[str], seeds: list[int], args, work
                     "seeds": len(seeds),
                     "steps": ",".join(str(r["steps_trained"]) for r in records),
                     "best_step": ",".join(str(r["step"]) for r in records),
+                    **common.cost_cells(records),
                     "exact_match": cell,
                     "per_seed": ",".join(f"{v:.1f}" for v in values),
                     "chance": f"{floor:.2f}",
@@ -397,6 +399,7 @@ def notes(args, seeds: list[int]) -> str:
 
 
 def main(argv=None) -> int:
+    enable_compile_cache()  # a rerun reads the programs it compiled (panm_jax/train/compile_cache.py)
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]

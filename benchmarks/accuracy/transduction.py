@@ -62,6 +62,7 @@ from typing import Any
 from benchmarks import common
 from benchmarks.accuracy.chomsky import finished
 from benchmarks.accuracy.reproduce import steps_trained, trained_by
+from panm_jax import enable_compile_cache
 from panm_jax.train.config import OptimizerConfig, TrainConfig
 from panm_jax.train.io import read_jsonl
 
@@ -249,6 +250,7 @@ def run_row(task: str, model: str, seed: int, workdir: Path, models: list[str]) 
         "test_examples": test["examples"],
         **published_cells(task, model, deep_run(task, models)),
         "code": "; ".join(dict.fromkeys(trained_by(workdir))),
+        **common.cost_cells([results]),
     }
 
 
@@ -308,6 +310,7 @@ COLUMNS = [
 
 
 def main(argv=None) -> int:
+    enable_compile_cache()  # a rerun reads the programs it compiled (panm_jax/train/compile_cache.py)
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tasks", default=",".join(TASKS))
     p.add_argument("--models", default=",".join(MODELS))

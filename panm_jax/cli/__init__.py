@@ -39,9 +39,11 @@ import sys
 import traceback
 
 from panm_jax import __version__
+from panm_jax._cache import COMPILE_CACHE_ENV, compile_cache_dir
 from panm_jax.checks import did_you_mean
 from panm_jax.cli import evaluate, models, plot, tasks, train
 from panm_jax.errors import UserError
+from panm_jax.train.compile_cache import enable_compile_cache
 
 __all__ = ["EXIT_CODES", "ArgumentParser", "build_parser", "main", "os_error_line", "user_errors"]
 
@@ -89,6 +91,9 @@ def user_errors() -> tuple[type[BaseException], ...]:
     return (UserError, CheckpointError, WorkdirBusy)
 
 
+COMPILING = ("train", "eval")  # the commands that compile programs, and so use the compilation cache
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``panm-jax`` parser with every sub-command."""
     parser = ArgumentParser(
@@ -97,6 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"panm-jax {__version__}")
     parser.add_argument("--debug", action="store_true", help="print the traceback of an error too")
+    parser.add_argument(
+        "--compile-cache",
+        metavar="DIR|off",
+        help="JAX's persistent compilation cache, where a rerun reads the programs it compiled before "
+        f"(default: ${COMPILE_CACHE_ENV}, else {compile_cache_dir('')}; 'off' turns it off)",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(subparsers)
@@ -111,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
+        if args.command in COMPILING:
+            enable_compile_cache(args.compile_cache)
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         if args.debug:

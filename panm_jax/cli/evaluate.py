@@ -88,7 +88,8 @@ def register(subparsers) -> None:
         "--lengths",
         metavar="LO-HI",
         help="range evaluation instead of the modes: every length LO..HI on its own (the score is the "
-        "headline metric averaged over them), one compilation per power-of-two length bucket; writes "
+        "headline metric averaged over them), one compilation per length bucket (the fewest that compute "
+        "within 10 %% of the lengths' own steps); writes "
         "range.json, range.csv and range.png in WORKDIR",
     )
     e.add_argument(

@@ -50,6 +50,7 @@ from panm_jax.train.checkpoint import Checkpointer, CheckpointError
 from panm_jax.train.config import TrainConfig
 from panm_jax.train.io import append_jsonl, atomic_write_text
 from panm_jax.train.provenance import segment_record
+from panm_jax.train.range_eval import CompileCounter
 from panm_jax.train.sharding import all_agree, barrier, is_primary
 
 __all__ = ["Pieces", "run_to_end", "training"]
@@ -64,6 +65,7 @@ class Pieces(Protocol):
     configs: list[TrainConfig]
     task: Any
     mesh: Any
+    buckets: tuple[int, ...]  # the bucket lengths that training batches are padded to
     modes: tuple[str, ...]  # the test modes reported at the end
     template: Any  # one seed's train state (host arrays): the structure checkpoints are restored into
     state: Any  # the seeds' train state on the mesh
@@ -108,6 +110,9 @@ def training(
     checks = [config_check(cs, w) for cs, w in zip(configs, workdirs, strict=True)]
     states = [pieces.unstack(pieces.state, s) for s in range(S)]
     best_scores, watches = [], []
+    # What the steps held by each seed's checkpoint cost (training_cost); zero for a fresh run, or one
+    # resumed from a checkpoint that predates the record.
+    spent = [dict.fromkeys(COST_KEYS, 0.0) for _ in range(S)]
     for s in range(S):
         restored = ckpts[s].restore_latest(pieces.template, checks[s])
         best_meta = ckpts[s].best_meta(
@@ -126,6 +131,7 @@ def training(
                     "workdir"
                 )
             states[s], skipped = saved, meta.get("skipped_batches", 0)
+            spent[s] = {k: float(meta.get("cost", {}).get(k, 0.0)) for k in COST_KEYS}
             who = f"seed {configs[s].seed}: " if S > 1 else ""
             yield {"event": "note", "text": f"{who}resumed from step {meta['step']} ({workdirs[s] / 'checkpoints'})"}
         watches.append(LossWatch(configs[s], ckpts[s], workdirs[s] / "metrics.jsonl", primary=primary, skipped=skipped))
@@ -140,80 +146,91 @@ def training(
     deadline = None if c.max_minutes is None else time.monotonic() + 60.0 * c.max_minutes
     pending: list[tuple[list[int], Any]] = []  # (the step each seed reached, -1 if held; metrics on device)
     t_last, s_last = time.perf_counter(), min(pos)
+    clock = _Clock(pos)
+
+    def cost(s: int) -> dict[str, float]:  # seed s's training cost up to now, this invocation's included
+        return {
+            "wall_seconds": spent[s]["wall_seconds"] + clock.seconds(),
+            "compile_seconds": spent[s]["compile_seconds"] + clock.compile_seconds,
+            "timed_steps": spent[s]["timed_steps"] + pos[s] - clock.start[s],
+        }
+
     yield {"event": "begin", "description": pieces.description(), "total": c.num_steps, "completed": min(pos)}
-    while min(pos) < c.num_steps:
-        lo = min(pos)
-        active = [p == lo for p in pos]
-        state, metrics = pieces.advance(state, pieces.batch(pos), active)
-        for s in range(S):
-            if active[s]:
-                pos[s] += 1
-        done = min(pos)
-        pending.append(([pos[s] if active[s] else -1 for s in range(S)], metrics))
-        last = done == c.num_steps or (deadline is not None and _time_up(deadline))
-        acting = [s for s in range(S) if active[s]]
-        log_now = [s for s in acting if pos[s] % c.log_every == 0 or last]
-        eval_now = [s for s in acting if pos[s] % c.eval_every == 0 or last]
-        save_now = [s for s in acting if pos[s] % c.checkpoint_every == 0 or last]
-        if log_now or eval_now or save_now or len(pending) >= MAX_UNCHECKED_STEPS:
-            _check_pending(pieces, pending, watches)  # before anything is logged, evaluated or saved
-            pending = []
-        if log_now:
-            m = {k: np.asarray(v) for k, v in jax.device_get(metrics).items()}
-            now = time.perf_counter()
-            rate = (done - s_last) / max(now - t_last, 1e-9)
-            t_last, s_last = now, done
-            rows = {s: pieces.seed_metrics(m, s) for s in log_now}
-            if primary:
-                for s, row in rows.items():
-                    append_jsonl(logs[s], {"step": pos[s], "time": time.time(), "steps_per_s": rate, **row})
-            accuracies = [row[headline] for row in rows.values()]
-            yield {
-                "event": "progress",
-                "completed": done,
-                "loss": float(np.mean([row["loss"] for row in rows.values()])),
-                "accuracy": (min(accuracies), max(accuracies)),
-                "rate": rate,
-            }
-        if eval_now:
-            val = pieces.evaluate_seeds(state.params, (c.selection_mode,), evaluation.VALIDATION_SEED)
-            for s in eval_now:
-                row = val[s][c.selection_mode]
-                score = (row[headline], -row["loss"])
+    with clock:  # counts the compilations while the loop runs
+        while min(pos) < c.num_steps:
+            lo = min(pos)
+            active = [p == lo for p in pos]
+            state, metrics = pieces.advance(state, pieces.batch(pos), active)
+            for s in range(S):
+                if active[s]:
+                    pos[s] += 1
+            done = min(pos)
+            pending.append(([pos[s] if active[s] else -1 for s in range(S)], metrics))
+            last = done == c.num_steps or (deadline is not None and _time_up(deadline))
+            acting = [s for s in range(S) if active[s]]
+            log_now = [s for s in acting if pos[s] % c.log_every == 0 or last]
+            eval_now = [s for s in acting if pos[s] % c.eval_every == 0 or last]
+            save_now = [s for s in acting if pos[s] % c.checkpoint_every == 0 or last]
+            if log_now or eval_now or save_now or len(pending) >= MAX_UNCHECKED_STEPS:
+                _check_pending(pieces, pending, watches)  # before anything is logged, evaluated or saved
+                pending = []
+            if log_now:
+                m = {k: np.asarray(v) for k, v in jax.device_get(metrics).items()}
+                now = time.perf_counter()
+                rate = (done - s_last) / max(now - t_last, 1e-9)
+                t_last, s_last = now, done
+                rows = {s: pieces.seed_metrics(m, s) for s in log_now}
                 if primary:
-                    append_jsonl(logs[s], {"step": pos[s], "validation": val[s]})
-                if score > best_scores[s]:
-                    best_scores[s] = score
-                    ckpts[s].save_best(
-                        pos[s],
-                        pieces.unstack(state, s),
-                        {
-                            "step": pos[s],
-                            "score": score[0],
-                            "loss": -score[1],
-                            "mode": c.selection_mode,
-                            "config": configs[s].to_dict(),
-                        },
-                    )
-        for s in save_now:
-            ckpts[s].save(
-                pos[s],
-                pieces.unstack(state, s),
-                {
-                    "step": pos[s],
-                    "data_position": pos[s],
-                    "seed": configs[s].seed,
-                    "config": configs[s].to_dict(),
-                    "skipped_batches": watches[s].skipped,
-                },
-            )
-        if last:
-            if done < c.num_steps and primary:
-                for s in range(S):
-                    append_jsonl(
-                        logs[s], {"event": "time budget reached", "step": pos[s], "max_minutes": c.max_minutes}
-                    )
-            break
+                    for s, row in rows.items():
+                        append_jsonl(logs[s], {"step": pos[s], "time": time.time(), "steps_per_s": rate, **row})
+                accuracies = [row[headline] for row in rows.values()]
+                yield {
+                    "event": "progress",
+                    "completed": done,
+                    "loss": float(np.mean([row["loss"] for row in rows.values()])),
+                    "accuracy": (min(accuracies), max(accuracies)),
+                    "rate": rate,
+                }
+            if eval_now:
+                val = pieces.evaluate_seeds(state.params, (c.selection_mode,), evaluation.VALIDATION_SEED)
+                for s in eval_now:
+                    row = val[s][c.selection_mode]
+                    score = (row[headline], -row["loss"])
+                    if primary:
+                        append_jsonl(logs[s], {"step": pos[s], "validation": val[s]})
+                    if score > best_scores[s]:
+                        best_scores[s] = score
+                        ckpts[s].save_best(
+                            pos[s],
+                            pieces.unstack(state, s),
+                            {
+                                "step": pos[s],
+                                "score": score[0],
+                                "loss": -score[1],
+                                "mode": c.selection_mode,
+                                "config": configs[s].to_dict(),
+                            },
+                        )
+            for s in save_now:
+                ckpts[s].save(
+                    pos[s],
+                    pieces.unstack(state, s),
+                    {
+                        "step": pos[s],
+                        "data_position": pos[s],
+                        "seed": configs[s].seed,
+                        "config": configs[s].to_dict(),
+                        "skipped_batches": watches[s].skipped,
+                        "cost": cost(s),  # what the steps up to here cost (training_cost)
+                    },
+                )
+            if last:
+                if done < c.num_steps and primary:
+                    for s in range(S):
+                        append_jsonl(
+                            logs[s], {"event": "time budget reached", "step": pos[s], "max_minutes": c.max_minutes}
+                        )
+                break
     # Each seed's best checkpoint (selected on select_mode, as Le et al. 2024, "Plug, Play, and Generalize:
     # Length Extrapolation with Pointer-Augmented Neural Memory", do on L+1) on the test sets, all seeds in
     # one evaluation.
@@ -227,12 +244,68 @@ def training(
     records = []
     for s in range(S):
         record = results_record(pieces.view(s), per_seed[s], best_steps[s])
+        record["training"] = training_cost(pieces, pos[s], cost(s))
         if primary:
             report.write_results(record, workdirs[s] / "results")
             report.plot_accuracy([record], workdirs[s] / "accuracy.png")
         records.append(record)
     barrier("panm_jax: results written")  # no process returns before process 0 has written them
     return records
+
+
+COST_KEYS = ("wall_seconds", "compile_seconds", "timed_steps")
+
+
+class _Clock:
+    """This invocation's training time: wall seconds since it began, and the seconds of the programs XLA
+    compiled (or read from the persistent compilation cache) meanwhile, whatever their name."""
+
+    def __init__(self, pos: Sequence[int]):
+        self.start = list(pos)  # each seed's step when the invocation began
+        self.began = time.perf_counter()
+        self.counter = CompileCounter("")
+
+    def seconds(self) -> float:
+        return time.perf_counter() - self.began
+
+    @property
+    def compile_seconds(self) -> float:
+        return self.counter.all_seconds
+
+    def __enter__(self) -> _Clock:
+        self.counter.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.counter.__exit__(*exc)
+
+
+def training_cost(pieces: Pieces, steps: int, cost: dict[str, float]) -> dict[str, Any]:
+    """What a seed's training cost, for its results record: ``steps`` trained; the wall seconds of the
+    training loop (validation and checkpoints included) and of its compilations, summed over every
+    invocation that trained it (a resumed run adds the time its checkpoint recorded); ``steps_per_second``
+    over the steps those invocations timed (``timed_steps``: fewer than ``steps`` when the run resumed from
+    a checkpoint that recorded no time); the ``buckets`` its batches were padded to and their
+    ``padding_efficiency`` (real / computed time steps over its length distribution,
+    ``tasks.buckets.padding_efficiency``), and the ``seeds_together`` in its program (their batches padded to
+    the longest of them)."""
+    from panm_jax.tasks.buckets import padding_efficiency, training_length_distribution
+
+    c = pieces.configs[0]
+    lengths, weights = training_length_distribution(pieces.task, c.batch_size)
+    timed = int(cost["timed_steps"])
+    return {
+        "steps": int(steps),
+        "wall_seconds": round(cost["wall_seconds"], 3),
+        "compile_seconds": round(cost["compile_seconds"], 3),
+        "timed_steps": timed,
+        "steps_per_second": round(timed / cost["wall_seconds"], 3) if timed and cost["wall_seconds"] > 0 else None,
+        "buckets": list(pieces.buckets),
+        "padding_efficiency": round(
+            padding_efficiency(pieces.task, pieces.buckets, lengths, weights, seeds=pieces.size), 4
+        ),
+        "seeds_together": pieces.size,
+    }
 
 
 def _check_pending(pieces: Pieces, pending, watches) -> None:

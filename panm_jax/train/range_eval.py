@@ -9,9 +9,11 @@ report is accuracy against length, one line per model.
 Evaluating 460 lengths one shape at a time would compile 460 programs. Here
 each length's batches are padded (zeros, false masks: inert, see
 ``panm_jax/tasks/buckets.py``) to the shapes of its *bucket*, so the jitted eval
-step compiles once per bucket: powers of two by default (``41..500`` ->
-``64, 128, 256, 512``: four programs), any ascending list, or ``"per-length"``
-(no padding, one program per length: what the padding saves). A last batch
+step compiles once per bucket: by default the fewest buckets that compute at most
+10 % more time steps than the lengths' own (``"fitted"``, ``tasks.buckets.fitted_buckets``;
+``41..500`` -> nine buckets every 51 lengths, 91 .. 500, 0.92 of the steps real),
+``"powers-of-two"`` (``64, 128, 256, 512``: four programs, 0.74 real), any
+ascending list, or ``"per-length"`` (no padding, one program per length). A last batch
 smaller than ``batch_size`` is filled up with copies of its first row whose
 targets are masked out (scored nowhere, and no dilution of the sequence-level
 metrics, which average over rows with a scored step), so the batch axis adds no
@@ -48,11 +50,18 @@ import numpy as np
 
 from panm_jax import checks
 from panm_jax.tasks.base import Batch, Task
-from panm_jax.tasks.buckets import bucket_length, pad_batch, power_of_two_buckets
+from panm_jax.tasks.buckets import (
+    bucket_length,
+    fitted_buckets,
+    pad_batch,
+    padding_efficiency,
+    power_of_two_buckets,
+)
 from panm_jax.tasks.losses import check_batch
 from panm_jax.train.evaluate import TEST_SEED
 
 __all__ = [
+    "FITTED",
     "POWERS_OF_TWO",
     "PER_LENGTH",
     "CompileCounter",
@@ -64,6 +73,7 @@ __all__ = [
     "range_evaluate",
 ]
 
+FITTED = "fitted"  # the fewest buckets within 10 % of the lengths' own time steps (tasks.buckets.fitted_buckets)
 POWERS_OF_TWO = "powers-of-two"  # buckets 2^k from the first >= the shortest length to the first >= the longest
 PER_LENGTH = "per-length"  # no padding: each length its own shape (and its own compilation)
 
@@ -103,6 +113,7 @@ class RangeResult:
     buckets: tuple[int, ...] | str  # the bucket lengths, or "per-length"
     seed: int
     step: int | None = None  # the checkpoint's training step, when known
+    padding_efficiency: float | None = None  # real / computed time steps over the lengths (tasks.buckets)
     extra: dict[str, Any] = field(default_factory=dict)  # config, environment: carried into the record as they are
 
     @property
@@ -140,6 +151,7 @@ class RangeResult:
             "batch_size": self.batch_size,
             "buckets": self.buckets if isinstance(self.buckets, str) else list(self.buckets),
             "buckets_used": list(self.buckets_used),
+            "padding_efficiency": self.padding_efficiency,
             "seed": self.seed,
             "rows": [dict(r) for r in self.rows],
             **self.extra,
@@ -163,6 +175,7 @@ class RangeResult:
             "batch_size",
             "buckets",
             "buckets_used",
+            "padding_efficiency",
             "seed",
             "rows",
         }
@@ -182,6 +195,7 @@ class RangeResult:
             buckets=buckets if isinstance(buckets, str) else tuple(buckets),
             seed=int(record["seed"]),
             step=record.get("step"),
+            padding_efficiency=record.get("padding_efficiency"),
             extra={k: v for k, v in record.items() if k not in known},
         )
 
@@ -193,7 +207,7 @@ class CompileCounter:
     program XLA compiles or loads from the persistent compilation cache; a call that hits ``jit``'s in-memory
     cache records nothing). ``count`` and ``seconds`` cover the programs of ``name`` (``"eval_step"`` matches
     ``jit(eval_step)``); ``all_count`` every program compiled meanwhile, in any thread (small programs of eager
-    operations included, e.g. deriving PRNG keys).
+    operations included, e.g. deriving PRNG keys) and ``all_seconds`` their time.
 
         with CompileCounter("eval_step") as counter:
             ...
@@ -205,11 +219,13 @@ class CompileCounter:
         self.count = 0
         self.seconds = 0.0
         self.all_count = 0
+        self.all_seconds = 0.0
 
     def _listen(self, event: str, duration: float, **kwargs) -> None:
         if event != _BACKEND_COMPILE_EVENT:
             return
         self.all_count += 1
+        self.all_seconds += float(duration)
         if kwargs.get("fun_name") in self.names:
             self.count += 1
             self.seconds += float(duration)
@@ -310,7 +326,7 @@ def range_evaluate(
     lengths: Iterable[int],
     examples_per_length: int = 64,
     batch_size: int = 64,
-    buckets: Sequence[int] | str = POWERS_OF_TWO,
+    buckets: Sequence[int] | str = FITTED,
     seed: int = TEST_SEED,
 ) -> RangeResult:
     """Evaluate ``params`` at every length of ``lengths`` separately; one compiled program per bucket.
@@ -321,8 +337,9 @@ def range_evaluate(
       lengths: the test lengths (any order; duplicates count once), each a length the task can draw.
       examples_per_length: ``E`` examples per length.
       batch_size: rows per step ``B`` (capped at ``E``; a multiple of the devices the batch is split over).
-      buckets: ``"powers-of-two"`` (``range_buckets``), an ascending list of bucket lengths, or
-        ``"per-length"`` (no padding).
+      buckets: ``"fitted"`` (``tasks.buckets.fitted_buckets`` over the lengths, each weighing the same),
+        ``"powers-of-two"`` (``range_buckets``), an ascending list of bucket lengths, or ``"per-length"``
+        (no padding).
       seed: the base seed of the examples (``length_seed``); the test sets' by default.
 
     Returns:
@@ -340,11 +357,13 @@ def range_evaluate(
             + (f" (examples_per_length {examples} caps it)" if rows_per_step < batch_size else "")
         )
     if isinstance(buckets, str):
-        if buckets == POWERS_OF_TWO:
+        if buckets == FITTED:
+            buckets = fitted_buckets(task, values)
+        elif buckets == POWERS_OF_TWO:
             buckets = range_buckets(values)
         elif buckets != PER_LENGTH:
             raise ValueError(
-                f"buckets: expected {POWERS_OF_TWO!r}, {PER_LENGTH!r} or a list of lengths, got {buckets!r}"
+                f"buckets: expected {FITTED!r}, {POWERS_OF_TWO!r}, {PER_LENGTH!r} or a list of lengths, got {buckets!r}"
             )
     else:
         buckets = tuple(int(b) for b in buckets)
@@ -405,4 +424,5 @@ def range_evaluate(
         batch_size=rows_per_step,
         buckets=buckets if isinstance(buckets, str) else tuple(buckets),
         seed=int(seed),
+        padding_efficiency=round(padding_efficiency(task, buckets, values), 4),
     )

@@ -80,16 +80,123 @@ def test_padding_appends_zeros_and_keeps_the_rest(name):
 
 
 def test_a_training_range_above_one_compiles_once_per_bucket_it_reaches():
-    # Lengths 20..30: the default buckets (panm_jax.train.loop.default_buckets) are one, 30; the powers of two
-    # from the shortest training length are one, 32. Every batch pads to that one shape.
+    # Lengths 20..30: the default buckets (panm_jax.train.loop.default_buckets) are 24 and 30 (one bucket, 30,
+    # would compute 1.18 times the real steps); the powers of two from the shortest training length are one, 32.
+    # Every batch pads to one of those shapes.
     from panm_jax.train.loop import default_buckets
 
     task = get_task("mix", min_train_length=20, max_train_length=30)
-    assert default_buckets(task) == (30,)
+    assert default_buckets(task) == (24, 30)
     assert power_of_two_buckets(task.train_lengths.hi, task.train_lengths.lo) == (32,)
     rng = np.random.default_rng(2)
     batches = [task.train_batch(rng, 2) for _ in range(100)]
     assert len({b.targets.shape for b in batches}) == 11  # unpadded: one shape per length 20..30
-    for buckets, n in ((default_buckets(task), 30), ((32,), 32)):
+    for buckets, steps in ((default_buckets(task), {26, 32}), ((32,), {34})):
         shapes = {pad_to_bucket(b, task, buckets).inputs.shape for b in batches}
-        assert shapes == {(2, n + 2, 12)}
+        assert shapes == {(2, n, 12) for n in steps}
+
+
+# ---- fitted buckets --------------------------------------------------------------------------------------
+
+
+def _expected_cost(task, buckets, values, p):
+    """sum_n p(n) (input_steps + output_steps) of n's bucket: the smallest bucket >= n, written out here."""
+    total = 0.0
+    for n, w in zip(values, p, strict=True):
+        b = min(x for x in buckets if x >= n)
+        total += w * (task.input_steps(b) + task.output_steps(b))
+    return total
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "weights"),
+    [
+        ("copy", {}, None),
+        ("m10ae", {}, None),
+        ("reverse_string", {"max_train_length": 12}, None),
+        ("copy", {}, [0.02, 0.02, 0.3, 0.02, 0.02, 0.3, 0.02, 0.02, 0.2, 0.08]),
+    ],
+)
+def test_fitted_buckets_are_the_fewest_and_the_cheapest_by_brute_force(name, options, weights):
+    """Every bucket set that holds the longest length, tried one by one: no fewer buckets reach the target, and
+    none of as many computes less than the dynamic programme's."""
+    import itertools
+
+    from panm_jax.tasks.buckets import MAX_OVERHEAD, fitted_buckets
+
+    task = get_task(name, **options)
+    values = [int(v) for v in task.train_lengths.values()]
+    p = np.full(len(values), 1 / len(values)) if weights is None else np.asarray(weights) / np.sum(weights)
+    real = sum(w * (task.input_steps(n) + task.output_steps(n)) for n, w in zip(values, p, strict=True))
+    got = fitted_buckets(task, values, None if weights is None else weights)
+    assert got[-1] == values[-1] and list(got) == sorted(set(got)) and set(got) <= set(values)
+    k = len(got)
+    assert _expected_cost(task, got, values, p) <= MAX_OVERHEAD * real * (1 + 1e-9)
+    best = {}
+    for size in (k - 1, k):
+        if size < 1:
+            continue
+        best[size] = min(
+            _expected_cost(task, (*rest, values[-1]), values, p)
+            for rest in itertools.combinations(values[:-1], size - 1)
+        )
+    if k - 1 in best:
+        assert best[k - 1] > MAX_OVERHEAD * real  # one bucket fewer cannot reach the target
+    assert _expected_cost(task, got, values, p) == pytest.approx(best[k], rel=1e-12)
+
+
+def test_fitted_buckets_on_copy_and_on_the_chomsky_range():
+    from panm_jax.tasks.buckets import fitted_buckets, padding_efficiency
+
+    copy = get_task("copy")
+    assert fitted_buckets(copy, range(1, 11)) == (2, 4, 6, 8, 10)
+    # Copy: input n + 2 and output n steps; real 2n + 2 summed over 1..10 is 130, padded (2, 4, 6, 8, 10) is 140.
+    assert padding_efficiency(copy, (2, 4, 6, 8, 10), range(1, 11)) == pytest.approx(130 / 140)
+    assert padding_efficiency(copy, (1, 2, 4, 8, 10), range(1, 11)) == pytest.approx(130 / 146)
+    assert padding_efficiency(copy, "per-length", range(1, 11)) == pytest.approx(1.0)
+    chomsky = get_task("reverse_string")
+    lengths = range(41, 501)
+    fitted = fitted_buckets(chomsky, lengths)
+    assert len(fitted) == 9 and fitted[-1] == 500
+    assert padding_efficiency(chomsky, fitted, lengths) >= 1 / 1.10
+    assert padding_efficiency(chomsky, power_of_two_buckets(500, 41), lengths) < 0.75
+    assert len(fitted_buckets(chomsky, lengths, max_overhead=1.0)) == 16  # exact lengths need 460: the cap
+    assert fitted_buckets(chomsky, lengths, max_overhead=2.0) == (500,)
+
+
+def test_training_length_distribution():
+    from panm_jax.tasks.buckets import padding_efficiency, training_length_distribution
+
+    copy = get_task("copy")  # one length per batch, uniform over 1..10
+    values, p = training_length_distribution(copy, 128)
+    assert values.tolist() == list(range(1, 11)) and np.allclose(p, 0.1)
+    _, p3 = training_length_distribution(copy, 128, seeds=3)  # the longest of three batches
+    assert np.allclose(p3, [(k / 10) ** 3 - ((k - 1) / 10) ** 3 for k in range(1, 11)])
+    # Three seeds padded to the longest of their batches: the real steps are each batch's own.
+    buckets = (2, 4, 6, 8, 10)
+    computed = sum(q * (2 * b + 2) for q, b in zip(p3, (2, 2, 4, 4, 6, 6, 8, 8, 10, 10), strict=True))
+    assert padding_efficiency(copy, buckets, values, p, seeds=3) == pytest.approx(13 / computed)
+    # Each example its own length: the largest of the batch's lengths, estimated against draws.
+    task = get_task("m10ae")
+    values, p = training_length_distribution(task, 4)
+    rng = np.random.default_rng(0)
+    drawn = np.array([task.sample_lengths(rng, 4).max() for _ in range(20_000)])
+    freq = np.array([(drawn == v).mean() for v in values])
+    assert np.abs(freq - p).max() < 0.015 and p.sum() == pytest.approx(1.0)
+    # A task with a sampler of its own (Dyck): estimated from its draws, summing to one.
+    values, p = training_length_distribution(get_task("dyck"), 8)
+    assert p.sum() == pytest.approx(1.0) and (p >= 0).all()
+
+
+def test_fitted_bucket_errors():
+    from panm_jax.tasks.buckets import fitted_buckets
+
+    task = get_task("copy")
+    with pytest.raises(
+        ValueError, match=r"lengths: expected a non-empty strictly ascending list of lengths, got \[3, 2\]"
+    ):
+        fitted_buckets(task, [3, 2])
+    with pytest.raises(ValueError, match=r"weights: expected 2 non-negative finite numbers with a positive sum"):
+        fitted_buckets(task, [2, 3], [1.0, -1.0])
+    with pytest.raises(ValueError, match="max_overhead: expected"):
+        fitted_buckets(task, [2, 3], max_overhead=0.5)

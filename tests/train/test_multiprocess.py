@@ -159,8 +159,10 @@ def _assert_matches_single(workdir: Path, records: list[dict], single: dict, ret
         [losses[s] for s in sorted(losses)], [single["losses"][s] for s in sorted(losses)], rtol=2e-5, atol=1e-6
     )
     first = records[0]["results"]
-    for r in records[1:]:  # every process computed the same (global) evaluation
-        assert r["results"] == first
+    for r in records[1:]:  # every process computed the same (global) evaluation; each timed its own training
+        assert {k: v for k, v in r["results"].items() if k != "training"} == {
+            k: v for k, v in first.items() if k != "training"
+        }
     assert json.loads((workdir / "results.json").read_text()) == first  # written once, by process 0
     assert first["step"] == single["results"]["step"]
     got, want = _metric_rows(first), _metric_rows(single["results"])

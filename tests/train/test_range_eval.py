@@ -16,11 +16,14 @@ import numpy as np
 import pytest
 
 from panm_jax.cli import main
+from panm_jax.tasks import get_task
+from panm_jax.tasks.buckets import fitted_buckets, padding_efficiency
 from panm_jax.train.checkpoint import Checkpointer
 from panm_jax.train.config import load_config
 from panm_jax.train.loop import Run, train_and_evaluate
 from panm_jax.train.range_eval import (
     PER_LENGTH,
+    POWERS_OF_TWO,
     RangeResult,
     length_batches,
     length_seed,
@@ -86,7 +89,7 @@ def test_range_compiles_once_per_bucket_and_padding_is_inert(trained):
     workdir, config = trained
     run, traces = _counted_run(config)
     params = _best_params(run, workdir)
-    result = range_evaluate(run, params, LENGTHS, EXAMPLES, BATCH, seed=7)
+    result = range_evaluate(run, params, LENGTHS, EXAMPLES, BATCH, buckets=POWERS_OF_TWO, seed=7)
 
     buckets = range_buckets(LENGTHS)
     assert buckets == (8, 16, 32, 64) and result.buckets == buckets
@@ -134,6 +137,16 @@ def test_range_compiles_once_per_bucket_and_padding_is_inert(trained):
 
     assert RangeResult.from_record(json.loads(json.dumps(result.to_record()))) == result
 
+    # The default buckets, fitted to the lengths: more programs, fewer padded steps, the same numbers.
+    fitted = range_evaluate(run, params, LENGTHS, EXAMPLES, BATCH, seed=7)
+    assert fitted.buckets == fitted_buckets(run.task, LENGTHS) == fitted.buckets_used
+    assert fitted.padding_efficiency >= 1 / 1.10 > 0.8 > result.padding_efficiency
+    assert result.padding_efficiency == pytest.approx(padding_efficiency(run.task, buckets, LENGTHS), abs=1e-4)
+    for n in LENGTHS:
+        a, b = fitted.per_length[n], result.per_length[n]
+        assert a["token_accuracy"] == b["token_accuracy"] and a["loss"] == pytest.approx(b["loss"], rel=1e-5)
+    assert RangeResult.from_record(json.loads(json.dumps(fitted.to_record()))) == fitted
+
 
 def test_range_evaluate_rejects_bad_arguments(trained):
     _, config = trained
@@ -144,7 +157,7 @@ def test_range_evaluate_rejects_bad_arguments(trained):
         range_evaluate(run, run.state.params, [])
     with pytest.raises(ValueError, match=r"examples_per_length: expected a positive integer, got 0"):
         range_evaluate(run, run.state.params, [6], examples_per_length=0)
-    with pytest.raises(ValueError, match=r"buckets: expected 'powers-of-two', 'per-length' or a list"):
+    with pytest.raises(ValueError, match=r"buckets: expected 'fitted', 'powers-of-two', 'per-length' or a list"):
         range_evaluate(run, run.state.params, [6], buckets="pow2")
     with pytest.raises(ValueError, match=r"buckets: expected a bucket holding 40 input and 40 output steps"):
         range_evaluate(run, run.state.params, [40], buckets=(8, 16))
@@ -158,12 +171,13 @@ def test_cli_eval_lengths_writes_range_files_and_table(trained, capsys, tmp_path
     record = json.loads((workdir / "range.json").read_text())
     assert (record["task"], record["model"], record["step"], record["lengths"]) == ("reverse_string", "lstm", 2, "6-40")
     assert [r["length"] for r in record["rows"]] == list(LENGTHS) and record["examples_per_length"] == 4
-    assert record["compiles"] == 4 and record["buckets_used"] == [8, 16, 32, 64] and record["train_lengths"] == [1, 5]
+    fitted = list(fitted_buckets(get_task("reverse_string"), LENGTHS))  # (10, 15, ..., 40): 7 buckets
+    assert record["compiles"] == 7 and record["buckets_used"] == fitted and record["train_lengths"] == [1, 5]
     assert record["score"] == pytest.approx(np.mean([r["token_accuracy"] for r in record["rows"]]))
     csv_lines = (workdir / "range.csv").read_text().splitlines()
     assert csv_lines[0].startswith("length,bucket,token_accuracy,") and len(csv_lines) == 1 + len(LENGTHS)
     assert (workdir / "range.png").read_bytes()[:4] == b"\x89PNG"
-    assert "mean (35 lengths)" in out and "4 compilation(s) of the eval step for 4 bucket(s)" in out
+    assert "mean (35 lengths)" in out and "7 compilation(s) of the eval step for 7 bucket(s)" in out
     assert "wall time" in out and "wrote" in out
     assert not list(workdir.glob(".range*"))  # no temporary files left
 

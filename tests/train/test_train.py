@@ -19,10 +19,11 @@ import jax
 import numpy as np
 import pytest
 
+from panm_jax.tasks.buckets import padding_efficiency, training_length_distribution
 from panm_jax.train.checkpoint import Checkpointer, CheckpointError
 from panm_jax.train.config import OptimizerConfig, TrainConfig, load_config
 from panm_jax.train.io import read_jsonl
-from panm_jax.train.loop import Run, train_and_evaluate, training_batch
+from panm_jax.train.loop import Run, default_buckets, train_and_evaluate, training_batch
 from tests.train.tiny import FINISHED, TINY, tiny_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -167,6 +168,17 @@ def test_train_and_evaluate_writes_results(finished_run):
     assert sorted(ckpt.latest.all_steps()) == [4, 8]
     assert ckpt.best_meta()["mode"] == "L"
     ckpt.close()
+    # What the training cost: its wall and compile time, steps per second, its buckets and their efficiency.
+    cost = results["training"]
+    config = TrainConfig.from_dict(results["config"])
+    task = config.build_task()
+    buckets = default_buckets(task, config.batch_size)
+    assert cost["buckets"] == list(buckets) and cost["seeds_together"] == 1
+    assert cost["steps"] == cost["timed_steps"] == 8
+    assert 0 < cost["compile_seconds"] < cost["wall_seconds"]
+    assert cost["steps_per_second"] == pytest.approx(8 / cost["wall_seconds"], rel=1e-2)
+    lengths, weights = training_length_distribution(task, config.batch_size)
+    assert cost["padding_efficiency"] == pytest.approx(padding_efficiency(task, buckets, lengths, weights), abs=1e-4)
 
 
 def test_random_base_at_eval_gets_a_fixed_key_per_batch(tmp_path):
@@ -269,9 +281,11 @@ def test_kill_9_then_resume_is_bit_identical(tmp_path):
     for step in straight:  # bit-identical: float equality of every logged metric
         for key in ("loss", "token_accuracy", "grad_norm"):
             assert resumed[step][key] == straight[step][key], (step, key, kill_at)
-    a = json.loads((tmp_path / "straight" / "results.json").read_text())["modes"]
-    b = json.loads((killed_dir / "results.json").read_text())["modes"]
-    assert a == b
+    a = json.loads((tmp_path / "straight" / "results.json").read_text())
+    b = json.loads((killed_dir / "results.json").read_text())
+    assert a["modes"] == b["modes"]
+    # The killed run's cost adds the time its checkpoint recorded to the resumed part's: every step is timed.
+    assert b["training"]["steps"] == b["training"]["timed_steps"] == 16
 
 
 # ---- data parallelism: 4 CPU devices equal 1 -------------------------------------------------
