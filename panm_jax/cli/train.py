@@ -3,6 +3,7 @@
     panm-jax train --task copy --model panm --workdir runs/copy-panm
     panm-jax train --config configs/demo.toml --set model_options.hidden=128 --set num_steps=500
     panm-jax train --task copy --model panm --seeds 0,1,2
+    panm-jax train --task copy --model panm --seeds 0,1 --learning-rates 1e-3,3e-4,1e-4 --workdir runs/grid
 
 The whole config is checked before anything is created: a user's mistake (a
 bad config field, a workdir in use by another run or holding a run of other
@@ -16,6 +17,7 @@ exits with code 130, saying from which step the same command resumes.
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from pathlib import Path
@@ -63,6 +65,14 @@ def register(subparsers) -> None:
         metavar="S1,S2,...",
         help="train several seeds of the same settings together, in one compiled program (each seed's "
         "folder is what its single run writes); with --workdir W, seed S goes to W/s<S>",
+    )
+    p.add_argument(
+        "--learning-rates",
+        metavar="R1,R2,...",
+        dest="learning_rates",
+        help="train the seeds (--seeds, or the one seed) at each of these learning rates, all together in one "
+        "compiled program, replacing optimizer.learning_rate (each member's folder is what its single run "
+        "writes); with --workdir W, rate R and seed S go to W/lr<R>/s<S> (e.g. W/lr3e-4/s0)",
     )
     p.add_argument(
         "--on-nan",
@@ -210,7 +220,13 @@ def _guarded(train, workdirs: list[Path]) -> list[dict] | int:
 
 def _failed(records: list[dict]) -> int:
     """Exit code 1, with a line, when a results record says the run failed; else 0."""
-    failed = [f"seed {r['config']['seed']}: {r['failed']}" for r in records if r.get("failed")]
+    rates = {r["config"]["optimizer"]["learning_rate"] for r in records}
+
+    def who(r: dict) -> str:
+        rate = f", learning rate {r['config']['optimizer']['learning_rate']:g}" if len(rates) > 1 else ""
+        return f"seed {r['config']['seed']}{rate}"
+
+    failed = [f"{who(r)}: {r['failed']}" for r in records if r.get("failed")]
     if failed:
         return _error("; ".join(failed), code=1)
     return 0
@@ -223,11 +239,12 @@ def _train(args) -> int:
 
     _check_workdir_arg(args.workdir)
     seeds = _parse_seeds(args)
+    rates = _parse_learning_rates(args)
     config = _config_from_args(args)  # the whole config is checked before anything is created
     maybe_initialize_distributed()  # before the first JAX call below (a multi-process run: docs/distributed.md)
     console = Console(quiet=not is_primary())  # with several processes, process 0 alone prints
-    if seeds is not None:
-        return _train_seeds(args, config, seeds, console)
+    if seeds is not None or rates is not None:
+        return _train_seeds(args, config, seeds or [config.seed], rates, console)
     workdir = Path(args.workdir or f"runs/{config.task}-{config.model}-s{config.seed}")
     console.print(
         f"[bold]panm-jax train[/] {config.model} on {config.task} -> {workdir} "
@@ -268,17 +285,52 @@ def _parse_seeds(args) -> list[int] | None:
     return seeds
 
 
-def _train_seeds(args, config, seeds: list[int], console: Console) -> int:
-    from panm_jax.train import report
-    from panm_jax.train.seeds import train_seeds
+def _parse_learning_rates(args) -> list[float] | None:
+    """``--learning-rates 1e-3,3e-4`` -> ``[0.001, 0.0003]`` (None without it); anything but distinct positive
+    finite numbers, and ``--lr`` beside it, refused."""
+    if args.learning_rates is None:
+        return None
+    if args.lr is not None:
+        raise UserError("--learning-rates: give either --lr or --learning-rates, not both")
+    try:
+        rates = [float(p) for p in args.learning_rates.split(",")]
+    except ValueError:
+        rates = []
+    if not rates or not all(math.isfinite(r) and r > 0 for r in rates):
+        raise UserError(
+            f"--learning-rates: expected comma-separated positive numbers (e.g. 1e-3,3e-4,1e-4), got "
+            f"{args.learning_rates!r}"
+        )
+    if len(set(rates)) != len(rates):
+        raise UserError(f"--learning-rates: expected distinct learning rates, got {args.learning_rates!r}")
+    return rates
 
-    configs = [config.replace(seed=s) for s in seeds]
-    if args.workdir:
-        workdirs = [Path(args.workdir) / f"s{s}" for s in seeds]
+
+def _train_seeds(args, config, seeds: list[int], rates: list[float] | None, console: Console) -> int:
+    """Train ``seeds`` together; with ``rates``, the grid of every rate x every seed, member (r, s) in
+    ``W/lr<r>/s<s>`` (``rate_name``)."""
+    import dataclasses
+
+    from panm_jax.train import report
+    from panm_jax.train.seeds import rate_name, train_seeds
+
+    if rates is None:
+        configs = [config.replace(seed=s) for s in seeds]
+        names = [f"s{s}" for s in seeds]
     else:
-        workdirs = [Path(f"runs/{config.task}-{config.model}-s{s}") for s in seeds]
+        configs = [
+            config.replace(seed=s, optimizer=dataclasses.replace(config.optimizer, learning_rate=r))
+            for r in rates
+            for s in seeds
+        ]
+        names = [f"{rate_name(r)}/s{s}" for r in rates for s in seeds]
+    if args.workdir:
+        workdirs = [Path(args.workdir) / name for name in names]
+    else:
+        workdirs = [Path(f"runs/{config.task}-{config.model}-{name.replace('/', '-')}") for name in names]
+    grid = "" if rates is None else f" x learning rates {','.join(f'{r:g}' for r in rates)}"
     console.print(
-        f"[bold]panm-jax train[/] {config.model} on {config.task}, seeds {','.join(map(str, seeds))} "
+        f"[bold]panm-jax train[/] {config.model} on {config.task}, seeds {','.join(map(str, seeds))}{grid} "
         f"together -> {', '.join(map(str, workdirs))} ({jax.device_count()} x "
         f"{jax.devices()[0].device_kind})"
     )
@@ -294,6 +346,9 @@ def _train_seeds(args, config, seeds: list[int], console: Console) -> int:
     )
     if isinstance(records, int):
         return records
-    report.print_seed_summary(records, console)
+    for i in range(0, len(records), len(seeds)):  # one table per learning rate
+        if rates is not None:
+            console.print(f"learning rate {rates[i // len(seeds)]:g}:")
+        report.print_seed_summary(records[i : i + len(seeds)], console)
     console.print(f"wrote results.json (.csv, .md) and accuracy.png in each of {', '.join(map(str, workdirs))}")
     return _failed(records)

@@ -287,8 +287,9 @@ def training_cost(pieces: Pieces, steps: int, cost: dict[str, float]) -> dict[st
     over the steps those invocations timed (``timed_steps``: fewer than ``steps`` when the run resumed from
     a checkpoint that recorded no time); the ``buckets`` its batches were padded to and their
     ``padding_efficiency`` (real / computed time steps over its length distribution,
-    ``tasks.buckets.padding_efficiency``), and the ``seeds_together`` in its program (their batches padded to
-    the longest of them)."""
+    ``tasks.buckets.padding_efficiency``; the batches of the seeds trained together are padded to the longest,
+    those of members sharing a seed are the same), and the ``seeds_together`` in its program (members of a grid
+    of seeds x learning rates included)."""
     from panm_jax.tasks.buckets import padding_efficiency, training_length_distribution
 
     c = pieces.configs[0]
@@ -302,7 +303,10 @@ def training_cost(pieces: Pieces, steps: int, cost: dict[str, float]) -> dict[st
         "steps_per_second": round(timed / cost["wall_seconds"], 3) if timed and cost["wall_seconds"] > 0 else None,
         "buckets": list(pieces.buckets),
         "padding_efficiency": round(
-            padding_efficiency(pieces.task, pieces.buckets, lengths, weights, seeds=pieces.size), 4
+            padding_efficiency(
+                pieces.task, pieces.buckets, lengths, weights, seeds=len({cs.seed for cs in pieces.configs})
+            ),
+            4,
         ),
         "seeds_together": pieces.size,
     }

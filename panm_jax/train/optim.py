@@ -1,7 +1,15 @@
-"""Optimisers from config: every optimiser, schedule and clip comes from optax."""
+"""Optimisers from config: every optimiser, schedule and clip comes from optax.
+
+The learning rate may be given apart from the config, as a traced scalar
+(``make_optimizer(config, num_steps, learning_rate=lr)`` inside a jitted step):
+the transformation then has the same state structure and the same arithmetic
+for every rate, so runs at several rates are one compiled program, ``vmap``
+over their rates (``train/seeds.py``).
+"""
 
 from __future__ import annotations
 
+import jax
 import optax
 
 from panm_jax import checks
@@ -11,8 +19,12 @@ from panm_jax.train.config import OptimizerConfig
 __all__ = ["make_optimizer", "paper_optimizer"]
 
 
-def make_schedule(config: OptimizerConfig, num_steps: int) -> optax.Schedule:
-    lr = config.learning_rate
+def make_schedule(
+    config: OptimizerConfig, num_steps: int, learning_rate: float | jax.Array | None = None
+) -> optax.Schedule:
+    """``config``'s schedule over ``num_steps`` peaking at ``learning_rate`` (a float, or a [] float32 array that
+    may be traced; ``None``: ``config.learning_rate``)."""
+    lr = config.learning_rate if learning_rate is None else learning_rate
     if config.schedule == "constant":
         if config.warmup_steps:
             return optax.join_schedules(
@@ -22,11 +34,19 @@ def make_schedule(config: OptimizerConfig, num_steps: int) -> optax.Schedule:
         return optax.constant_schedule(lr)
     if config.schedule == "cosine":
         return optax.cosine_decay_schedule(lr, max(num_steps, 1))
-    return optax.warmup_cosine_decay_schedule(0.0, lr, max(config.warmup_steps, 1), max(num_steps, 2))
+    # optax.warmup_cosine_decay_schedule(0.0, lr, warmup, steps), written out: it compares its peak with 0.0 in
+    # Python, which a traced rate cannot answer.
+    warmup, steps = max(config.warmup_steps, 1), max(num_steps, 2)
+    return optax.join_schedules(
+        [optax.linear_schedule(0.0, lr, warmup), optax.cosine_decay_schedule(lr, steps - warmup)], [warmup]
+    )
 
 
-def make_optimizer(config: OptimizerConfig, num_steps: int) -> optax.GradientTransformation:
-    """Clip (values, then global norm, if set), then the optimiser with its schedule over ``num_steps``.
+def make_optimizer(
+    config: OptimizerConfig, num_steps: int, learning_rate: float | jax.Array | None = None
+) -> optax.GradientTransformation:
+    """Clip (values, then global norm, if set), then the optimiser with its schedule over ``num_steps``, at
+    ``learning_rate`` (``None``: ``config.learning_rate``; a [] float32 array, possibly traced: module docstring).
 
     Raises ``UserError`` for a ``config`` that is not an ``OptimizerConfig``, a ``num_steps`` that is not a
     positive integer, and a warmup longer than the run (as ``TrainConfig`` does).
@@ -36,7 +56,7 @@ def make_optimizer(config: OptimizerConfig, num_steps: int) -> optax.GradientTra
     checks.positive_int("num_steps", num_steps)
     if config.warmup_steps > num_steps:
         raise UserError(f"optimizer.warmup_steps: expected at most num_steps ({num_steps}), got {config.warmup_steps}")
-    schedule = make_schedule(config, num_steps)
+    schedule = make_schedule(config, num_steps, learning_rate)
     if config.name == "rmsprop":
         # PyTorch's RMSprop (eps_in_sqrt false): v = a v + (1 - a) g^2; b = m b + g / (sqrt(v) + eps);
         # theta -= lr b. optax scales by the learning rate before its momentum trace, the same

@@ -1,4 +1,5 @@
-"""``train_seeds(configs, workdirs)``: several seeds of one run trained together, in one compiled program.
+"""``train_seeds(configs, workdirs)``: several seeds (and learning rates) of one run trained together, in one
+compiled program.
 
 A length-generalisation table is the mean of several seeds (5 in Le et al. 2024)
 of the same model, task and settings. One PANM step at batch 128 leaves a GPU
@@ -11,30 +12,49 @@ parameters on the shared validation and test sets. ``SeedGroup`` holds these
 pieces; the loop that drives them is the single run's (``train/engine.py``,
 where a single run is the one-seed case with unbatched programs).
 
-Each seed keeps its own run folder, exactly what ``train_and_evaluate`` of that
-seed alone writes: ``config.json``, ``metrics.jsonl``, ``checkpoints/``, ``best/``,
-``results.*``, ``accuracy.png`` and the folder's lock. A seed's checkpoints are
-the single run's, so any seed can be resumed, evaluated or plotted on its own
-(``panm-jax train``, ``eval``, ``plot``), and a seed trained alone can join a
+Grids of seeds x learning rates (Delétang et al. 2023 train each cell at 10
+seeds x 3 learning rates) are the same group: its S members are configs that
+may differ in ``seed`` and ``optimizer.learning_rate`` and in nothing else. The
+learning rate enters the step as data, an ``[S]`` float32 array ``vmap``-ped
+beside the states: each member's optimiser is built inside the step from its
+traced rate (``make_optimizer(..., learning_rate=lr)``, ``train/optim.py``), with
+the state structure and the arithmetic of the single run at that rate, so the
+members differ in data only and share one program, whatever the optimiser and
+schedule. Members of one seed start from the same initial state and read the
+same batches (the batch of step t is a function of ``(seed, t)``).
+``panm-jax train --seeds 0,1 --learning-rates 1e-3,3e-4`` writes member
+(rate r, seed s) to ``WORKDIR/lr<r>/s<s>``, the rate spelt by ``rate_name``
+(``lr1e-3/s0``); ``train/grid.py`` picks each cell's best member.
+
+Each member keeps its own run folder, exactly what ``train_and_evaluate`` of
+that member's config alone writes: ``config.json`` (with the member's seed and
+learning rate), ``metrics.jsonl``, ``checkpoints/``, ``best/``, ``results.*``,
+``accuracy.png`` and the folder's lock. A member's checkpoints are the single
+run's, so any member can be resumed, evaluated or plotted on its own
+(``panm-jax train``, ``eval``, ``plot``), and a run trained alone can join a
 batched resume.
 
-Equality with single runs: the same initial states, batches, keys, selection rule
-and evaluation sets, so the same numbers up to floating-point rounding. Not
-bit-identical, for two reasons: XLA compiles the batched program's contractions
-(a ``[S, B, ...]`` dot) with other kernels and summation orders than the single
-ones, and when the seeds' batches of one step fall into different length
-buckets, the shorter are padded to the longest (padding is inert: masked steps
-change no output and no gradient, but the padded program rounds differently).
-``tests/train/test_seeds.py`` checks 3 batched seeds against 3 single runs.
+Equality with single runs: the same initial states, batches, keys, learning
+rates, selection rule and evaluation sets, so the same numbers up to
+floating-point rounding. Not bit-identical, for two reasons: XLA compiles the
+batched program's contractions (a ``[S, B, ...]`` dot) with other kernels and
+summation orders than the single ones, and when the members' batches of one
+step fall into different length buckets, the shorter are padded to the longest
+(padding is inert: masked steps change no output and no gradient, but the
+padded program rounds differently). ``tests/train/test_seeds.py`` checks 3
+batched seeds against 3 single runs and a grid of 2 seeds x 2 learning rates
+against its 4 single runs; ``tests/train/test_grid.py`` checks the traced rate
+against the single run's constant one for every optimiser and schedule.
 
-Resume is per seed: each folder resumes from its own latest checkpoint. When
-the seeds stand at different steps (one trained further alone, or a crash
-between the seeds' saves), the ones behind train first, the others' states held
-(``where(active, new, old)`` in the step, no recompilation), until all stand at
-the same step; from there all advance together (a program without the masking).
+Resume is per member: each folder resumes from its own latest checkpoint. When
+the members stand at different steps (one trained further alone, or a crash
+between the members' saves), the ones behind train first, the others' states
+held (``where(active, new, old)`` in the step, no recompilation), until all
+stand at the same step; from there all advance together (a program without the
+masking).
 
 Differences from single runs, by design: a NaN loss under ``on_nan = "stop"``
-in one seed stops all of them (each keeps its checkpoints); ``max_minutes`` is
+in one member stops all of them (each keeps its checkpoints); ``max_minutes`` is
 one budget for the group. Batches are sharded over the devices of the mesh on
 their batch axis (``B``), states replicated, as in a single run.
 """
@@ -79,7 +99,10 @@ from panm_jax.train.sharding import (
 )
 from panm_jax.train.steps import init_train_state, make_eval_step, make_train_step
 
-__all__ = ["SeedGroup", "check_seed_configs", "stack", "train_seeds", "unstack"]
+__all__ = ["SeedGroup", "check_seed_configs", "rate_name", "stack", "train_seeds", "unstack"]
+
+# The settings in which the members of one group may differ.
+MEMBER_FIELDS = ("seed", "optimizer.learning_rate")
 
 
 def stack(trees: Sequence[Any]) -> Any:
@@ -92,28 +115,53 @@ def unstack(tree: Any, index: int) -> Any:
     return jax.tree_util.tree_map(lambda x: np.asarray(x)[index], jax.device_get(tree))
 
 
+def rate_name(learning_rate: float) -> str:
+    """A learning rate as a member's folder names it: ``3e-4`` -> ``"lr3e-4"`` (the shortest exact spelling, so
+    ``0.0003`` and ``3e-4`` name one folder)."""
+    return "lr" + np.format_float_scientific(learning_rate, trim="-", exp_digits=1)
+
+
+def _settings(config: TrainConfig) -> dict[str, Any]:
+    """``{dotted field: value}`` of ``config`` as given (``dataclasses.asdict``, not ``to_dict``, which builds the
+    task to name its mode), nested dataclasses flattened one level (``optimizer.momentum``)."""
+    out = {}
+    for key, value in dataclasses.asdict(config).items():
+        if key == "optimizer":
+            out.update({f"optimizer.{k}": v for k, v in value.items()})
+        else:
+            out[key] = value
+    return out
+
+
+def _member(config: TrainConfig) -> str:
+    return f"seed {config.seed}, learning rate {config.optimizer.learning_rate:g}"
+
+
 def check_seed_configs(configs: Sequence[TrainConfig]) -> None:
-    """The configs must be one run's settings with distinct seeds; raises ``UserError`` naming what differs."""
+    """The configs must be one run's settings with distinct ``(seed, optimizer.learning_rate)`` members; raises
+    ``UserError`` naming what differs."""
     if not configs:
         raise UserError("seeds: expected at least one seed, got none")
-    seeds = [c.seed for c in configs]
-    if len(set(seeds)) != len(seeds):
-        raise UserError(f"seeds: expected distinct seeds, got {seeds}")
-    # The fields as given (dataclasses.asdict, not to_dict, which builds each config's task to name its mode).
-    first = {k: v for k, v in dataclasses.asdict(configs[0]).items() if k != "seed"}
+    members = [(c.seed, c.optimizer.learning_rate) for c in configs]
+    if len(set(members)) != len(members):
+        if len({rate for _, rate in members}) == 1:
+            raise UserError(f"seeds: expected distinct seeds, got {[seed for seed, _ in members]}")
+        raise UserError(f"seeds: expected distinct (seed, learning rate) members, got {members}")
+    first = {k: v for k, v in _settings(configs[0]).items() if k not in MEMBER_FIELDS}
     for c in configs[1:]:
-        other = {k: v for k, v in dataclasses.asdict(c).items() if k != "seed"}
+        other = {k: v for k, v in _settings(c).items() if k not in MEMBER_FIELDS}
         diff = sorted(k for k in first if first[k] != other.get(k))
         if diff:
             raise UserError(
-                f"seeds: the runs trained together must differ only in their seed; seed {c.seed} "
-                f"differs from seed {configs[0].seed} in {diff}"
+                "seeds: the runs trained together must differ only in their seed and learning rate; "
+                f"{_member(c)} differs from {_member(configs[0])} in {diff}"
             )
 
 
 class SeedGroup:
-    """The pieces of S seeds of one configured run: the task, the stacked train state ``[S, ...]`` on the
-    mesh, and the seed-batched train and eval steps."""
+    """The pieces of S members (seeds, learning rates) of one configured run: the task, the stacked train state
+    ``[S, ...]`` and the members' learning rates ``[S]`` on the mesh, and the member-batched train and eval
+    steps."""
 
     def __init__(self, configs: Sequence[TrainConfig]):
         check_seed_configs(configs)
@@ -121,9 +169,8 @@ class SeedGroup:
         self.configs = list(configs)
         c = self.config = configs[0]
         self.task = c.build_task()
-        self.optimizer = make_optimizer(c.optimizer, c.num_steps)
         states = []
-        for cs in configs:  # each seed's initial state, exactly a single run's (Run in train/loop.py)
+        for cs in configs:  # each member's initial state, exactly a single run's (Run in train/loop.py)
             model = build_model(
                 cs.model,
                 input_size=self.task.input_size,
@@ -131,39 +178,48 @@ class SeedGroup:
                 seed=cs.seed,
                 config=cs.model_config,
             )
-            self.graphdef, state = init_train_state(model, self.optimizer, seed=cs.seed)
+            optimizer = make_optimizer(cs.optimizer, cs.num_steps)
+            self.graphdef, state = init_train_state(model, optimizer, seed=cs.seed)
             states.append(jax.device_get(state))
-        self.template = states[0]  # the structure of one seed's state, for restoring checkpoints
+        self.template = states[0]  # the structure of one member's state, for restoring checkpoints
         self.mesh = make_mesh()
         check_batch_sizes(c, self.mesh.devices.size)
         self.state = replicate(stack(states), self.mesh)
-        self.buckets = tuple(c.buckets) or default_buckets(self.task)
+        # [S] float32: each member's rate, data of the one program (module docstring).
+        rates = np.asarray([cs.optimizer.learning_rate for cs in configs], np.float32)
+        self.learning_rates = replicate(rates, self.mesh)
+        self.buckets = tuple(c.buckets) or default_buckets(
+            self.task,
+            c.batch_size,
+            len({cs.seed for cs in self.configs}),  # the data streams padded together
+        )
         self.modes = tuple(c.eval_modes) or tuple(self.task.test_modes)
         train_step = make_train_step(
             self.graphdef,
-            self.optimizer,
+            lambda learning_rate: make_optimizer(c.optimizer, c.num_steps, learning_rate=learning_rate),
             self.task,
             skip_nonfinite=c.on_nan == "skip-batch",
             compute_dtype=c.compute_dtype,
         )
 
-        def masked_step(state, batch, active):
-            # An inactive seed (ahead of the others after a resume) keeps its state: step, key and all.
-            new, metrics = train_step(state, batch)
+        def masked_step(state, batch, learning_rate, active):
+            # An inactive member (ahead of the others after a resume) keeps its state: step, key and all.
+            new, metrics = train_step(state, batch, learning_rate)
             return jax.tree_util.tree_map(lambda n, o: jnp.where(active, n, o), new, state), metrics
 
-        # Two programs: every seed advancing (the usual case, nothing but the vmapped step), and the masked
-        # one, compiled only when a resume finds the seeds at different steps.
+        # Two programs: every member advancing (the usual case, nothing but the vmapped step), and the masked
+        # one, compiled only when a resume finds the members at different steps.
         self._step_all = jax.jit(jax.vmap(train_step), donate_argnums=0)
         self._step_masked = jax.jit(jax.vmap(masked_step), donate_argnums=0)
         eval_step = make_eval_step(self.graphdef, self.task, compute_dtype=c.compute_dtype)
         self.eval_step = jax.jit(jax.vmap(eval_step, in_axes=(0, None, None)))
 
     def train_step(self, state, batch, active: Sequence[bool]):
-        """Advance the seeds whose ``active`` entry is true (all of them: ``jit(vmap(train_step))``)."""
+        """Advance the members whose ``active`` entry is true (all of them: ``jit(vmap(train_step))``), each at
+        its learning rate."""
         if all(active):
-            return self._step_all(state, batch)
-        return self._step_masked(state, batch, jnp.asarray(active))
+            return self._step_all(state, batch, self.learning_rates)
+        return self._step_masked(state, batch, self.learning_rates, jnp.asarray(active))
 
     @property
     def size(self) -> int:
@@ -192,7 +248,11 @@ class SeedGroup:
 
     def description(self) -> str:
         c = self.config
-        return f"{c.model} on {c.task}, seeds {','.join(str(cs.seed) for cs in self.configs)}"
+        seeds = ",".join(str(seed) for seed in dict.fromkeys(cs.seed for cs in self.configs))
+        rates = dict.fromkeys(f"{cs.optimizer.learning_rate:g}" for cs in self.configs)
+        return f"{c.model} on {c.task}, seeds {seeds}" + (
+            f" x learning rates {','.join(rates)}" if len(rates) > 1 else ""
+        )
 
     def unstack(self, state, index: int):
         return unstack(state, index)
@@ -221,12 +281,13 @@ def train_seeds(
     console: Console | None = None,
     allow_unverified: bool = False,
 ) -> list[dict[str, Any]]:
-    """Train the seeds of ``configs`` (one run's settings, distinct seeds) together, seed s in
-    ``workdirs[s]`` (resuming each from its checkpoints); returns each seed's results record, the one
-    ``train_and_evaluate(configs[s], workdirs[s])`` returns.
+    """Train the members of ``configs`` (one run's settings, distinct seeds or learning rates: module docstring)
+    together, member s in ``workdirs[s]`` (resuming each from its checkpoints); returns each member's results
+    record, the one ``train_and_evaluate(configs[s], workdirs[s])`` returns.
 
-    Raises ``UserError`` when the configs differ in more than their seed, ``WorkdirBusy`` when another run
-    holds one of the folders, ``CheckpointError`` and ``NonFiniteLossError`` as ``train_and_evaluate`` does.
+    Raises ``UserError`` when the configs differ in more than their seed and learning rate, ``WorkdirBusy`` when
+    another run holds one of the folders, ``CheckpointError`` and ``NonFiniteLossError`` as
+    ``train_and_evaluate`` does.
     """
     check_seed_configs(configs)
     if len(workdirs) != len(configs):

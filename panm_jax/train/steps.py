@@ -27,6 +27,7 @@ range, so no loss scaling is needed; float16, which would need it, is not offere
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -97,7 +98,7 @@ def _forward(graphdef, params, batch, *, aligned: bool, train: bool, key, comput
 
 def make_train_step(
     graphdef,
-    optimizer: optax.GradientTransformation,
+    optimizer: optax.GradientTransformation | Callable[[jax.Array], optax.GradientTransformation],
     task,
     *,
     skip_nonfinite: bool = False,
@@ -115,12 +116,17 @@ def make_train_step(
     counter and the PRNG key advance as for any batch, so the data stream goes
     on to the next batch. ``compute_dtype``: the forward pass's dtype (``COMPUTE_DTYPES``; module
     docstring); the loss, the gradients and the update are float32.
+
+    ``optimizer`` is an optax transformation, or a function of a learning rate that makes one
+    (``lambda lr: make_optimizer(config.optimizer, num_steps, learning_rate=lr)``). With a function the step
+    is ``train_step(state, batch, learning_rate) -> (state, metrics)``, the rate a [] float32 array: runs at
+    several rates are then one program, ``vmap`` over their rates (``train/seeds.py``).
     """
 
     aligned = is_aligned(task)
     _compute_dtype(compute_dtype)
 
-    def train_step(state: TrainState, batch):
+    def step(state: TrainState, batch, optimizer: optax.GradientTransformation):
         key, step_key = jax.random.split(state.key)
 
         def loss_fn(params):
@@ -145,7 +151,17 @@ def make_train_step(
             )
         return TrainState(params, opt_state, state.step + 1, key), metrics
 
-    return train_step
+    if isinstance(optimizer, optax.GradientTransformation):
+
+        def train_step(state: TrainState, batch):
+            return step(state, batch, optimizer)
+
+        return train_step
+
+    def train_step_at(state: TrainState, batch, learning_rate: jax.Array):
+        return step(state, batch, optimizer(learning_rate))
+
+    return train_step_at
 
 
 def make_eval_step(graphdef, task, *, compute_dtype: str = "float32"):
