@@ -24,14 +24,23 @@ over the lengths the run draws (``panm_jax.tasks.buckets.padding_efficiency``). 
   (``train.range_eval``'s default).
 
 ``programs`` counts the buckets: the compilations of the step that the buckets can cause.
+
+``--time CONFIG`` turns the efficiency into time for one run configuration (``configs/demo.toml``: PANM on
+Copy, batch 128): the config's training step is compiled at every bucket of both sets and timed at each in
+turn (``benchmarks.common.time_alternately``: ``--rounds`` rounds of ``--repeats`` calls, so the machine's
+drift falls on all of them), and the expected step over the training distribution,
+``sum_n p(n) t(bucket(n))``, is given for both sets, with the training time of the config's ``num_steps``.
+Writes ``padding_time_<config>.{json,md}``; about 2 minutes for the demo on the 2-core CPU (measured).
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
+from pathlib import Path
 
-from benchmarks.common import environment, write_results
+from benchmarks.common import block, environment, time_alternately, write_results
 from panm_jax.tasks import get_task, list_tasks
 from panm_jax.tasks.buckets import (
     fitted_buckets,
@@ -114,15 +123,94 @@ def run(names, batch_size: int) -> list[dict]:
     return rows
 
 
+def time_buckets(config_path: str, rounds: int, repeats: int) -> tuple[list[dict], dict]:
+    """Per bucket of the earlier and the fitted default, the config's training step in seconds (the median of
+    the rounds' medians); and the expected step and training time under each set."""
+    import jax
+    import numpy as np
+
+    from panm_jax.tasks.buckets import bucket_length, pad_batch
+    from panm_jax.train.config import load_config
+    from panm_jax.train.loop import Run, default_buckets
+    from panm_jax.train.steps import make_train_step
+
+    config = load_config(config_path)
+    run = Run(config)
+    task, size = run.task, config.batch_size
+    values, p = training_length_distribution(task, size)
+    sets = {"before": powers_of_two_default(task), "after": default_buckets(task, size)}
+    # The run's own step without donating its state, so that one state serves every call.
+    step = jax.jit(make_train_step(run.graphdef, run.optimizer, task, compute_dtype=config.compute_dtype))
+    rng = np.random.default_rng(0)
+    compiled = {}
+    for b in sorted(set(sets["before"]) | set(sets["after"])):
+        batch = run.shard(pad_batch(task.sample(rng, size, int(b)), task.input_steps(b), task.output_steps(b)))
+        block(step(run.state, batch))  # compile
+        compiled[b] = (step, run.state, batch)
+    seconds = {b: statistics.median(t) for b, t in time_alternately(compiled, rounds, repeats).items()}
+    rows = [
+        {"bucket": b, "s_per_step": round(t, 5), "in": " ".join(k for k in sets if b in sets[k])}
+        for b, t in seconds.items()
+    ]
+    summary = {"config": config_path, "num_steps": config.num_steps, "rounds": rounds, "repeats": repeats}
+    for kind, buckets in sets.items():
+        per_length = [
+            seconds[bucket_length(task, task.input_steps(int(n)), task.output_steps(int(n)), buckets)] for n in values
+        ]
+        expected = float(np.dot(p, per_length))
+        summary[kind] = {
+            "buckets": list(buckets),
+            "padding_efficiency": round(padding_efficiency(task, buckets, values, p), 4),
+            "expected_s_per_step": round(expected, 5),
+            "training_s": round(expected * config.num_steps, 1),
+        }
+    summary["speedup"] = round(summary["before"]["expected_s_per_step"] / summary["after"]["expected_s_per_step"], 3)
+    return rows, summary
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", default=",".join(list_tasks()), help="comma-separated subset of the registry")
     parser.add_argument("--batch-size", type=int, default=128, help="examples per training batch (default 128)")
+    parser.add_argument("--time", metavar="CONFIG", help="time a run config's step at both sets of buckets (below)")
+    parser.add_argument("--rounds", type=int, default=5, help="with --time: alternating rounds (default 5)")
+    parser.add_argument("--repeats", type=int, default=5, help="with --time: calls per bucket and round (default 5)")
     parser.add_argument(
         "--name",
         help="record as <name>.{json,md} (default: padding for the full measurement; a subset records nothing)",
     )
     args = parser.parse_args(argv)
+    command = "python -m benchmarks.speed.padding " + " ".join(argv if argv is not None else sys.argv[1:])
+    if args.time:
+        if not Path(args.time).is_file():
+            parser.error(f"--time: expected a run config file, got {args.time!r}")
+        if args.rounds < 1 or args.repeats < 1:
+            parser.error("--rounds, --repeats: expected positive integers")
+        rows, summary = time_buckets(args.time, args.rounds, args.repeats)
+        for kind in ("before", "after"):
+            print(f"{kind}: {summary[kind]}", flush=True)
+        print(f"speedup {summary['speedup']}")
+        json_path, md_path = write_results(
+            name=args.name or f"padding_time_{Path(args.time).stem}",
+            title=f"Training step per bucket of {args.time}, and the expected step before and after fitting",
+            rows=rows,
+            columns=["bucket", "s_per_step", "in"],
+            env=environment(),
+            notes=(
+                f"Expected step over the training lengths (sum_n p(n) t(bucket(n))): before "
+                f"{summary['before']['expected_s_per_step']} s with buckets {summary['before']['buckets']} "
+                f"(padding efficiency {summary['before']['padding_efficiency']}), after "
+                f"{summary['after']['expected_s_per_step']} s with {summary['after']['buckets']} "
+                f"({summary['after']['padding_efficiency']}): {summary['speedup']}x; "
+                f"{summary['num_steps']} steps take {summary['before']['training_s']} s and "
+                f"{summary['after']['training_s']} s. Each bucket's step timed in {args.rounds} alternating rounds "
+                f"of {args.repeats} calls (the median of the rounds' medians)."
+            ),
+            command=command.strip(),
+            settings=summary,
+        )
+        print(f"wrote {json_path} and {md_path}")
+        return 0
     names = [s.strip() for s in args.tasks.split(",") if s.strip()]
     unknown = [s for s in names if s not in list_tasks()]
     if unknown:
@@ -135,7 +223,6 @@ def main(argv=None) -> int:
     if name is None:
         print("recorded nothing (a partial run; --name NAME records it as <name>.{json,md})")
         return 0
-    command = "python -m benchmarks.speed.padding " + " ".join(argv if argv is not None else sys.argv[1:])
     json_path, md_path = write_results(
         name=name,
         title="Padding efficiency of the length buckets (real / computed time steps), before and after fitting",

@@ -37,3 +37,24 @@ def test_bad_arguments_are_named(capsys):
     with pytest.raises(SystemExit):
         padding.main(["--tasks", "nope"])
     assert "--tasks: unknown task(s) ['nope']" in capsys.readouterr().err
+
+
+def test_time_gives_the_expected_step_of_both_sets(tmp_path, monkeypatch):
+    config = tmp_path / "tiny.toml"
+    config.write_text(
+        'task = "copy"\nmodel = "lstm"\nbatch_size = 4\nnum_steps = 10\n'
+        "[task_options]\nmax_train_length = 3\n[model_options]\nhidden = 4\n"
+    )
+    rows, summary = padding.time_buckets(str(config), rounds=1, repeats=1)
+    seconds = {r["bucket"]: r["s_per_step"] for r in rows}
+    before, after = summary["before"], summary["after"]
+    assert before["buckets"] == [1, 2, 3] and set(after["buckets"]) <= {1, 2, 3} and after["buckets"][-1] == 3
+    assert set(seconds) == set(before["buckets"]) | set(after["buckets"])
+    # Lengths 1..3 drawn uniformly: the expected step is the mean of the steps of the lengths' buckets.
+    want = sum(seconds[min(b for b in before["buckets"] if b >= n)] for n in (1, 2, 3)) / 3
+    assert before["expected_s_per_step"] == pytest.approx(want, abs=1e-5)
+    assert before["training_s"] == pytest.approx(10 * before["expected_s_per_step"], abs=0.1)
+    recorded = []
+    monkeypatch.setattr(padding, "write_results", lambda name, **kw: recorded.append(name) or ("a.json", "a.md"))
+    assert padding.main(["--time", str(config), "--rounds", "1", "--repeats", "1"]) == 0
+    assert recorded == ["padding_time_tiny"]
