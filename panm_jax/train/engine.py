@@ -132,7 +132,9 @@ def training(
                 )
             states[s], skipped = saved, meta.get("skipped_batches", 0)
             spent[s] = {k: float(meta.get("cost", {}).get(k, 0.0)) for k in COST_KEYS}
-            who = f"seed {configs[s].seed}: " if S > 1 else ""
+            rate = configs[s].optimizer.learning_rate
+            grid = len({cs.optimizer.learning_rate for cs in configs}) > 1
+            who = f"seed {configs[s].seed}{f', learning rate {rate:g}' if grid else ''}: " if S > 1 else ""
             yield {"event": "note", "text": f"{who}resumed from step {meta['step']} ({workdirs[s] / 'checkpoints'})"}
         watches.append(LossWatch(configs[s], ckpts[s], workdirs[s] / "metrics.jsonl", primary=primary, skipped=skipped))
         if primary:
