@@ -13,10 +13,16 @@ ablations' variants), and each option of ``PANMConfig`` set alone to a value oth
 
 Bit identity holds only for one build of XLA on one backend with the same flags, so the test is skipped
 (saying why) when the JAX version, the backend or ``XLA_FLAGS`` differ from those the fixture records.
+XLA:CPU compiles for the host's vector instructions, so the logits' last bits differ between a CPU with
+AVX-512 and one with AVX2 alone (``cpu_kind``): the fixture holds the fingerprints of the CPU it was
+written on (``cpu``) and, under ``other_cpus``, those of other kinds, each recorded from the same code;
+on a CPU of no recorded kind the test is skipped, saying so.
 
-Regenerate (only when a change of numbers is intended and said so)::
+Regenerate (only when a change of numbers is intended and said so), then add every other CPU kind
+from the same commit on a machine of that kind::
 
     PYTHONPATH=. python -m tests.models.panm_identity
+    PYTHONPATH=. python -m tests.models.panm_identity --add-cpu
 """
 
 from __future__ import annotations
@@ -89,6 +95,26 @@ OTHER_VALUES: dict[str, list] = {
 WIDTHS = dict(hidden=8, mlp_hidden=8)
 # Options a Transformer encoder needs at the small width (hidden = 8).
 TRANSFORMER_SMALL = dict(encoder_layers=1, encoder_heads=2)
+
+
+def cpu_kind() -> str:
+    """The vector instructions XLA:CPU compiles for here: ``"avx512f"``, ``"avx2"``, or the machine's name."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        text = ""
+    flags = {f for line in text.splitlines() if line.startswith("flags") for f in line.split(":", 1)[1].split()}
+    for kind in ("avx512f", "avx2"):
+        if kind in flags:
+            return kind
+    import platform
+
+    return platform.machine()
+
+
+def entry_id(entry: dict) -> str:
+    """``model:options`` as JSON, the name of an entry (and of its test case)."""
+    return f"{entry['model']}:{json.dumps(entry['options'], sort_keys=True)}"
 
 
 def environment() -> dict:
@@ -172,11 +198,20 @@ def fingerprint(entry: dict) -> dict:
 
 
 def main() -> None:
-    all_entries = [{**e, "fingerprint": fingerprint(e)} for e in entries()]
-    sizes = {"batch": BATCH, "input_steps": T_IN, "input_size": D_IN, "classes": K, "outputs": T_OUT}
-    payload = {"environment": environment(), "sizes": sizes, "entries": all_entries}
+    if "--add-cpu" in sys.argv[1:]:  # this CPU kind's fingerprints of the fixture's entries, beside the others
+        payload = json.loads(FIXTURE.read_text())
+        if payload["environment"] != environment() or cpu_kind() == payload["cpu"]:
+            raise SystemExit(f"--add-cpu: expected the fixture's environment on another CPU kind, got {cpu_kind()}")
+        payload.setdefault("other_cpus", {})[cpu_kind()] = {entry_id(e): fingerprint(e) for e in payload["entries"]}
+    else:
+        all_entries = [{**e, "fingerprint": fingerprint(e)} for e in entries()]
+        sizes = {"batch": BATCH, "input_steps": T_IN, "input_size": D_IN, "classes": K, "outputs": T_OUT}
+        payload = {"environment": environment(), "cpu": cpu_kind(), "sizes": sizes, "entries": all_entries}
     FIXTURE.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n")
-    print(f"{FIXTURE}: {len(all_entries)} entries", file=sys.stderr)
+    print(
+        f"{FIXTURE}: {len(payload['entries'])} entries, CPU kinds {[payload['cpu'], *payload.get('other_cpus', {})]}",
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":
