@@ -67,6 +67,7 @@ from flax import nnx
 
 from benchmarks import common
 from benchmarks.speed import cost
+from benchmarks.speed.suite import floor_of
 from panm_jax.models import build_model, get_config, list_models
 from panm_jax.tasks import get_task
 from panm_jax.train.config import OptimizerConfig
@@ -180,18 +181,6 @@ def build(name: str):
     return step, state, batch, params, model, home
 
 
-def floors(counted: dict[str, float], rate_gflops: float, bandwidth_gbs: float) -> dict[str, Any]:
-    """``flop_floor_s``, ``byte_floor_s``, ``floor_s`` (the larger) and ``bound`` (which), as the speed suite."""
-    flop = counted["flops"] / (rate_gflops * 1e9)
-    byte = counted["bytes"] / (bandwidth_gbs * 1e9)
-    return {
-        "flop_floor_s": flop,
-        "byte_floor_s": byte,
-        "floor_s": max(flop, byte),
-        "bound": "FLOPs" if flop >= byte else "bytes",
-    }
-
-
 def run_model(name: str, repeats: int, bandwidth: float, rates: dict[tuple[int, int], float]) -> dict[str, Any]:
     """One row: ``name``'s step timed, counted and set against its floor (``rates`` collects the matmul rates)."""
     step, state, batch, params, model, home = build(name)
@@ -203,7 +192,7 @@ def run_model(name: str, repeats: int, bandwidth: float, rates: dict[tuple[int, 
     if (rows, d) not in rates:
         rates[(rows, d)] = common.matmul_rate(rows, d, 4 * d, repeats)
     rate = rates[(rows, d)]
-    f = floors(counted, rate, bandwidth)
+    f = floor_of(counted, rate, bandwidth)
     row = {
         "model": name,
         "task": home.task + "".join(f" {k}={v}" for k, v in home.task_options.items()),
