@@ -541,14 +541,14 @@ def main(argv=None) -> int:
 
     env = {**common.environment(), **this_cpu(), "load_average_before": load_average()}
     env["affinity"] = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "unknown"
-    env["peer_python"] = args.peer_python
     commit = args.peer_commit or checkout_commit(args.peer_repo)
-    env["peer_checkout"] = f"{PEER_REPO} @ {commit} ({args.peer_repo})"
-    command = (
-        common.env_prefix()
-        + "python -m benchmarks.speed.chomsky_peer "
-        + " ".join(argv if argv is not None else sys.argv[1:])
-    )
+    env["peer_checkout"] = f"{PEER_REPO} @ {commit}"
+    # The recorded command names the peer's Python and checkout by role, not by this machine's paths.
+    given = [
+        {args.peer_python: "PEER_PYTHON", args.peer_repo: "PEER_REPO"}.get(a, a)
+        for a in (argv if argv is not None else sys.argv[1:])
+    ]
+    command = common.env_prefix() + "python -m benchmarks.speed.chomsky_peer " + " ".join(given)
     paths: tuple = ()
 
     def on_row(rows):
