@@ -10,29 +10,29 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import pages
+from benchmarks.pages import ablations, algorithmic, build, chomsky, options, records, tables
 
-MODES = pages.MODES
+MODES = records.MODES
 
 
 def test_the_committed_pages_and_readme_summary_are_the_rendering_of_the_recorded_files():
-    files, block = pages.render()
+    files, block = build.render()
     assert {"index.md", "algorithmic.md", "ablations.md", "authors_code.md", "diagnosis.md"} <= set(files)
-    assert pages.differences(files, block) == []
+    assert build.differences(files, block) == []
 
 
 def test_a_hand_edit_of_a_page_or_of_the_readme_summary_fails_the_check(tmp_path):
-    files, block = pages.render()
+    files, block = build.render()
     docs, readme = tmp_path / "results", tmp_path / "README.md"
-    shutil.copytree(pages.DOCS, docs)
-    shutil.copy(pages.README, readme)
-    assert pages.differences(files, block, docs, readme) == []
+    shutil.copytree(records.DOCS, docs)
+    shutil.copy(records.README, readme)
+    assert build.differences(files, block, docs, readme) == []
 
     page = docs / "algorithmic.md"
     page.write_text(page.read_text().replace("77.9 ± 2.0 (-6.1)", "79.9 ± 2.0 (-4.1)", 1))
     (docs / "img" / "stale.png").write_bytes(b"")
     readme.write_text(readme.read_text().replace("| Copy | 0 / 0 / -6.1", "| Copy | 0 / 0 / -4.1", 1))
-    found = pages.differences(files, block, docs, readme)
+    found = build.differences(files, block, docs, readme)
     assert found == [
         f"{docs / 'algorithmic.md'}: differs from its rendering",
         f"{docs / 'img' / 'stale.png'}: not rendered from any results file (stale)",
@@ -40,22 +40,22 @@ def test_a_hand_edit_of_a_page_or_of_the_readme_summary_fails_the_check(tmp_path
     ]
 
     readme.write_text("# no summary here\n")
-    assert pages.differences(files, block, docs, readme)[-1].startswith("README.md: expected the markers")
+    assert build.differences(files, block, docs, readme)[-1].startswith("README.md: expected the markers")
 
 
 def test_mean_std_and_ours_minus_published():
-    assert pages.mean_std([80.0, 90.0]) == pytest.approx((85.0, 7.0710678))
-    assert pages.mean_std([33.0]) == (33.0, 0.0)
-    assert pages.mean_pm_std([80.0, 90.0]) == "85.0 ± 7.1"
-    assert pages.mean_pm_std([33.0]) == "33.0"
-    assert pages.leading_number("77.9 ± 2.0") == 77.9 and pages.leading_number("-6.1") == -6.1
-    assert pages.leading_number("") is None and pages.leading_number(float("nan")) is None
-    assert pages.difference(77.9, 84.0) == "-6.1" and pages.difference(100.0, 100.0) == "+0.0"
-    assert pages.difference(None, 84.0) == ""
-    assert pages.steps_range("4251,3801,3951") == "3,801-4,251" and pages.steps_range("50000,50000") == "50,000"
+    assert tables.mean_std([80.0, 90.0]) == pytest.approx((85.0, 7.0710678))
+    assert tables.mean_std([33.0]) == (33.0, 0.0)
+    assert tables.mean_pm_std([80.0, 90.0]) == "85.0 ± 7.1"
+    assert tables.mean_pm_std([33.0]) == "33.0"
+    assert tables.leading_number("77.9 ± 2.0") == 77.9 and tables.leading_number("-6.1") == -6.1
+    assert tables.leading_number("") is None and tables.leading_number(float("nan")) is None
+    assert tables.difference(77.9, 84.0) == "-6.1" and tables.difference(100.0, 100.0) == "+0.0"
+    assert tables.difference(None, 84.0) == ""
+    assert tables.steps_range("4251,3801,3951") == "3,801-4,251" and tables.steps_range("50000,50000") == "50,000"
 
 
-def _fabricated(tmp_path: Path) -> dict[str, pages.Record]:
+def _fabricated(tmp_path: Path) -> dict[str, records.Record]:
     """A results folder with one reproduce file and one ablation file, numbers chosen by hand."""
     folder = tmp_path / "results" / "cpu-2cores"
     folder.mkdir(parents=True)
@@ -97,12 +97,12 @@ def _fabricated(tmp_path: Path) -> dict[str, pages.Record]:
     }  # fmt: skip
     (folder / "reproduce_copy_quick_opt-5d5a9b_8m.json").write_text(json.dumps(reproduce))
     (folder / "ablation_panm_copy.json").write_text(json.dumps(ablation))
-    return pages.load(tmp_path / "results")
+    return records.load(tmp_path / "results")
 
 
 def test_an_algorithmic_table_puts_the_published_row_and_each_cells_difference_beside_ours(tmp_path):
     record = _fabricated(tmp_path)["cpu-2cores/reproduce_copy_quick_opt-5d5a9b_8m"]
-    text = "\n".join(pages.algorithmic_table("copy", [record], "Q"))
+    text = "\n".join(algorithmic.algorithmic_table("copy", [record], "Q"))
     assert "| | **published PANM** |" in text.replace("|  |", "| |")
     ours = next(line for line in text.splitlines() if line.startswith("| Q1 "))
     assert "the options of ours" in ours and "| 8 min | 2 | 900-1,000 |" in ours
@@ -114,7 +114,7 @@ def test_an_algorithmic_table_puts_the_published_row_and_each_cells_difference_b
 
 def test_an_ablation_table_computes_mean_std_and_difference_from_the_seeds(tmp_path):
     record = _fabricated(tmp_path)["cpu-2cores/ablation_panm_copy"]
-    text = "\n".join(pages.ablation_tables(record))
+    text = "\n".join(ablations.ablation_tables(record))
     assert (
         "| none | 2 | 3,000 | 100.0 ± 0.0 (+0.0) | 100.0 ± 0.0 (+0.0) | 85.0 ± 7.1 (+1.0) | 50.0 ± 0.0 (-2.0) | 30.5 ± 0.7 (-5.5) |"
         in text
@@ -130,12 +130,12 @@ def test_the_recorded_files_agree_with_the_arithmetic():
     """The pages show a file's own aggregates and differences (computed from unrounded numbers); the arithmetic,
     used where a file records none, gives the same to the last digit's rounding on every recorded file."""
     checked = 0
-    for record in pages.load().values():
+    for record in records.load().values():
         rows = record.rows
         for row in rows:  # mean ± std over the per-seed numbers (recorded to two decimals)
             if isinstance(row.get("per_seed"), dict):
-                for m in MODES if "2L+1" in row["per_seed"] else pages.K_MODES:  # a figure's: k(L+1)
-                    computed, recorded = pages.mean_std(row["per_seed"][m]), re.findall(r"[\d.]+", row[m])
+                for m in MODES if "2L+1" in row["per_seed"] else records.K_MODES:  # a figure's: k(L+1)
+                    computed, recorded = tables.mean_std(row["per_seed"][m]), re.findall(r"[\d.]+", row[m])
                     assert abs(computed[0] - float(recorded[0])) <= 0.05 + 1e-9, (record.key, m)
                     assert abs(computed[1] - float(recorded[1])) <= 0.1 + 1e-9, (record.key, m)
                     checked += 1
@@ -150,9 +150,9 @@ def test_the_recorded_files_agree_with_the_arithmetic():
                 if (_label(r).startswith(base + " ±") if base in ("mean", "final weights, mean") else _label(r) == base)
                 and (r.get("task"), r.get("model")) == (row.get("task"), row.get("model"))
             )
-            for m in MODES if "2L+1" in row else pages.K_MODES:  # a reading's columns: test_lengths=k(L+1)
-                mean = pages.ours_cell(ours, m)[1]
-                computed = pages.difference(mean, pages.leading_number(published[row.get("task"), row.get("model")][m]))
+            for m in MODES if "2L+1" in row else records.K_MODES:  # a reading's columns: test_lengths=k(L+1)
+                mean = tables.ours_cell(ours, m)[1]
+                computed = tables.difference(mean, tables.leading_number(published[row.get("task"), row.get("model")][m]))
                 assert abs(float(computed) - float(row[m])) <= 0.1 + 1e-9, (record.key, _label(row), m)
                 checked += 1
         for row in rows:  # the Chomsky and sequence-to-sequence tables' own differences
@@ -161,7 +161,7 @@ def test_the_recorded_files_agree_with_the_arithmetic():
                 row.get("difference", row.get("ours - published")),
             )
             if recorded not in (None, ""):
-                computed = pages.difference(pages.leading_number(ours), pages.leading_number(row["published"]))
+                computed = tables.difference(tables.leading_number(ours), tables.leading_number(row["published"]))
                 assert abs(float(computed) - float(recorded)) <= 0.1 + 1e-9, record.key
                 checked += 1
     assert checked > 900
@@ -170,7 +170,7 @@ def test_the_recorded_files_agree_with_the_arithmetic():
 def test_the_chomsky_page_takes_the_published_column_from_the_code_not_the_file(tmp_path):
     """A file keeps the published cells known when it was written; the page shows the table the code holds now."""
     row = {"level": "context_free", "steps": 500, "selected_step": 500, "score": 54.7}
-    record = pages.Record(
+    record = records.Record(
         "cpu-2cores",
         "chomsky_fabricated",
         {
@@ -182,7 +182,7 @@ def test_the_chomsky_page_takes_the_published_column_from_the_code_not_the_file(
             ],
         },
     )
-    page = pages.chomsky_page({record.key: record}, tmp_path, pages.Findings(tmp_path / "none.md"), {})
+    page = chomsky.chomsky_page({record.key: record}, tmp_path, records.Findings(tmp_path / "none.md"), {})
     assert "| reverse_string | context_free | rnn | 500 | 500 | 54.7 | 62.0 | -7.3 |" in page  # known since
     assert "| reverse_string | context_free | lstm | 500 | 500 | 54.7 |  |  |" in page  # not the paper's LSTM
     assert "| reverse_string | context_free | stack_rnn | 500 | 500 | 54.7 | 100.0 | -45.3 |" in page  # recorded
@@ -194,7 +194,7 @@ def test_the_chomsky_page_puts_the_files_of_one_budget_together_as_table_2(tmp_p
 
     def record(stem, date, command, rows):
         env = {"device": "cpu", "commit": "abc1234", "date": f"2026-11-{date}T12:00:00+00:00"}
-        return pages.Record("cpu-2cores", stem, {"environment": env, "command": command, "rows": rows})
+        return records.Record("cpu-2cores", stem, {"environment": env, "command": command, "rows": rows})
 
     def row(task, level, model, score, fit=""):
         return {
@@ -238,8 +238,8 @@ def test_the_chomsky_page_puts_the_files_of_one_budget_together_as_table_2(tmp_p
         ],
     )
     files = [older, newer, every_length]
-    findings = pages.Findings(tmp_path / "none.md")
-    lines = "\n".join(pages.chomsky_budget_tables(files, findings))
+    findings = records.Findings(tmp_path / "none.md")
+    lines = "\n".join(chomsky.chomsky_budget_tables(files, findings))
     assert "## Table 2 at 500 steps (CPU): 2 files together" in lines
     assert "| R | parity_check | 49.6 / 100.0 | - / 100.0 | - / 100.0 | - / 52.0 | - / 100.0 | - |" in lines
     assert "| DCF | reverse_string | 54.7 / 62.0 | - / 100.0 | - / 100.0 | - / 62.3 | - / 60.9 | 64.7 |" in lines
@@ -247,12 +247,12 @@ def test_the_chomsky_page_puts_the_files_of_one_budget_together_as_table_2(tmp_p
     assert "| PANM | 1 of 1 | reverse_string (250) |" in lines and "| RNN | 0 of 2 | none |" in lines
     assert "77.0" not in lines and "99.0" not in lines
     assert "From `chomsky_a`, `chomsky_b`" in lines
-    assert pages.chomsky_budget_tables([older, every_length], findings) == []  # one file alone: its own table
+    assert chomsky.chomsky_budget_tables([older, every_length], findings) == []  # one file alone: its own table
 
 
 def test_findings_that_no_table_takes_are_refused(tmp_path):
     (tmp_path / "page.md").write_text("<!-- a comment -->\n\n## intro\n\nSome prose.\n\n## gone\n\nNo table.\n")
-    findings = pages.Findings(tmp_path / "page.md")
+    findings = records.Findings(tmp_path / "page.md")
     assert findings.take("intro") == ["Some prose.", ""] and findings.take("absent") == []
     with pytest.raises(SystemExit, match=re.escape("sections that no table takes: ['gone']")):
         findings.finish()
@@ -260,29 +260,29 @@ def test_findings_that_no_table_takes_are_refused(tmp_path):
 
 def test_recorded_commands_are_shown_at_todays_module_paths():
     assert (
-        pages.rerun_command("GLIBC_TUNABLES=x python -m benchmarks.reproduce --task copy")
+        records.rerun_command("GLIBC_TUNABLES=x python -m benchmarks.reproduce --task copy")
         == "GLIBC_TUNABLES=x python -m benchmarks.accuracy.reproduce --task copy"
     )
-    assert pages.rerun_command("python -m benchmarks.seeds_speed --steps 300") == (
+    assert records.rerun_command("python -m benchmarks.seeds_speed --steps 300") == (
         "python -m benchmarks.speed.seeds_speed --steps 300"
     )
-    assert pages.rerun_command("python -m benchmarks.speed") == "python -m benchmarks.speed"
+    assert records.rerun_command("python -m benchmarks.speed") == "python -m benchmarks.speed"
 
 
 def test_option_sets_are_named_where_the_tables_name_them():
-    assert pages.describe_options(dict(pages.OURS)) == "the options of ours"
-    assert pages.describe_options({}) == "none" and pages.describe_options({}, "2L+1") == "selected on 2L+1"
-    without = {k: v for k, v in pages.AUTHORS.items() if k != "eq3_addresses"}
-    assert pages.describe_options(without, "2L+1") == (
+    assert options.describe_options(dict(options.OURS)) == "the options of ours"
+    assert options.describe_options({}) == "none" and options.describe_options({}, "2L+1") == "selected on 2L+1"
+    without = {k: v for k, v in options.AUTHORS.items() if k != "eq3_addresses"}
+    assert options.describe_options(without, "2L+1") == (
         "every choice of the authors' code that is an option here, without `eq3_addresses=authors_view`, "
         "selected on 2L+1"
     )
-    assert pages.describe_options({"score": "scaled_dot"}) == "`score=scaled_dot`"
+    assert options.describe_options({"score": "scaled_dot"}) == "`score=scaled_dot`"
 
 
 def test_check_and_out_together_are_refused_in_one_line(capsys):
     with pytest.raises(SystemExit, match="--check: compares with docs/results and README.md; expected no --out"):
-        pages.main(["--check", "--out", "x"])
+        build.main(["--check", "--out", "x"])
 
 
 def test_a_file_at_other_training_or_test_lengths_gets_its_own_columns_not_the_five_modes():
@@ -308,16 +308,16 @@ def test_a_file_at_other_training_or_test_lengths_gets_its_own_columns_not_the_f
         },
         {"model": "panm", "row": "PANM - Location Attention, ours", "10": "+20.0"},
     ]
-    record = pages.Record(
+    record = records.Record(
         "cpu-2cores", "reproduce_mix_quick_300steps_opt-abcdef_x", {"settings": settings, "rows": rows}
     )
-    assert pages.other_lengths(record)
-    text = "\n".join(pages.lengths_table([record]))
+    assert algorithmic.other_lengths(record)
+    text = "\n".join(algorithmic.lengths_table([record]))
     assert "| run | model | training lengths | selected on | budget | seeds | 10 | L (30) | L+1 (31) | 61 |" in text
     assert "| T1 | PANM | 20..30 | L+1 | 300 steps | 3 | 60.0 ± 1.0 | 99.0 ± 0.5 | 90.0 ± 2.0 | 30.0 ± 3.0 |" in text
     assert "| T1 | PANM - Location Attention, ours |  |  |  |  | +20.0 |  |  |  |" in text
-    reading = pages.Record("cpu-2cores", "r", {"settings": {"model_options": {"task": {"test_lengths": "k(L+1)"}}}})
-    assert not pages.other_lengths(reading)
+    reading = records.Record("cpu-2cores", "r", {"settings": {"model_options": {"task": {"test_lengths": "k(L+1)"}}}})
+    assert not algorithmic.other_lengths(reading)
 
 
 def test_a_pointer_count_figure_shows_its_k_l_plus_1_lengths_its_heads_and_its_curves(tmp_path):
@@ -341,14 +341,14 @@ def test_a_pointer_count_figure_shows_its_k_l_plus_1_lengths_its_heads_and_its_c
     (folder / "ablation_panm_fig9_copy_id_sort_quick.json").write_text(json.dumps(record))
     for task in ("copy", "id_sort"):
         (folder / f"ablation_panm_fig9_copy_id_sort_quick_{task}.png").write_bytes(b"png")
-    loaded = pages.load(tmp_path / "results")
-    text = "\n".join(pages.ablation_tables(loaded["cpu-2cores/ablation_panm_fig9_copy_id_sort_quick"]))
+    loaded = records.load(tmp_path / "results")
+    text = "\n".join(ablations.ablation_tables(loaded["cpu-2cores/ablation_panm_fig9_copy_id_sort_quick"]))
     assert "| pointer heads | seeds | steps | 10 | 11 | 22 | 44 | 88 |" in text
     assert (
         "| ID Sort: H^a=2, H^c=1 | 2 | 300 | 95.0 ± 7.1 | 85.0 ± 7.1 | 40.0 ± 14.1 | 20.0 ± 0.0 | 11.0 ± 1.4 |" in text
     )
     images: dict[str, bytes] = {}
-    page = pages.ablations_page(loaded, pages.Findings(tmp_path / "none.md"), tmp_path / "results", images)
+    page = ablations.ablations_page(loaded, records.Findings(tmp_path / "none.md"), tmp_path / "results", images)
     assert "## PANM pointer heads (Le et al. 2024, Fig. 9): `ablation_panm_fig9_copy_id_sort_quick`" in page
     assert set(images) == {f"img/cpu-2cores/ablation_panm_fig9_copy_id_sort_quick_{t}.png" for t in ("copy", "id_sort")}
 
@@ -368,12 +368,12 @@ def test_a_readings_table_puts_the_published_rows_first_by_position():
     paper = {"model": "panm", "row": "published (panm)"} | dict(zip(modes, [100, 100, 98, 54, 54], strict=True))
     other = {"model": "lstm_attention", "row": "published (best other)"}
     other |= dict(zip(modes, [100, 98, 65, 45, 30], strict=True))
-    record = pages.Record(
+    record = records.Record(
         "cpu-2cores",
         "reproduce_mix_quick_2000steps_opt-abcdef",
         {"settings": settings, "rows": [other, ours, paper], "command": "python -m benchmarks.accuracy.reproduce"},
     )
-    lines = [line for line in "\n".join(pages.readings_table([record])).splitlines() if line.startswith("|")]
+    lines = [line for line in "\n".join(algorithmic.readings_table([record])).splitlines() if line.startswith("|")]
     assert lines[2] == "|  | **published PANM** |  |  |  |  | 100 | 100 | 98 | 54 | 54 |"
     assert lines[3] == "|  | **published, best other model** |  |  |  |  | 100 | 98 | 65 | 45 | 30 |"
     assert lines[4].startswith("| R1 | PANM | `test_lengths=k(L+1)`, `max_train_length=9` | 9/10/20/40/80 |")

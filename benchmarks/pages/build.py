@@ -1,0 +1,136 @@
+from __future__ import annotations
+
+import argparse
+import filecmp
+import re
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchmarks.pages.ablations import ablations_page
+from benchmarks.pages.algorithmic import algorithmic_page, summary
+from benchmarks.pages.authors_code import authors_page
+from benchmarks.pages.chomsky import chomsky_page
+from benchmarks.pages.diagnosis import diagnosis_page
+from benchmarks.pages.dyck import dyck_page
+from benchmarks.pages.index import index_page
+from benchmarks.pages.m10ae import m10ae_page
+from benchmarks.pages.records import DOCS, END, FINDINGS, README, RESULTS, START, Findings, load
+from benchmarks.pages.seq2seq import seq2seq_page
+from benchmarks.pages.transduction import transduction_page
+
+
+def render(results: Path = RESULTS, findings: Path = FINDINGS) -> tuple[dict[str, bytes], str]:
+    """Every page (``{relative path: bytes}``, images included) and the README's summary, from ``results``."""
+    records = load(results)
+    images: dict[str, bytes] = {}
+    notes = {
+        name: Findings(findings / f"{name}.md")
+        for name in (
+            "index",
+            "algorithmic",
+            "ablations",
+            "authors_code",
+            "diagnosis",
+            "chomsky",
+            "seq2seq",
+            "transduction",
+            "m10ae",
+            "dyck",
+        )
+    }
+    pages = {
+        "index.md": index_page(records, results, notes["index"]),
+        "algorithmic.md": algorithmic_page(records, results, notes["algorithmic"], images),
+        "ablations.md": ablations_page(records, notes["ablations"], results, images),
+        "authors_code.md": authors_page(records, notes["authors_code"]),
+        "diagnosis.md": diagnosis_page(records, notes["diagnosis"]),
+        "chomsky.md": chomsky_page(records, results, notes["chomsky"], images),
+        "seq2seq.md": seq2seq_page(records, notes["seq2seq"]),
+        "transduction.md": transduction_page(records, notes["transduction"]),
+        "m10ae.md": m10ae_page(records, notes["m10ae"]),
+        "dyck.md": dyck_page(records, results, notes["dyck"], images),
+    }
+    for n in notes.values():
+        n.finish()
+    files = {name: (re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n").encode() for name, text in pages.items()}
+    return {**files, **images}, summary(records, "docs/results/algorithmic.md")
+
+
+def fill_readme(text: str, block: str) -> str:
+    """``text`` with ``block`` between the results-summary markers; SystemExit naming what is missing."""
+    start, end = text.find(START), text.find(END)
+    if start < 0 or end < start:
+        raise SystemExit(f"README.md: expected the markers {START} and {END} (in that order), found none")
+    return text[: start + len(START)] + "\n" + block + text[end:]
+
+
+def write(files: dict[str, bytes], out: Path) -> None:
+    """Write the pages into ``out``, removing files there that are no longer rendered."""
+    out.mkdir(parents=True, exist_ok=True)
+    for old in sorted(p for p in out.rglob("*") if p.is_file()):
+        if old.relative_to(out).as_posix() not in files:
+            old.unlink()
+    for name, data in files.items():
+        path = out / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_bytes() != data:
+            path.write_bytes(data)
+    for folder in sorted((p for p in out.rglob("*") if p.is_dir()), reverse=True):
+        if not any(folder.iterdir()):
+            folder.rmdir()
+
+
+def differences(files: dict[str, bytes], block: str, docs: Path = DOCS, readme: Path = README) -> list[str]:
+    """The committed files that differ from a fresh rendering: each one's path and how."""
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = Path(tmp)
+        write(files, fresh)
+        found = []
+        names = {p.relative_to(fresh).as_posix() for p in fresh.rglob("*") if p.is_file()}
+        committed = {p.relative_to(docs).as_posix() for p in docs.rglob("*") if p.is_file()} if docs.exists() else set()
+        for name in sorted(names | committed):
+            where = docs / name
+            if name not in committed:
+                found.append(f"{where}: missing (not rendered yet)")
+            elif name not in names:
+                found.append(f"{where}: not rendered from any results file (stale)")
+            elif not filecmp.cmp(fresh / name, where, shallow=False):
+                found.append(f"{where}: differs from its rendering")
+    text = readme.read_text()
+    try:
+        if fill_readme(text, block) != text:
+            found.append(f"{readme}: the results summary differs from its rendering")
+    except SystemExit as missing:
+        found.append(str(missing))
+    return found
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument(
+        "--check", action="store_true", help="render into a temporary folder; exit 1 naming each file that differs"
+    )
+    p.add_argument(
+        "--out", default=None, help="write the pages into this folder instead of docs/results (README.md untouched)"
+    )
+    args = p.parse_args(argv)
+    if args.check and args.out:
+        raise SystemExit("--check: compares with docs/results and README.md; expected no --out, got --out " + args.out)
+    files, block = render()
+    if args.check:
+        found = differences(files, block)
+        for line in found:
+            print(line)
+        if found:
+            print(f"{len(found)} file(s) differ from their rendering: run python -m benchmarks.pages", file=sys.stderr)
+            return 1
+        print(f"docs/results ({len(files)} files) and README.md's summary match the recorded results")
+        return 0
+    out = Path(args.out) if args.out else DOCS
+    write(files, out)
+    if not args.out:
+        README.write_text(fill_readme(README.read_text(), block))
+    print(f"wrote {len(files)} files into {out}" + ("" if args.out else " and README.md's results summary"))
+    return 0

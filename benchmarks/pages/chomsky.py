@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.accuracy import chomsky_published
+from benchmarks.pages.records import GENERATED, MACHINES, Findings, Record
+from benchmarks.pages.tables import code, leading_number, number, plot_lines, provenance, table, with_difference
+
+
+def chomsky_page(records: dict[str, Record], results: Path, findings: Findings, images: dict[str, bytes]) -> str:
+    """``chomsky.md``: every ``chomsky_*`` file and its plots. Findings keys: ``intro``, each file's ``device/stem``.
+
+    The published column is Delétang et al. 2023's Table 2 as ``benchmarks.accuracy.chomsky_published`` holds it
+    when the page is rendered, not the cells a file recorded (a file keeps the cells known when it was written):
+    every file shows every cell known today. Ours - published is the file's own difference where it recorded
+    the same published cell (computed from the unrounded score), else computed from the score shown."""
+    out = [GENERATED, "", "# Chomsky hierarchy: range evaluation", "", *findings.take("intro")]
+    files = sorted((r for r in records.values() if r.stem.startswith("chomsky_")), key=lambda r: (r.date, r.stem))
+    out += chomsky_budget_tables(files, findings)
+    for record in files:
+        out += [f"## {code(record.stem)} ({record.machine}, {record.date})", "", *findings.take(record.key)]
+        header = ["task", "level", "model", "steps", "selected step", "score", "published", "ours - published"]
+        body = []
+        for r in record.rows:
+            theirs = chomsky_published.published(r["task"], r["model"])
+            cell = "" if theirs is None else theirs
+            recorded = r.get("difference", "") if r["published"] == cell else ""
+            body.append(
+                [
+                    r["task"],
+                    r["level"],
+                    r["model"],
+                    f"{r['steps']:,}",
+                    f"{r['selected_step']:,}",
+                    number(r["score"]),
+                    number(cell),
+                    with_difference("", leading_number(r["score"]), cell, recorded).strip(" ()"),
+                ]
+            )
+        out += [table(header, body), "", *provenance("Run", record), ""]
+        tasks = list(dict.fromkeys(r["task"] for r in record.rows))
+        out += plot_lines(record, results, images, [f"_{t}" for t in tasks])
+    return "\n".join(out)
+
+
+def chomsky_budget_tables(files: Sequence[Record], findings: Findings) -> list[str]:
+    """Table 2 at one step budget, put together from every file that ran the paper's models or PANM (no model
+    options) at that budget on one machine with the sampled sweep (``--sampled``), where two files or more do:
+    the layout of ``chomsky_published.table_two``, each model's mean per level (ours over the level's tasks where
+    the model ran all of them; published where Table 2's cells of the level are all known here), and the tasks
+    on which each model fit the training lengths (the rows' ``fit_step``). ``files`` oldest first: a cell run in
+    several files is the latest file's. Findings key: ``<device>/table2_<steps>steps``."""
+    columns = {m: h for h, m in chomsky_published.PAPER_MODELS} | {"panm": "PANM"}
+    groups: dict[tuple[str, int], dict[tuple[str, str], tuple[Record, list[dict[str, Any]]]]] = {}
+    for record in files:
+        if "--sampled" not in record.command.split():
+            continue
+        runs: dict[tuple[int, str, str], list[dict[str, Any]]] = {}
+        for r in record.rows:
+            if r["model"] in columns and isinstance(r.get("steps"), int):
+                runs.setdefault((r["steps"], r["task"], r["model"]), []).append(r)
+        for (steps, task, model), rows in runs.items():
+            groups.setdefault((record.device, steps), {})[task, model] = (record, rows)
+    out = []
+    for (device, steps), cells in groups.items():
+        sources = {record.key: record for record, _ in cells.values()}
+        if len(sources) < 2:
+            continue
+        rows = [r for _, runs_of_cell in cells.values() for r in runs_of_cell]
+        order = list(chomsky_published.LEVELS)
+        levels = dict(sorted(dict.fromkeys((r["task"], r["level"]) for r in rows), key=lambda tl: order.index(tl[1])))
+        models = [m for m in columns if m != "panm" or any(r["model"] == m for r in rows)]
+        heads = ["level", "task", *(columns[m] for m in models)]
+        paper = chomsky_published.table_two(rows, levels)
+        out += [f"## Table 2 at {steps:,} steps ({MACHINES.get(device, device)}): {len(sources)} files together", ""]
+        out += findings.take(f"{device}/table2_{steps}steps")
+        out += [table(heads, ([str(row.get(h, "-")) for h in heads] for row in paper)), ""]
+
+        best = {cell: max(r["score"] for r in runs_of_cell) for cell, (_, runs_of_cell) in cells.items()}
+        published = {row["level"]: row for row in chomsky_published.published_per_level(levels)}
+        level_rows = []
+        for level, short in chomsky_published.LEVELS.items():
+            tasks = [t for t, lv in levels.items() if lv == level]
+            if not tasks:
+                continue
+            line = [f"{short} ({len(tasks)} task{'s' * (len(tasks) > 1)})"]
+            for model in models:
+                scores = [best[t, model] for t in tasks if (t, model) in best]
+                ours = number(round(sum(scores) / len(scores), 1)) if len(scores) == len(tasks) else "-"
+                theirs = published[level].get(model) if model != "panm" else None
+                line.append(ours if theirs is None else f"{ours} / {theirs if theirs != '' else '-'}")
+            level_rows.append(line)
+        out += [
+            "Mean per level, ours / published (ours: over the level's tasks, `-` where a model did not run all of "
+            "them; published: `-` where a cell of the level is not known here):",
+            "",
+            table(["level", *heads[2:]], level_rows),
+            "",
+        ]
+
+        fits = []
+        for model in models:
+            ran = [t for t in levels if (t, model) in cells]
+            first = {t: [r["fit_step"] for r in cells[t, model][1] if r.get("fit_step") not in ("", None)] for t in ran}
+            fitted = [f"{t} ({min(first[t])})" for t in ran if first[t]]
+            fits.append([columns[model], f"{len(fitted)} of {len(ran)}", ", ".join(fitted) or "none"])
+        out += [
+            "Fit the training lengths: the tasks on which a run's `fit_step` is set (the first validation at which "
+            "its token accuracy at the training lengths reached the threshold its file's notes give), in brackets:",
+            "",
+            table(["model", "fit", "tasks (step)"], fits),
+            "",
+            "From " + ", ".join(code(r.stem) for r in sources.values()) + " (each below, with its command).",
+            "",
+        ]
+    return out

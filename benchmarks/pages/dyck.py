@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+from benchmarks.pages.records import GENERATED, Findings, Record
+from benchmarks.pages.tables import code, difference, mean_pm_std, number, plot_lines, provenance, table
+
+DYCK_MODES = ("L+2", "2L", "4L", "8L")
+DYCK_MODELS = {"srnn": "SRNN", "panm_srnn": "PANM (on the SRNN)"}
+
+
+def dyck_tables(record: Record) -> list[str]:
+    """Two tables of a ``dyck_*`` file: sequence accuracy per language, model and test length (mean ± std over
+    seeds; in brackets the test strings' lengths, all even), then each model's mean over every language and test
+    length beside the paper's Table 2."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in record.rows:
+        groups.setdefault((r["language"], r["model"]), []).append(r)
+    header = ["language", "model", "seeds", "selected epoch", *DYCK_MODES, "mean over lengths"]
+    body = []
+    for (language, model), runs in groups.items():
+        lengths = runs[0].get("lengths", {})
+        body.append(
+            [
+                language,
+                DYCK_MODELS.get(model, model),
+                str(len(runs)),
+                ", ".join(str(r["selected_epoch"]) for r in runs),
+                *(
+                    f"{mean_pm_std([r[m] for r in runs])} ({lengths.get(m, '').removesuffix(' (even)')})"
+                    for m in DYCK_MODES
+                ),
+                mean_pm_std([r["mean"] for r in runs]),
+            ]
+        )
+    out = [table(header, body), ""]
+    published = record.settings.get("published", {})
+    figures = published.get("mean_sequence_accuracy", {})
+    header = ["model", "languages", "runs", "ours: mean sequence accuracy %", "published", "ours - published"]
+    body = []
+    for model in dict.fromkeys(r["model"] for r in record.rows):
+        cells = [
+            statistics.mean(r[m] for r in runs) for (_, mdl), runs in groups.items() if mdl == model for m in DYCK_MODES
+        ]
+        ours = statistics.mean(cells)
+        languages = ", ".join(lang for lang, mdl in groups if mdl == model)
+        runs = sum(len(v) for (_, mdl), v in groups.items() if mdl == model)
+        body.append(
+            [
+                DYCK_MODELS.get(model, model),
+                languages,
+                str(runs),
+                f"{ours:.1f}",
+                number(figures.get(model, "")),
+                difference(ours, figures.get(model)),
+            ]
+        )
+    out += [table(header, body), ""]
+    if published:
+        out += [
+            f"'ours': the mean over the languages and test lengths of each cell's mean over seeds; 'published': "
+            f"{published['source']} (the only Dyck numbers the paper prints).",
+            "",
+        ]
+    return out
+
+
+def dyck_page(records: dict[str, Record], results: Path, findings: Findings, images: dict[str, bytes]) -> str:
+    """``dyck.md``: every ``dyck_*`` file, its tables and its plot. Findings keys: ``intro``, each file's
+    ``device/stem``."""
+    out = [GENERATED, "", "# Dyck languages: PANM on the SRNN against the SRNN", "", *findings.take("intro")]
+    files = sorted((r for r in records.values() if r.stem.startswith("dyck_")), key=lambda r: (r.date, r.stem))
+    for record in files:
+        out += [f"## {code(record.stem)} ({record.machine}, {record.date})", "", *findings.take(record.key)]
+        planned, done = record.settings.get("planned_runs"), len(record.rows)
+        if planned and done < planned:
+            out += [f"**Partial: {done} of the {planned} runs of its command have finished.**", ""]
+        out += [*dyck_tables(record), record.data.get("notes", ""), ""]
+        out += [*plot_lines(record, results, images), *provenance("Run", record), ""]
+    return "\n".join(out)
