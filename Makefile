@@ -1,7 +1,7 @@
 # Two commands on a fresh machine (only python3 and make needed):
 #   make demo   the main job
 #   make test   the test suite (what CI runs)
-#   make docs   the API reference site, into site/ (CI builds it too)
+#   make docs   the documentation site (API reference, results pages), into site/ (CI builds it too)
 # Each bootstraps .venv and installs the package on first use.
 
 PYTHON ?= python3
@@ -37,7 +37,8 @@ TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --max-worker-restart 0 tests
 
-# The API reference site (mkdocs.yml) from the docstrings, into site/. --strict: a
+# The documentation site (mkdocs.yml) into site/: the API reference from the docstrings,
+# the results pages rendered from benchmarks/results/ (benchmarks/pages). --strict: a
 # warning (a broken link, a docstring griffe cannot parse) fails the build.
 $(DOCS_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[docs]'

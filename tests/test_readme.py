@@ -57,6 +57,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.pages import build
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 PANM_JAX = ".venv/bin/panm-jax"
@@ -422,7 +424,8 @@ def test_paths_and_links_exist():
     paths = [s for s in inline_code() if s.startswith(prefixes) and re.fullmatch(r"[\w./-]+", s)]
     paths += [p for p in re.findall(r"\]\(([^)\s]+)\)", _text()) if not re.match(r"\w+:", p)]
     assert len(paths) >= 10
-    missing = [p for p in paths if not (ROOT / p.split("#")[0]).exists()]
+    rendered = {f"docs/results/{name}" for name in build.render()[0]}  # the results pages: built by make docs
+    missing = [p for p in paths if not (ROOT / p.split("#")[0]).exists() and p.split("#")[0] not in rendered]
     assert not missing, f"paths the README names that do not exist: {missing}"
 
 

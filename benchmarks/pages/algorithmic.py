@@ -346,7 +346,8 @@ def summary(records: dict[str, Record], link: str) -> str:
         "of 50,000 steps, 100,000 for ID Sort), token accuracy in points at lengths 10 / 11 / 21 / 41 / 81 "
         "(L, L+1, 2L+1, 4L+1, 8L+1). The protocol: batch 128, the authors' RMSprop, checkpoint selected on L+1; "
         "CPU `--quick`: Adam, 8 minutes per seed. Every run, ours beside published, its spread and its command: "
-        f"[{link}]({link}) (rendered from the recorded files by `.venv/bin/python -m benchmarks.pages`)."
+        f"[{link}]({link}) (built from the recorded files by `make docs`; this summary by "
+        "`.venv/bin/python -m benchmarks.pages`)."
     )
     return "\n".join([intro, "", table(header, body)]).rstrip() + "\n"
 

@@ -9,7 +9,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
 FINDINGS = ROOT / "benchmarks" / "findings"
-DOCS = ROOT / "docs" / "results"
 README = ROOT / "README.md"
 START, END = "<!-- results-summary:start -->", "<!-- results-summary:end -->"
 GENERATED = (

@@ -1,5 +1,5 @@
-"""The results pages (benchmarks/pages.py): the committed docs/results/ and README summary are the rendering of the
-recorded files, and the arithmetic behind their cells."""
+"""The results pages (benchmarks/pages/): every page renders from the recorded files, the committed README summary
+is its rendering, and the arithmetic behind their cells."""
 
 from __future__ import annotations
 
@@ -15,32 +15,33 @@ from benchmarks.pages import ablations, algorithmic, build, chomsky, options, re
 MODES = records.MODES
 
 
-def test_the_committed_pages_and_readme_summary_are_the_rendering_of_the_recorded_files():
+def test_every_page_renders_from_the_records_and_the_readme_summary_is_its_rendering():
     files, block = build.render()
-    assert {"index.md", "algorithmic.md", "ablations.md", "authors_code.md", "diagnosis.md"} <= set(files)
-    assert build.differences(files, block) == []
+    pages = {"index.md", "algorithmic.md", "ablations.md", "authors_code.md", "diagnosis.md", "chomsky.md"}
+    assert pages | {"seq2seq.md", "transduction.md", "m10ae.md", "dyck.md"} <= set(files)
+    assert any(name.startswith("img/") and name.endswith(".png") for name in files)
+    assert build.readme_differences(block) == []
 
 
-def test_a_hand_edit_of_a_page_or_of_the_readme_summary_fails_the_check(tmp_path):
+def test_a_hand_edit_of_the_readme_summary_fails_the_check(tmp_path):
     files, block = build.render()
-    docs, readme = tmp_path / "results", tmp_path / "README.md"
-    shutil.copytree(records.DOCS, docs)
+    readme = tmp_path / "README.md"
     shutil.copy(records.README, readme)
-    assert build.differences(files, block, docs, readme) == []
-
-    page = docs / "algorithmic.md"
-    page.write_text(page.read_text().replace("77.9 ± 2.0 (-6.1)", "79.9 ± 2.0 (-4.1)", 1))
-    (docs / "img" / "stale.png").write_bytes(b"")
+    assert build.readme_differences(block, readme) == []
     readme.write_text(readme.read_text().replace("| Copy | 0 / 0 / -6.1", "| Copy | 0 / 0 / -4.1", 1))
-    found = build.differences(files, block, docs, readme)
-    assert found == [
-        f"{docs / 'algorithmic.md'}: differs from its rendering",
-        f"{docs / 'img' / 'stale.png'}: not rendered from any results file (stale)",
-        f"{readme}: the results summary differs from its rendering",
-    ]
-
+    assert build.readme_differences(block, readme) == [f"{readme}: the results summary differs from its rendering"]
     readme.write_text("# no summary here\n")
-    assert build.differences(files, block, docs, readme)[-1].startswith("README.md: expected the markers")
+    assert build.readme_differences(block, readme)[-1].startswith("README.md: expected the markers")
+
+
+def test_out_writes_every_page_and_removes_what_is_no_longer_rendered(tmp_path):
+    files, _ = build.render()
+    (tmp_path / "img").mkdir()
+    (tmp_path / "img" / "stale.png").write_bytes(b"")
+    build.write(files, tmp_path)
+    written = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
+    assert written == set(files)
+    assert (tmp_path / "algorithmic.md").read_bytes() == files["algorithmic.md"]
 
 
 def test_mean_std_and_ours_minus_published():
@@ -152,7 +153,9 @@ def test_the_recorded_files_agree_with_the_arithmetic():
             )
             for m in MODES if "2L+1" in row else records.K_MODES:  # a reading's columns: test_lengths=k(L+1)
                 mean = tables.ours_cell(ours, m)[1]
-                computed = tables.difference(mean, tables.leading_number(published[row.get("task"), row.get("model")][m]))
+                computed = tables.difference(
+                    mean, tables.leading_number(published[row.get("task"), row.get("model")][m])
+                )
                 assert abs(float(computed) - float(row[m])) <= 0.1 + 1e-9, (record.key, _label(row), m)
                 checked += 1
         for row in rows:  # the Chomsky and sequence-to-sequence tables' own differences
@@ -281,7 +284,7 @@ def test_option_sets_are_named_where_the_tables_name_them():
 
 
 def test_check_and_out_together_are_refused_in_one_line(capsys):
-    with pytest.raises(SystemExit, match="--check: compares with docs/results and README.md; expected no --out"):
+    with pytest.raises(SystemExit, match="--check: compares README.md's summary only; expected no --out"):
         build.main(["--check", "--out", "x"])
 
 
