@@ -107,14 +107,16 @@ def masked_softmax(logits: jax.Array, mask: jax.Array | None) -> jax.Array:
     (a constant such as the dtype's most negative finite value ties with a real logit
     of that value and takes half its weight). Computed as::
 
-        m    = max_{k: mask_k} x_k                      (under stop_gradient; 0 if none)
-        e_j  = [mask_j] exp(x_j - m)                    (x_j - m <= 0: at most 1, and 1 at the max)
+        y_j  = x_j if mask_j else -inf                  (one select over the logits)
+        m    = max_k y_k                                (under stop_gradient; 0 if no key is valid)
+        e_j  = exp(y_j - m)                             (exactly 0 where masked; at most 1, 1 at the max)
         w_j  = e_j / sum_k e_k                          (the sum is >= 1 when any key is valid)
 
     ``x_j - m`` may round to ``-inf`` for logits ``f_max`` apart, whose ``exp`` is the
-    true weight's rounding, 0. Masked entries are replaced before and selected out
-    after the ``exp``, so their value (even inf or NaN) reaches neither the weights
-    nor the gradient; a row with no valid key is all zeros with a zero gradient.
+    true weight's rounding, 0. Masked entries are replaced by ``-inf`` before any
+    arithmetic, so their value (even inf or NaN) reaches neither the weights nor the
+    gradient (the select passes them a zero cotangent); a row with no valid key is all
+    zeros with a zero gradient.
 
     Args:
       logits: ``[..., T_q, T_k]``.
@@ -126,10 +128,10 @@ def masked_softmax(logits: jax.Array, mask: jax.Array | None) -> jax.Array:
     if mask is None:
         return jax.nn.softmax(logits, axis=-1)
     logits = jnp.asarray(logits)
-    mask = jnp.broadcast_to(jnp.asarray(mask, bool), logits.shape)
-    top = jnp.max(jnp.where(mask, logits, -jnp.inf), axis=-1, keepdims=True)
+    kept = jnp.where(jnp.asarray(mask, bool), logits, -jnp.inf)  # the mask broadcasts (e.g. [B, 1, 1, T_k])
+    top = jnp.max(kept, axis=-1, keepdims=True)
     top = jax.lax.stop_gradient(jnp.where(jnp.isfinite(top), top, 0.0))  # an empty row: 0
-    numerators = jnp.where(mask, jnp.exp(jnp.where(mask, logits, top) - top), 0.0)
+    numerators = jnp.exp(kept - top)  # exp(-inf) = 0 where masked, empty rows included
     total = jnp.sum(numerators, axis=-1, keepdims=True)  # >= 1 unless the row is empty
     return (numerators / jnp.where(total > 0, total, 1.0)).astype(logits.dtype)
 
