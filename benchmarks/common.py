@@ -2,7 +2,8 @@
 
 Every benchmark in this folder times compilation and steady state apart (with
 ``block_until_ready``), reports ratios measured in one run, and records the
-device, the JAX/Flax versions and the commit beside every number.
+device, the JAX/Flax versions, the commit and the command (``portable_command``)
+beside every number, in one JSON record per run (``write_results``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 import shlex
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,6 +29,7 @@ from panm_jax.train.io import atomic_write_text
 from panm_jax.train.provenance import code_commit
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+REPO = Path(__file__).resolve().parent.parent
 
 
 def device_slug() -> str:
@@ -57,11 +60,78 @@ def transparent_hugepages() -> str:
     return found.group(1) if found else ""
 
 
-def env_prefix() -> str:
-    """``GLIBC_TUNABLES=... ``, ``PANM_JAX_MALLOC=...``, ``PANM_JAX_DNC_LINK=...``, ``LD_PRELOAD=...`` and
-    ``XLA_FLAGS=...`` when set, for a recorded command line that reruns as it ran."""
-    names = ("GLIBC_TUNABLES", allocator.ENV_VAR, "PANM_JAX_DNC_LINK", "LD_PRELOAD", "XLA_FLAGS")
-    return "".join(f"{name}={shlex.quote(os.environ[name])} " for name in names if os.environ.get(name))
+# Options whose value is a folder the run writes into (its runs, a trace).
+WORK_FOLDERS = ("--workdir", "--trace", "--logdir")
+# The variables that change how a benchmark runs, recorded before its command where set.
+COMMAND_VARIABLES = ("GLIBC_TUNABLES", allocator.ENV_VAR, "PANM_JAX_DNC_LINK", "LD_PRELOAD", "XLA_FLAGS")
+
+
+def portable_command(args: Sequence[str] | None = None, module: str | None = None) -> str:
+    """The command that ran, as a record's ``command`` holds it: run from the root of any checkout, it names
+    no folder of the machine that ran it.
+
+    ``args``: the arguments (default ``sys.argv[1:]``); ``module``: the module run (default: the one whose
+    file ``sys.argv[0]`` is, a package's ``__main__.py`` naming the package). Written as ``python -m MODULE
+    ARGS``, each argument shell-quoted, after the ``COMMAND_VARIABLES`` that are set (``XLA_FLAGS=...``).
+    No path of this machine is kept:
+
+    * an absolute path inside the repository: relative to its root (``benchmarks/results/...``);
+    * the interpreter given to ``--peer-python``: ``PYTHON``;
+    * a folder of ``WORK_FOLDERS`` outside the repository (``--workdir /tmp/x/abl``): ``runs/`` and its last
+      component (``runs/abl``);
+    * any other absolute path outside the repository: a placeholder named after its option (``--peer-repo``
+      -> ``PEER_REPO``, ``--panm`` -> ``PANM``), ``PATH`` for an argument that is no option's value, and
+      the variable's name for a variable's value.
+
+    ``--option value`` and ``--option=value`` are read alike, and so is each item of a comma-separated list
+    (``--combine /a.json,/b.json``). Relative paths are kept as given.
+    """
+    args = sys.argv[1:] if args is None else list(args)
+    variables = "".join(
+        f"{name}={shlex.quote(_portable_value(os.environ[name], name))} "
+        for name in COMMAND_VARIABLES
+        if os.environ.get(name)
+    )
+    words = []
+    option = ""  # the option whose value ``arg`` is, if any
+    for arg in args:
+        if arg.startswith("--") and "=" in arg:
+            key, value = arg.split("=", 1)
+            words.append(f"{key}={_portable_value(value, key)}")
+        else:
+            words.append(_portable_value(arg, option))
+        option = arg if arg.startswith("--") and "=" not in arg else ""
+    program = f"python -m {module or _module_run()}"
+    return variables + " ".join([program, *map(shlex.quote, words)])
+
+
+def _portable_value(value: str, option: str) -> str:
+    """``value``, given to ``option`` (``""``: to none; a variable's name: its value), with each absolute path
+    among its comma-separated items made portable by the rules of ``portable_command``."""
+    if option == "--peer-python":
+        return "PYTHON"
+
+    def item(text: str) -> str:
+        if not os.path.isabs(text):
+            return text
+        for path in (Path(os.path.normpath(text)), Path(text).resolve()):
+            if path.is_relative_to(REPO):
+                return path.relative_to(REPO).as_posix()
+        if option in WORK_FOLDERS:
+            return "runs/" + Path(os.path.normpath(text)).name
+        return option.lstrip("-").replace("-", "_").upper() or "PATH"
+
+    return ",".join(item(text) for text in value.split(","))
+
+
+def _module_run() -> str:
+    """The module whose file ``sys.argv[0]`` is (``benchmarks/speed/zoo.py`` -> ``benchmarks.speed.zoo``;
+    ``benchmarks/speed/__main__.py`` -> ``benchmarks.speed``); a file outside the repository by its stem."""
+    path = Path(sys.argv[0]).resolve()
+    if not path.is_relative_to(REPO):
+        return path.stem
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__main__" else parts)
 
 
 def _dnc_link_path() -> str:
@@ -303,6 +373,9 @@ def cost_cells(results: Sequence[dict[str, Any]]) -> dict[str, str]:
 
 
 def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    """``rows`` as a Markdown table of ``columns`` (floats to 4 significant digits, a missing key blank), as the
+    runners print their results."""
+
     def fmt(v):
         if isinstance(v, float):
             return f"{v:.4g}"
@@ -324,31 +397,24 @@ def write_results(
     command: str = "",
     settings: dict[str, Any] | None = None,
     device: str | None = None,
-) -> tuple[Path, Path]:
-    """Write ``results/<device>/<name>.json`` and ``.md`` atomically; return their paths.
+) -> Path:
+    """Write the record ``results/<device>/<name>.json`` atomically; return its path.
 
-    ``settings``: what the file's name stands for, spelled out in the JSON (a name may abbreviate them,
-    as ``benchmarks/accuracy/reproduce.py`` abbreviates model options to a hash). ``device``: the folder, when the
-    numbers were measured on another machine than this one (a table of finished runs read back); default
-    ``device_slug()``.
+    The record holds ``name``, ``title``, ``command`` (``portable_command``), ``settings`` where given,
+    ``environment`` (``env``), ``rows`` and ``notes``, written as ``json.dumps(record, indent=2)`` and a
+    newline. ``columns``: the table's columns as the runner prints them (``markdown_table``); the record keeps
+    every key of every row, so they are not written. ``settings``: what the file's name stands for, spelled
+    out (a name may abbreviate them, as ``benchmarks/accuracy/reproduce.py`` abbreviates model options to a
+    hash). ``device``: the folder, when the numbers were measured on another machine than this one (a table
+    of finished runs read back); default ``device_slug()``.
     """
-    out = RESULTS_DIR / (device or device_slug())
     payload: dict[str, Any] = {"name": name, "title": title, "command": command}
     if settings is not None:
         payload["settings"] = settings
     payload |= {"environment": env, "rows": list(rows), "notes": notes}
-    json_path = out / f"{name}.json"
-    md_path = out / f"{name}.md"
+    json_path = RESULTS_DIR / (device or device_slug()) / f"{name}.json"
     atomic_write_text(json_path, json.dumps(payload, indent=2) + "\n")
-    env_line = ", ".join(f"{k}: {v}" for k, v in env.items())
-    md = f"# {title}\n\n"
-    if command:
-        md += f"Command: `{command}`\n\n"
-    md += f"Measured on: {env_line}\n\n" + markdown_table(rows, columns) + "\n"
-    if notes:
-        md += "\n" + notes.strip() + "\n"
-    atomic_write_text(md_path, md)
-    return json_path, md_path
+    return json_path
 
 
 def run_processes(jobs: Sequence[tuple[str, list[str], Path]], parallel: int) -> None:

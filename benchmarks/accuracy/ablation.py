@@ -32,10 +32,10 @@ separate processes (on a GPU, share it with NVIDIA MPS); each group's output goe
 to ``<workdir>/<task>/<variant>.log``. ``--minutes`` caps each group's training
 (the ``steps`` column then says how far it got).
 
-The table (``ablation_panm_<tasks>.{md,json,csv}``, with ``_NAME`` appended by ``--name NAME``, under
+The table (``ablation_panm_<tasks>.json``, with ``_NAME`` appended by ``--name NAME``, under
 ``benchmarks/results/<device>/``) has, per task, one row per variant (mean ±
 sample standard deviation over the seeds, token accuracy in %), the published
-row (Le et al. 2024, Tables 13 and 14; the same figures as ``benchmarks.accuracy.reproduce``)
+row (PANM's row of the task's table among Le et al. 2024's Tables 13-18, ``benchmarks.accuracy.published``)
 and each variant's difference from it. The JSON keeps every seed's numbers.
 
 The pointer-count ablations of Le et al. 2024, App. D.6 (``--figure 8`` or ``--figure 9``)::
@@ -72,9 +72,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import allocator, common
+from benchmarks.accuracy import published
 from benchmarks.accuracy.reproduce import (
     MODES,
-    PUBLISHED,
     code_column,
     finished_results,
     make_config,
@@ -84,7 +84,7 @@ from benchmarks.accuracy.reproduce import (
 from panm_jax import enable_compile_cache
 from panm_jax.errors import UserError
 from panm_jax.train.config import TrainConfig, parse_overrides
-from panm_jax.train.io import atomic_write_text, read_jsonl
+from panm_jax.train.io import read_jsonl
 from panm_jax.train.report import save_figure
 
 MODEL = "panm"
@@ -321,13 +321,13 @@ def summarize(
         rows.append(row)
     if figure:
         return rows
-    published = PUBLISHED[task][MODEL]
+    reference = published.algorithmic(task)["PANM"]
     rows.append(
         {
             "task": task,
             "variant": "published (Le et al. 2024)",
             "selected_on": "L+1",
-            **{m: f"{v:g}" for m, v in zip(MODES, published, strict=True)},
+            **{m: f"{v:g}" for m, v in zip(MODES, reference, strict=True)},
         }
     )
     for row in rows[:-1]:
@@ -335,7 +335,7 @@ def summarize(
             {
                 "task": task,
                 "variant": f"{row['variant']} - published",
-                **{m: f"{row[f'_{m}'] - v:+.1f}" for m, v in zip(MODES, published, strict=True)},
+                **{m: f"{row[f'_{m}'] - v:+.1f}" for m, v in zip(MODES, reference, strict=True)},
             }
         )
     return rows
@@ -474,7 +474,7 @@ def main(argv=None) -> int:
     for flag, value in (("--eval-every", args.eval_every), ("--eval-examples", args.eval_examples)):
         if value is not None and value < 1:
             raise SystemExit(f"{flag}: expected a positive integer, got {value}")
-    known = FIGURES[args.figure]["tasks"] if args.figure else tuple(t for t in PUBLISHED if MODEL in PUBLISHED[t])
+    known = FIGURES[args.figure]["tasks"] if args.figure else published.ALGORITHMIC_TASKS
     tasks = [t.strip() for t in (args.tasks or ",".join(known[:2] if not args.figure else known)).split(",")]
     for task in tasks:
         if task not in known:
@@ -500,7 +500,7 @@ def main(argv=None) -> int:
     cols += [*modes, "code"]
     name = "ablation_panm_" + (f"fig{args.figure}_" if args.figure else "") + "_".join(tasks)
     name += ("_quick" if args.quick else "") + (f"_{args.name}" if args.name else "")
-    command = "python -m benchmarks.accuracy.ablation " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = common.portable_command(argv, "benchmarks.accuracy.ablation")
     notes = figure_notes(args.figure, seeds, args) if args.figure else table_notes(seeds, args.minutes, args.steps)
     public = [
         {
@@ -514,15 +514,13 @@ def main(argv=None) -> int:
         if args.figure
         else "PANM ablations under the paper protocol"
     )
-    common.write_results(name, title, public, cols, common.environment(), notes, command)
-    out_dir = common.RESULTS_DIR / common.device_slug()
-    lines = [",".join(cols)] + [",".join(str(r.get(c, "")).replace(",", ";") for c in cols) for r in public]
-    atomic_write_text(out_dir / f"{name}.csv", "\n".join(lines) + "\n")
+    path = common.write_results(name, title, public, cols, common.environment(), notes, command)
+    out_dir = path.parent
     if args.figure:
         for task in tasks:
             plot_figure(args.figure, task, [r for r in public if r["task"] == task], out_dir / f"{name}_{task}.png")
     print(common.markdown_table(public, cols))
-    print("wrote", out_dir / f"{name}.md", ".json", ".csv", *([f"{name}_<task>.png"] if args.figure else []))
+    print("wrote", path, *([f"{name}_<task>.png"] if args.figure else []))
     return 0
 
 

@@ -49,9 +49,9 @@ the first seed unbroken, then again from the last state that run saved, and
 compares the final weights bit for bit and the validation lines logged after that
 step; a third run trains the seed from the start again, which shows whether
 ``-seed`` repeats a run (the script seeds torch after building the model, so its
-initial weights are drawn afresh). It writes ``authors_panm_resume_check_<task>.{json,md}`` and exits 1 if
+initial weights are drawn afresh). It writes ``authors_panm_resume_check_<task>.json`` and exits 1 if
 they differ. Writes
-``benchmarks/results/<device>/authors_panm_<task>_<steps>.{json,md}``: per seed,
+``benchmarks/results/<device>/authors_panm_<task>_<steps>.json``: per seed,
 and mean ± sample std over the seeds, beside Le et al. 2024's published row,
 with the step each seed's kept checkpoint was saved at (read from its training
 log). ``--test-last`` also tests each seed's final weights the same way: the
@@ -69,17 +69,18 @@ import shlex
 import shutil
 import statistics
 import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from benchmarks import common
+from benchmarks.accuracy import published
 from panm_jax import enable_compile_cache
 
 MODES = ("L", "L+1", "2L+1", "4L+1", "8L+1")
 GENLEN = {"L": "0.9", "L+1": "1", "2L+1": "2", "4L+1": "4", "8L+1": "8"}  # int(10 G) + 1 = 10, 11, 21, 41, 81
-PUBLISHED = {"copy": (100, 100, 84, 52, 36), "reverse": (100, 100, 84, 51, 33)}  # Le et al. 2024, Tables 13-14
+# The published row beside ours: PANM's of Le et al. 2024, Tables 13 (Copy) and 14 (Reverse).
+PUBLISHED = {task: published.algorithmic(task)["PANM"] for task in ("copy", "reverse")}
 RESULT = re.compile(r"bit_error_per_sequence (\S+) -->(\S+) over (\d+) samples")
 STUB = "def configure(*args, **kwargs):\n    pass\n\n\ndef log_value(*args, **kwargs):\n    pass\n"
 
@@ -241,15 +242,15 @@ def summary_rows(task: str, rows: list[dict]) -> list[dict]:
             **{m: f"{mean[m]:.1f} ± {std[m]:.1f}" for m in MODES},
         }
     )
-    published = PUBLISHED[task]
+    reference = PUBLISHED[task]
     out.append(
-        {"row": "published (Le et al. 2024, 50,000 steps)", "steps": 50000, **dict(zip(MODES, published, strict=True))}
+        {"row": "published (Le et al. 2024, 50,000 steps)", "steps": 50000, **dict(zip(MODES, reference, strict=True))}
     )
     out.append(
         {
             "row": "mean - published",
             "steps": "",
-            **{m: f"{mean[m] - p:+.1f}" for m, p in zip(MODES, published, strict=True)},
+            **{m: f"{mean[m] - p:+.1f}" for m, p in zip(MODES, reference, strict=True)},
         }
     )
     if all(f"last_{MODES[0]}" in r for r in rows):
@@ -275,7 +276,7 @@ def summary_rows(task: str, rows: list[dict]) -> list[dict]:
             {
                 "row": "final weights, mean - published",
                 "steps": "",
-                **{m: f"{last_mean[m] - p:+.1f}" for m, p in zip(MODES, published, strict=True)},
+                **{m: f"{last_mean[m] - p:+.1f}" for m, p in zip(MODES, reference, strict=True)},
             }
         )
     return out
@@ -415,9 +416,7 @@ def main(argv=None) -> int:
         [args.peer_python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True, check=True
     ).stdout.strip()
     commit = subprocess.run(["git", "-C", str(args.panm), "rev-parse", "HEAD"], capture_output=True, text=True)
-    command = "python -m benchmarks.accuracy.authors_panm " + " ".join(
-        shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
-    )
+    command = common.portable_command(argv, "benchmarks.accuracy.authors_panm")
     measured_on = {
         **common.environment(),
         "torch": torch_version,
@@ -435,7 +434,7 @@ def main(argv=None) -> int:
             "building the model)."
         )
         name = f"authors_panm_resume_check_{args.task}"
-        json_path, md_path = common.write_results(
+        json_path = common.write_results(
             name,
             "Resuming the authors' training: the same as not stopping",
             rows,
@@ -445,7 +444,7 @@ def main(argv=None) -> int:
             command,
         )
         print(common.markdown_table(rows, ["check", "value"]))
-        print("wrote", json_path, md_path)
+        print("wrote", json_path)
         return 0 if agree else 1
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
         trained = list(pool.map(lambda s: train_seed(s, args, root, env), seeds))
@@ -458,7 +457,7 @@ def main(argv=None) -> int:
         if not args.save_every
         else "their run_algo_task.py, trained under benchmarks/accuracy/authors_resumable.py, which saves the "
         f"training state every {args.save_every:,} steps and resumes from it and changes nothing else "
-        f"(authors_panm_resume_check_{args.task}.md)"
+        f"(authors_panm_resume_check_{args.task}.json)"
     )
     notes = (
         f"Token accuracy (%) of the authors' PANM (thaihungle/PANM, {script}) on "
@@ -482,11 +481,11 @@ def main(argv=None) -> int:
         "Pointer-Augmented Neural Memory, Tables 13-14, mean of 5 runs of 50,000 steps."
     )
     name = f"authors_panm_{args.task}_{args.steps}"
-    json_path, md_path = common.write_results(
+    json_path = common.write_results(
         name, f"The PANM authors' code on {args.task}, {len(rows)} seeds", table, cols, env_record, notes, command
     )
     print(common.markdown_table(table, cols))
-    print("wrote", json_path, md_path)
+    print("wrote", json_path)
     return 0
 
 

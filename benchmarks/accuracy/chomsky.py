@@ -25,7 +25,7 @@ unfinished runs and reads finished ones back), keeps the checkpoint that is best
 on fresh examples at the *training* lengths (the task's ``"1-40"`` mode: no test
 length is looked at), and range-evaluates it
 (``panm_jax.train.range_eval.range_evaluate``). It writes, under
-``benchmarks/results/<device>/``, ``chomsky_<name>.{md,json,csv}``: one row per
+``benchmarks/results/<device>/``, ``chomsky_<name>.json``: one row per
 task, model and seed (score, steps trained, the step at which the run first fit
 the training lengths, the published score where known), then the published
 Table 2 beside ours and each model's mean per level of the hierarchy (regular,
@@ -59,23 +59,22 @@ other work sharing it; compilation and validation are not counted) or
 table states the budget it ran under.
 
 Published scores: Delétang et al. 2023, Table 2, token accuracy (%) of the best
-run, as ``benchmarks.accuracy.chomsky_published.PUBLISHED`` holds it; a cell not
-known there is left blank, and the notes count the blanks.
+run, as ``benchmarks.accuracy.published.chomsky`` holds it; a cell not known
+there is left blank, and the notes count the blanks.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
 import jax
 
 from benchmarks import common
-from benchmarks.accuracy.chomsky_published import PAPER_MODELS, PUBLISHED, per_level, published_per_level, table_two
+from benchmarks.accuracy import published
+from benchmarks.accuracy.criteria import FIT
 from benchmarks.accuracy.reproduce import options_tag, parse_model_sets, steps_trained, trained_by
 from panm_jax.tasks import get_task
 from panm_jax.tasks.chomsky import CHOMSKY_TASKS
@@ -83,9 +82,9 @@ from panm_jax.train.config import OptimizerConfig, TrainConfig
 from panm_jax.train.io import atomic_write_text, read_jsonl
 
 TASKS = tuple(CHOMSKY_TASKS)  # the 15 tasks of Table 2, level by level
+PAPER_MODELS = published.CHOMSKY_MODELS  # Table 2's columns: (its heading, the model here)
 MODELS = (*(model for _, model in PAPER_MODELS), "panm")
 SAMPLED = (10, 16)  # --sampled: every 10th length (and the last), 16 examples each
-FIT = 0.99  # a run fits the training lengths when its token accuracy there reaches this
 
 # The memory option that each memory model gets sized to the longest test sequence.
 MEMORY_SIZES = {"stack_rnn": "stack_size", "tape_rnn": "tape_size"}
@@ -214,6 +213,17 @@ def fit(workdir: Path, mode: str) -> tuple[float | str, int | str]:
     return best, first
 
 
+def per_level(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per level of the hierarchy (in the order met): each model's mean score over that level's rows."""
+    cells: dict[str, dict[str, list[float]]] = {}
+    for r in rows:
+        cells.setdefault(r["level"], {}).setdefault(r["model"], []).append(r["score"])
+    return [
+        {"level": level, **{m: round(sum(v) / len(v), 1) for m, v in by_model.items()}}
+        for level, by_model in cells.items()
+    ]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tasks", default=",".join(TASKS))
@@ -291,7 +301,7 @@ def main(argv=None) -> int:
                 record = range_record(workdir, config, lengths, examples, PER_LENGTH if exact else FITTED)
                 steps = steps_trained(workdir)
                 train_accuracy, fit_step = fit(workdir, config.select_mode)
-                published = PUBLISHED.get(task, {}).get(model)
+                theirs = published.chomsky(task).get(model)
                 score = 100 * record["score"]
                 rows.append(
                     {
@@ -304,8 +314,8 @@ def main(argv=None) -> int:
                         "train_accuracy": train_accuracy,
                         "fit_step": fit_step,
                         "score": round(score, 1),
-                        "published": published if published is not None else "",
-                        "difference": round(score - published, 1) if published is not None else "",
+                        "published": theirs if theirs is not None else "",
+                        "difference": round(score - theirs, 1) if theirs is not None else "",
                         "compiles": record.get("compiles"),
                         "eval_seconds": round(record.get("wall_seconds", 0.0), 1),
                         "code": "; ".join(dict.fromkeys(trained_by(workdir))),
@@ -336,10 +346,10 @@ def main(argv=None) -> int:
     labels = [m + options_tag(model_sets.get(m, {})) for m in models]
     levels = per_level(rows)
     task_levels = {t: get_task(t).level for t in tasks}
-    paper = table_two(rows, task_levels)
+    paper = published.chomsky_table_two(rows, task_levels)
     paper_cols = ["level", "task", *(h for h, _ in PAPER_MODELS)] + (["PANM"] if "panm" in labels else [])
-    published_levels = published_per_level(task_levels)
-    missing = sum(PUBLISHED.get(t, {}).get(m) is None for t in tasks for _, m in PAPER_MODELS)
+    published_levels = published.chomsky_per_level(task_levels)
+    missing = sum(m not in published.chomsky(t) for t in tasks for _, m in PAPER_MODELS)
     print(common.markdown_table(rows, cols))
     print(common.markdown_table(paper, paper_cols))
     print(common.markdown_table(levels, ["level", *labels]))
@@ -347,9 +357,7 @@ def main(argv=None) -> int:
         print("(not recorded: give --name to write benchmarks/results/<device>/chomsky_NAME.*)")
         return 0
     name = f"chomsky_{args.name}"
-    command = ".venv/bin/python -m benchmarks.accuracy.chomsky " + shlex.join(
-        argv if argv is not None else sys.argv[1:]
-    )
+    command = common.portable_command(argv, "benchmarks.accuracy.chomsky")
     sweep = f"every {length_step}-th length and {hi}" if length_step > 1 else "every length"
     notes = (
         f"Score: token accuracy (%) averaged over the test lengths {lo}..{hi} ({sweep}: {len(lengths)} lengths, "
@@ -380,13 +388,11 @@ def main(argv=None) -> int:
         + common.markdown_table(published_levels, ["level", *(m for _, m in PAPER_MODELS)])
     )
     env = common.environment()
-    common.write_results(name, "Chomsky-hierarchy tasks: range evaluation", rows, cols, env, notes, command)
-    out = common.RESULTS_DIR / common.device_slug()
-    lines = [",".join(cols)] + [",".join(str(r.get(c, "")) for c in cols) for r in rows]
-    atomic_write_text(out / f"{name}.csv", "\n".join(lines) + "\n")
+    path = common.write_results(name, "Chomsky-hierarchy tasks: range evaluation", rows, cols, env, notes, command)
+    out = path.parent
     for task, records in per_task.items():
         plot_range(records, out / f"{name}_{task}.png")
-    print("wrote", out / f"{name}.md", ".json", ".csv", "and one plot per task")
+    print("wrote", path, "and one plot per task")
     return 0
 
 

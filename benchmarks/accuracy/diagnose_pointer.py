@@ -36,14 +36,13 @@ head that follows the task's rule best:
   example at the longest mode, in the notes, beside the slots it should read
   where those depend on the example.
 
-Writes ``benchmarks/results/<device>/<name>.md`` and ``.json``.
+Writes ``benchmarks/results/<device>/<name>.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import jax
@@ -242,7 +241,7 @@ def main(argv=None) -> int:
         "max weight",
         "weight on right slot",
     ]
-    command = "python -m benchmarks.accuracy.diagnose_pointer " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = common.portable_command(argv, "benchmarks.accuracy.diagnose_pointer")
     text = (
         "'pointer': the kind of head measured (mode1: the Pointer Units' Mode-1 heads; mode2: the content "
         "heads of Mode 2); 'pointer %': how often that head's largest weight sits on the slot holding the "

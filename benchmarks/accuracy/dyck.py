@@ -36,11 +36,11 @@ The paper's protocol (§3.2) and how this runner follows it:
 not the protocol). Each run trains with ``panm_jax.train.train_and_evaluate`` in its own folder under
 ``--workdir`` (resumable: rerunning the command continues unfinished runs and reads finished ones
 back). With ``--name`` the table (one row per run) is written to
-``benchmarks/results/<device>/dyck_<name>.{md,json}`` after every run, so a recording cut short keeps
+``benchmarks/results/<device>/dyck_<name>.json`` after every run, so a recording cut short keeps
 what it finished (``settings.planned_runs`` says how many the command asked for), with
 ``dyck_<name>.png``: sequence accuracy against test length, SRNN and PANM side by side, mean ± std over
 seeds. ``python -m benchmarks.pages`` renders it in ``docs/results/dyck.md`` beside the paper's one
-published number per model (``PUBLISHED``).
+published number per model (``benchmarks.accuracy.published.dyck``).
 """
 
 from __future__ import annotations
@@ -48,13 +48,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import shlex
 import statistics
-import sys
 from pathlib import Path
 from typing import Any
 
 from benchmarks import common
+from benchmarks.accuracy import published
 from benchmarks.accuracy.chomsky import finished
 from benchmarks.accuracy.reproduce import steps_trained, trained_by
 from benchmarks.accuracy.transduction import names, positive, seed_list, selection_record
@@ -67,14 +66,6 @@ LANGUAGES = {"D2": (2, 10), "D3": (3, 20)}
 MODELS = ("srnn", "panm_srnn")
 MODES = ("L+2", "2L", "4L", "8L")
 LABELS = {"srnn": "SRNN", "panm_srnn": "PANM"}
-# Le et al. 2024, Table 2 ("Average performance summary with key metrics"), Dyck Language Recognition:
-# sequence match (%), the best baseline (SRNN) and PANM. The only numbers the paper prints for Dyck; Fig. 3a's
-# per-length values are drawn, not stated.
-PUBLISHED = {"srnn": 28.2, "panm_srnn": 70.0}
-PAPER = (
-    "Le, Nguyen, Do, Venkatesh & Tran 2024, Plug, Play, and Generalize: Length Extrapolation with "
-    "Pointer-Augmented Neural Memory (TMLR)"
-)
 MAX_EVAL_BATCH = 500
 
 
@@ -227,13 +218,10 @@ COLUMNS = [
 
 
 def record(args, argv, rows: list[dict[str, Any]], planned: int, sizes: dict[str, int]) -> Path:
-    """Write ``dyck_<name>.{md,json,png}`` with the rows finished so far."""
-    command = (
-        common.env_prefix()
-        + ".venv/bin/python -m benchmarks.accuracy.dyck "
-        + shlex.join(argv if argv is not None else sys.argv[1:])
-    )
+    """Write ``dyck_<name>.{json,png}`` with the rows finished so far; return the JSON's path."""
+    command = common.portable_command(argv, "benchmarks.accuracy.dyck")
     budget = f"{args.steps:,} steps per run" if args.steps else f"{args.epochs} epochs"
+    reference, source = published.dyck(), published.DYCK_SOURCE
     settings = {
         "languages": {lang: dict(zip(("n", "max_train_length"), LANGUAGES[lang], strict=True)) for lang in sizes},
         "models": args.model_list,
@@ -250,7 +238,7 @@ def record(args, argv, rows: list[dict[str, Any]], planned: int, sizes: dict[str
         else "the training set, once, at the end",
         "planned_runs": planned,
         "finished_runs": len(rows),
-        "published": {"source": f"{PAPER}, Table 2, Dyck Language Recognition", "mean_sequence_accuracy": PUBLISHED},
+        "published": {"source": str(source), "mean_sequence_accuracy": reference},
         "name": args.name,
     }
     notes = (
@@ -259,11 +247,11 @@ def record(args, argv, rows: list[dict[str, Any]], planned: int, sizes: dict[str
         f"'train_sequence_accuracy': on the training set at the selected epoch. Budget: {budget}, batch "
         f"{args.batch_size}, Adam {args.lr:g}, no clipping; training strings per language: "
         + ", ".join(f"{lang} {n:,}" for lang, n in sizes.items())
-        + f". Runs finished: {len(rows)} of {planned}. Published: {PAPER}, Table 2: mean sequence accuracy "
-        f"{PUBLISHED['srnn']} (SRNN) and {PUBLISHED['panm_srnn']} (PANM); Fig. 3a's per-length values are drawn, "
-        "not printed."
+        + f". Runs finished: {len(rows)} of {planned}. Published: {source.paper}, {source.table}: mean sequence "
+        f"accuracy {reference['srnn']} (SRNN) and {reference['panm_srnn']} (PANM); Fig. 3a's per-length values are "
+        "drawn, not printed."
     )
-    common.write_results(
+    path = common.write_results(
         f"dyck_{args.name}",
         "Dyck languages: PANM on the SRNN against the SRNN",
         rows,
@@ -273,9 +261,8 @@ def record(args, argv, rows: list[dict[str, Any]], planned: int, sizes: dict[str
         command,
         settings=settings,
     )
-    out = common.RESULTS_DIR / common.device_slug()
-    plot(rows, out / f"dyck_{args.name}.png")
-    return out / f"dyck_{args.name}.md"
+    plot(rows, path.with_suffix(".png"))
+    return path
 
 
 def main(argv=None) -> int:

@@ -17,7 +17,7 @@ task's test lengths ``L, L+2, 2L+1, 4L+1, 8L+1`` (accuracy of the one output, th
 is 10%), and then again by nesting depth: at each test length ``--test-examples`` fresh expressions are
 grouped by the depth of their parentheses (``M10AETask.batches_by_depth``; the generator sets the
 length, the depth falls as it may), each group's accuracy and size kept in the run's ``depth.json``.
-With ``--name`` it writes ``m10ae_<name>.{md,json}`` under ``benchmarks/results/<device>/``, one row
+With ``--name`` it writes ``m10ae_<name>.json`` under ``benchmarks/results/<device>/``, one row
 per run; ``python -m benchmarks.pages`` renders it in ``docs/results/m10ae.md``.
 
 Budget (ours; the source gives none): ``--steps`` steps per run, Adam 1e-3, global-norm clip 1, batch 32,
@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -168,11 +166,7 @@ def main(argv=None) -> int:
     if not args.name:
         print("(not recorded: give --name to write benchmarks/results/<device>/m10ae_NAME.*)")
         return 0
-    command = (
-        common.env_prefix()
-        + ".venv/bin/python -m benchmarks.accuracy.m10ae "
-        + shlex.join(argv if argv is not None else sys.argv[1:])
-    )
+    command = common.portable_command(argv, "benchmarks.accuracy.m10ae")
     settings = {
         "models": models,
         "seeds": seeds,
@@ -201,7 +195,7 @@ def main(argv=None) -> int:
         command,
         settings=settings,
     )
-    print("wrote", common.RESULTS_DIR / common.device_slug() / f"m10ae_{args.name}.md", "and .json")
+    print("wrote", common.RESULTS_DIR / common.device_slug() / f"m10ae_{args.name}.json")
     return 0
 
 

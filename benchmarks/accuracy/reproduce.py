@@ -16,7 +16,7 @@ Le et al. 2024: Plug, Play, and Generalize: Length Extrapolation with Pointer-Au
 ``--table algorithmic`` runs the six tasks of Tables 13-18 in the paper's order
 (Copy, Reverse, Mix, Dynamic Recall, Priority Sort, ID Sort), each exactly as
 ``--task`` would (same folders, same per-task files), then writes one summary,
-``reproduce_algorithmic[_quick].{md,json}``, whose notes name the published
+``reproduce_algorithmic[_quick].json``, whose notes name the published
 models without a row of ours. ``--name NAME`` suffixes every file name
 (``reproduce_copy_quick_NAME``), so that a run at another budget or with other
 models does not overwrite a recorded table.
@@ -98,6 +98,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import allocator, common
+from benchmarks.accuracy import published
 from panm_jax import enable_compile_cache
 from panm_jax.train.config import OptimizerConfig, TrainConfig, parse_overrides
 from panm_jax.train.io import atomic_write_text, read_jsonl
@@ -106,29 +107,17 @@ from panm_jax.train.report import save_figure
 
 MODES = ("L", "L+1", "2L+1", "4L+1", "8L+1")
 
-# Le et al. 2024, Tables 13-18, token accuracy (%), mean over 5 runs, at the five test
-# modes (listed in docs/tasks.md). "best other" is the best of the 11 baselines at each length.
-PUBLISHED: dict[str, dict[str, tuple[float, ...]]] = {
-    "copy": {
-        "panm": (100, 100, 84, 52, 36),
-        "lstm": (100, 47, 11, 10, 10),
-        "ntm": (100, 74, 13, 11, 11),
-        "dnc": (100, 54, 11, 11, 11),
-        "stack_lstm": (100, 90, 47, 29, 17),
-    },
-    "reverse": {"panm": (100, 100, 84, 51, 33), "best other": (100, 98, 65, 35, 22)},
-    # Table 15 repeats four of Table 14's rows digit for digit (LSTM, Transformer, NTM, ESBN);
-    # its 65 at 2(L+1) is the NTM's repeated row, 58 (DNC) without them (docs/tasks.md).
-    "mix": {"panm": (100, 100, 98, 54, 54), "best other": (100, 98, 65, 45, 30)},
-    "dynamic_recall": {"panm": (92, 89, 45, 22, 16), "best other": (90, 86, 30, 19, 13)},
-    "priority_sort": {"panm": (97, 97, 86, 32, 27), "best other": (97, 96, 57, 30, 23)},
-    "id_sort": {"panm": (100, 100, 56, 25, 15), "best other": (98, 56, 28, 17, 13)},
+# The published row beside each model's runs (Le et al. 2024, Tables 13-18, ``published.algorithmic``), at the
+# five test modes by position: on Copy the rows of the models run here, on the other tasks PANM's and "best
+# other", the best of the 11 baselines at each length (``published.other_max``), for every model but PANM.
+PUBLISHED: dict[str, dict[str, tuple[int, ...]]] = {
+    task: published.algorithmic_references(task) for task in published.ALGORITHMIC_TASKS
 }
 
 # A yardstick measured on this CPU class: the authors' PANM code, its default config, one run
 # (outside this repository; its seed not recorded), 10,000 steps (23 minutes) on this 2-core CPU
 # class. Rerun here on seeds 0-2 by benchmarks/accuracy/authors_panm.py, the same code scores 100 / 99.5 / 69.0
-# / 34.4 / 21.2 (benchmarks/results/cpu-2cores/authors_panm_copy_10000.md): this run was a good one.
+# / 34.4 / 21.2 (benchmarks/results/cpu-2cores/authors_panm_copy_10000.json): this run was a good one.
 # Its default pipeline (run_algo_task.py, -genlen 2) evaluates every 200 steps on length int(10 * 2) + 1
 # = 21 and keeps the best checkpoint there, which its test mode loads: its
 # checkpoint is picked on 2L+1, ours on L+1 unless --select says otherwise.
@@ -136,13 +125,19 @@ AUTHORS_CODE_COPY_23MIN = (100, 99.99, 87.2, 50.2, 32.9)
 
 # Le et al. 2024, App. D.6 ("Generalization to Shorter Sequence", Fig. 7 left): Mix trained on lengths 20-30 and
 # tested on length 10, PANM against Location Attention (LSTM + attention, attention=location here). The text
-# gives one number: PANM's margin over Location Attention at length 10, "nearly 14%"; it gives neither model's
-# accuracy (Fig. 7 draws them as curves, mean and std over 5 runs).
-LONG_TO_SHORT = {"task": "mix", "min_train_length": 20, "max_train_length": 30, "test_length": 10, "margin": 14}
+# gives one number, PANM's margin over Location Attention at length 10 (``published.LONG_TO_SHORT_MARGIN``); it
+# gives neither model's accuracy (Fig. 7 draws them as curves, mean and std over 5 runs).
+LONG_TO_SHORT = {
+    "task": "mix",
+    "min_train_length": 20,
+    "max_train_length": 30,
+    "test_length": 10,
+    "margin": published.LONG_TO_SHORT_MARGIN,
+}
 CURVE_POINTS = 10  # evaluations and kept checkpoints along a run with a test length below its training range
 
 # The paper's tables that ``--table`` runs task by task (Le et al. 2024, Tables 13-18, in order).
-TABLES = {"algorithmic": ("copy", "reverse", "mix", "dynamic_recall", "priority_sort", "id_sort")}
+TABLES = {"algorithmic": published.ALGORITHMIC_TASKS}
 
 
 def make_config(
@@ -334,7 +329,7 @@ def summarize(
     ``modes`` are the task's five test modes, matched to the published numbers by position. ``tables_apply``
     false (other training or test lengths than the paper's tables, ``tables_apply``): ours only."""
     rows = []
-    published = PUBLISHED.get(task, {}) if tables_apply else {}
+    references = PUBLISHED.get(task, {}) if tables_apply else {}
     for model, results in runs.items():
         per_mode: dict[str, list[float]] = {m: [] for m in modes}
         for res in results:
@@ -357,10 +352,10 @@ def summarize(
             row[f"_{m}"] = mean
         rows.append(row)
         ref_name = (
-            model if model in published else ("best other" if model != "panm" and "best other" in published else None)
+            model if model in references else ("best other" if model != "panm" and "best other" in references else None)
         )
         if ref_name:
-            ref = published[ref_name]
+            ref = references[ref_name]
             rows.append(
                 {
                     "model": model,
@@ -424,7 +419,7 @@ def margin_rows(rows: list[dict[str, Any]], mode: str) -> list[dict[str, Any]]:
         },
         {
             "model": "panm",
-            "row": "PANM - Location Attention, Le et al. 2024 (App. D.6: 'nearly 14%')",
+            "row": f"PANM - Location Attention, Le et al. 2024 (App. D.6: 'nearly {LONG_TO_SHORT['margin']}%')",
             mode: f"{LONG_TO_SHORT['margin']:+g}",
         },
     ]
@@ -778,7 +773,7 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
         rows += margin_rows(rows, str(LONG_TO_SHORT["test_length"]))
     cols = ["model", "row", "selected_on", "seeds", "steps", "best_step", *modes, "code"]
     name = results_name(f"reproduce_{task}", args, minutes, model_sets)
-    command = task_command(args, task)
+    command = common.portable_command(shlex.split(task_command(args, task))[3:], "benchmarks.accuracy.reproduce")
     notes = (
         "Token accuracy (%) of the checkpoint selected on the validation set of length mode 'selected_on' "
         "(L+1 in the protocol of Le et al. 2024, Plug, Play, and Generalize: Length Extrapolation with "
@@ -821,7 +816,8 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
     if is_long_to_short(task, task_options, model_sets):
         notes += (
             " Le et al. 2024, App. D.6 (Fig. 7 left), train Mix on lengths 20-30 and test on 10; their text gives "
-            "PANM's margin over Location Attention at length 10, 'nearly 14%', and no accuracy of either model."
+            f"PANM's margin over Location Attention at length 10, 'nearly {LONG_TO_SHORT['margin']}%', and no "
+            "accuracy of either model."
         )
     if any(m != TASK for m in model_sets):
         notes += (
@@ -866,13 +862,11 @@ def reproduce_task(args, task: str, models, seeds, minutes, model_sets, env) -> 
         device=folder,
     )
     out_dir = common.RESULTS_DIR / folder
-    lines = [",".join(cols)] + [",".join(str(r.get(c, "")).replace(",", ";") for c in cols) for r in public_rows]
-    atomic_write_text(out_dir / f"{name}.csv", "\n".join(lines) + "\n")
     plot(task, rows, out_dir / f"{name}.png", modes)
     if short:
         plot_curves(task, rows, out_dir / f"{name}_curves.png")
     print(common.markdown_table(public_rows, cols))
-    print("wrote", out_dir / f"{name}.md", ".json", ".csv", ".png")
+    print("wrote", out_dir / f"{name}.json", ".png")
     return public_rows
 
 
@@ -913,12 +907,12 @@ def task_command(args, task: str) -> str:
 
 
 def write_summary(args, tables: dict[str, list[dict[str, Any]]], env, argv, minutes, model_sets) -> None:
-    """One table of every task's rows (``reproduce_<table>[_quick]...{md,json}``, named as each task's files
+    """One table of every task's rows (``reproduce_<table>[_quick]...json``, named as each task's files
     are): ours, published, the difference."""
     cols = ["task", "model", "row", "selected_on", "seeds", "steps", "best_step", *MODES, "code"]
     rows = [{"task": task, **row} for task, task_rows in tables.items() for row in task_rows]
     name = results_name(f"reproduce_{args.table}", args, minutes, model_sets)
-    command = "python -m benchmarks.accuracy.reproduce " + shlex.join(argv if argv is not None else sys.argv[1:])
+    command = common.portable_command(argv, "benchmarks.accuracy.reproduce")
     missing = [
         f"{task}/{model}"
         for task, task_rows in tables.items()
@@ -942,7 +936,7 @@ def write_summary(args, tables: dict[str, list[dict[str, Any]]], env, argv, minu
         command,
         settings={"table": args.table, **run_settings(args, minutes, model_sets)},
     )
-    print("wrote", common.RESULTS_DIR / common.device_slug() / f"{name}.md", ".json")
+    print("wrote", common.RESULTS_DIR / common.device_slug() / f"{name}.json")
 
 
 if __name__ == "__main__":

@@ -76,9 +76,7 @@ sequence; Mathematics: every extrapolation answer of the pool is distinct).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-import shlex
 import statistics
 import sys
 from collections import Counter
@@ -86,66 +84,18 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import common
+from benchmarks.accuracy import published
 from benchmarks.accuracy.reproduce import code_column, finished_results, steps_trained, trained_by
 from panm_jax import enable_compile_cache
 from panm_jax.tasks.mathematics import MODULES
 from panm_jax.tasks.scan import CUTOFFS
 from panm_jax.train.config import OptimizerConfig, TrainConfig
-from panm_jax.train.io import atomic_write_text
 
-# The rows of Le et al. 2024, Table 4, top to bottom, and the models that run them.
+# The models that run the rows of Le et al. 2024, Table 4, top to bottom (``published.seq2seq_row``).
 MODELS = ("universal_transformer_rpe", "transformer_rpe", "universal_transformer", "transformer", "panm_transformer")
-PAPER_ROWS = {
-    "universal_transformer_rpe": "U. TRM + RPE",
-    "transformer_rpe": "TRM + RPE",
-    "universal_transformer": "U. TRM",
-    "transformer": "TRM",
-}
 ENCODERS = ("transformer", "transformer_rpe")  # panm_transformer's encoder option
 # --panm-encoder paper: the encoder of the paper's PANM row on each task (Sec. 3.3 and App. D.3).
 PAPER_ENCODER = {"scan": "transformer", "mathematics": "transformer_rpe"}
-
-
-@dataclasses.dataclass(frozen=True)
-class Cell:
-    """A published number (%): ``value`` (None: the cell is not legible in the table as printed), its std
-    where the paper gives one, and a word where the paper prints none (a crash)."""
-
-    value: float | None
-    std: float | None = None
-    remark: str = ""
-
-    def text(self) -> str:
-        if self.value is None:
-            return "—"
-        out = f"{self.value:g}" + ("" if self.std is None else f" ± {self.std:g}")
-        return f"{out} ({self.remark})" if self.remark else out
-
-
-def _scan_row(*values: float | None) -> dict[str, Cell]:
-    return {f"scan-{c}": Cell(v) for c, v in zip(CUTOFFS, values, strict=True)}
-
-
-ILLEGIBLE = None  # a cell of Table 4 that cannot be read reliably as printed
-# Le et al. 2024, Table 4, SCAN (exact match %, median of 5 runs; the baselines' numbers are Csordás et
-# al. 2021's), at the cut-offs 22, 24, 25, 26, 27, 28, 30, 32, 33, 36, 40. The Universal Transformer's row
-# and three cells of the Transformer's cannot be read reliably in the printed table ("—" in the column);
-# the text says the Transformer "fails to learn in easy modes (33, 36, 40)".
-# Mathematics (exact match %, mean ± std of 5 runs): Table 19, whose baseline rows are Csordás et al.
-# 2021's numbers, as in Table 4, and which adds the PANM on the plain Transformer encoder.
-PUBLISHED: dict[str, dict[str, Cell]] = {
-    "U. TRM + RPE": _scan_row(20, 12, 71, 100, 100, 100, 100, 100, 100, 100, 100)
-    | {"add_or_sub": Cell(97, 1), "place_value": Cell(75, 10)},
-    "TRM + RPE": _scan_row(20, 12, 31, 61, 100, 100, 100, 94, 100, 100, 100)
-    # place_value: training crashed in Csordás et al. 2021 (Table 19: "-"); Le et al.'s rerun: 0 ± 0.
-    | {"add_or_sub": Cell(91, 3), "place_value": Cell(0, 0, "rerun; crashed in Csordás et al. 2021")},
-    "U. TRM": _scan_row(*[ILLEGIBLE] * len(CUTOFFS)) | {"add_or_sub": Cell(94, 1), "place_value": Cell(20, 2)},
-    "TRM": _scan_row(0, ILLEGIBLE, 19, 29, 30, 8, 24, 36, 0, ILLEGIBLE, ILLEGIBLE)
-    | {"add_or_sub": Cell(89, 1), "place_value": Cell(12, 7)},
-    "PANM": _scan_row(22, 47, 100, 100, 100, 100, 100, 100, 100, 100, 100),
-    "PANM TRM base": {"add_or_sub": Cell(91, 1), "place_value": Cell(15, 2)},
-    "PANM TRM + RPE base": {"add_or_sub": Cell(97, 2), "place_value": Cell(86, 5)},
-}
 
 
 def item_task(item: str) -> tuple[str, dict[str, Any]]:
@@ -160,21 +110,6 @@ def encoder_of(item: str, model: str, choice: str) -> str | None:
     if model != "panm_transformer":
         return None
     return PAPER_ENCODER[item_task(item)[0]] if choice == "paper" else choice
-
-
-def paper_row(item: str, model: str, encoder: str | None) -> str | None:
-    """The row of Table 4 / Table 19 that ``model`` (with ``encoder``) runs on ``item``; None if none does."""
-    if model != "panm_transformer":
-        return PAPER_ROWS[model]
-    if item_task(item)[0] == "scan":
-        return "PANM" if encoder == "transformer" else None
-    return {"transformer": "PANM TRM base", "transformer_rpe": "PANM TRM + RPE base"}[encoder]
-
-
-def published(item: str, model: str, encoder: str | None) -> Cell | None:
-    """The published cell of ``model`` (with ``encoder``) on ``item``; None where the paper has no such row."""
-    row = paper_row(item, model, encoder)
-    return None if row is None else PUBLISHED[row][item]
 
 
 def summary(item: str, values: list[float]) -> tuple[float, str]:
@@ -337,12 +272,12 @@ def table_rows(items: list[str], models: list[str], seeds: list[int], args, work
             ]
             headline, cell = summary(item, values)
             encoder = encoder_of(item, model, args.panm_encoder)
-            paper = published(item, model, encoder)
+            paper = published.seq2seq_cell(item, model, encoder)
             rows.append(
                 {
                     "task": item,
                     "model": model if encoder is None else f"{model} ({encoder} encoder)",
-                    "paper row": paper_row(item, model, encoder) or "not in the paper",
+                    "paper row": published.seq2seq_row(item, model, encoder) or "not in the paper",
                     "seeds": len(seeds),
                     "steps": ",".join(str(r["steps_trained"]) for r in records),
                     "best_step": ",".join(str(r["step"]) for r in records),
@@ -433,12 +368,9 @@ def main(argv=None) -> int:
             COLUMNS,
             common.environment(),
             notes(args, seeds),
-            "python -m benchmarks.accuracy.seq2seq " + shlex.join(argv),
+            common.portable_command(argv, "benchmarks.accuracy.seq2seq"),
         )
-        out = common.RESULTS_DIR / common.device_slug()
-        lines = [",".join(COLUMNS)] + [",".join(str(r.get(c, "")).replace(",", ";") for c in COLUMNS) for r in rows]
-        atomic_write_text(out / f"{name}.csv", "\n".join(lines) + "\n")
-        print("wrote", out / f"{name}.md", ".json", ".csv")
+        print("wrote", common.RESULTS_DIR / common.device_slug() / f"{name}.json")
     return 0
 
 

@@ -18,7 +18,7 @@ For each task, model and seed this trains one run with ``panm_jax.train.train_an
 (resumable: rerunning the command continues unfinished runs and reads finished ones back), evaluates
 its last checkpoint (selected on fresh training-length examples, as the paper selects on training
 perplexity; with one evaluation per run it is the last) on ``--test-examples`` test sequences, and
-writes, with ``--name``, ``transduction_<name>.{md,json}`` under ``benchmarks/results/<device>/``:
+writes, with ``--name``, ``transduction_<name>.json`` under ``benchmarks/results/<device>/``:
 one row per run (its test coarse, fine and token accuracy, training-length coarse and fine, steps, the code that trained
 it) with the published cells of its task and model. ``--extra-seeds`` adds seeds to the cells that
 decide the paper's claims (``DECISIVE``: the Queue on copying, the Stack on reversal, the DeQue on
@@ -54,12 +54,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
 from benchmarks import common
+from benchmarks.accuracy import published
 from benchmarks.accuracy.chomsky import finished
 from benchmarks.accuracy.reproduce import steps_trained, trained_by
 from panm_jax import enable_compile_cache
@@ -91,78 +90,8 @@ DECISIVE = frozenset(
     }
 )
 
-# Published cells: (training coarse, training fine, testing coarse, testing fine).
-# Grefenstette et al. 2015, Figure 2a, for the Stack-, Queue- and DeQue-LSTMs.
-PUBLISHED: dict[str, dict[str, tuple[float, float, float, float]]] = {
-    "transduction_copy": {
-        "stack_lstm": (0.89, 0.94, 0.00, 0.22),
-        "queue_lstm": (1.00, 1.00, 1.00, 1.00),
-        "deque_lstm": (1.00, 1.00, 1.00, 1.00),
-    },
-    "transduction_reversal": {
-        "stack_lstm": (1.00, 1.00, 1.00, 1.00),
-        "queue_lstm": (0.44, 0.61, 0.00, 0.01),
-        "deque_lstm": (1.00, 1.00, 1.00, 1.00),
-    },
-    "bigram_flip": {
-        "stack_lstm": (0.44, 0.90, 0.00, 0.48),
-        "queue_lstm": (0.55, 0.94, 0.55, 0.98),
-        "deque_lstm": (0.55, 0.94, 0.53, 0.98),
-    },
-    "svo_sov": {
-        "stack_lstm": (1.00, 1.00, 1.00, 1.00),
-        "queue_lstm": (1.00, 1.00, 1.00, 1.00),
-        "deque_lstm": (1.00, 1.00, 1.00, 1.00),
-    },
-    "gender_conjugation": {
-        "stack_lstm": (0.93, 0.97, 0.93, 0.97),
-        "queue_lstm": (1.00, 1.00, 1.00, 1.00),
-        "deque_lstm": (1.00, 1.00, 1.00, 1.00),
-    },
-}
-# Table 3 (appendix E), the LSTMs of every depth: {task: {layers: (training coarse, training fine, testing
-# coarse, testing fine)}}.
-PUBLISHED_LSTM: dict[str, dict[int, tuple[float, float, float, float]]] = {
-    "transduction_copy": {
-        1: (0.62, 0.87, 0.00, 0.38),
-        2: (0.80, 0.95, 0.00, 0.47),
-        4: (0.98, 0.98, 0.01, 0.50),
-        8: (0.57, 0.83, 0.00, 0.31),
-    },
-    "transduction_reversal": {
-        1: (0.78, 0.87, 0.01, 0.09),
-        2: (0.91, 0.94, 0.02, 0.06),
-        4: (0.93, 0.96, 0.03, 0.15),
-        8: (0.95, 0.98, 0.04, 0.13),
-    },
-    "bigram_flip": {
-        1: (0.53, 0.93, 0.01, 0.53),
-        2: (0.54, 0.93, 0.02, 0.52),
-        4: (0.52, 0.93, 0.01, 0.56),
-        8: (0.52, 0.93, 0.01, 0.53),
-    },
-    "svo_sov": {
-        1: (0.96, 0.98, 0.96, 0.99),
-        2: (0.97, 0.99, 0.96, 0.99),
-        4: (0.97, 0.99, 0.97, 0.99),
-        8: (0.98, 0.99, 0.98, 0.99),
-    },
-    "gender_conjugation": {
-        1: (0.97, 0.99, 0.97, 0.99),
-        2: (0.98, 0.99, 0.98, 0.99),
-        4: (0.98, 0.99, 0.98, 0.99),
-        8: (0.98, 0.99, 0.99, 0.99),
-    },
-}
-# Figure 2a's best deep LSTM of each task (selected by the paper on training perplexity): its depth.
-BEST_LSTM_DEPTH = {
-    "transduction_copy": 4,
-    "transduction_reversal": 8,
-    "bigram_flip": 2,
-    "svo_sov": 8,
-    "gender_conjugation": 8,
-}
-PAPER = "Grefenstette, Hermann, Suleyman & Blunsom 2015, Learning to Transduce with Unbounded Memory (NeurIPS 2015)"
+# The paper of every published cell here: its Figure 2a and Table 3 (``benchmarks.accuracy.published``).
+PAPER = published.GREFENSTETTE_2015
 
 
 def published_cells(task: str, model: str, deep_run: bool = False) -> dict[str, Any]:
@@ -175,26 +104,26 @@ def published_cells(task: str, model: str, deep_run: bool = False) -> dict[str, 
     keys = ("published_train_coarse", "published_train_fine", "published_coarse", "published_fine")
     if model in LSTM_DEPTHS:
         layers = LSTM_DEPTHS[model]
-        cells = PUBLISHED_LSTM[task][layers]
-        best = " (Figure 2a's best deep LSTM)" if layers == BEST_LSTM_DEPTH[task] else ""
+        cells = published.transduction_lstm(task)[layers]
+        best = " (Figure 2a's best deep LSTM)" if layers == published.best_lstm_depth(task) else ""
         source = f"Table 3, {layers}-layer LSTM{best}"
-    elif model in PUBLISHED[task]:
-        cells, source = PUBLISHED[task][model], "Figure 2a"
+    elif model in published.transduction(task):
+        cells, source = published.transduction(task)[model], "Figure 2a"
     else:
         return {}
     out: dict[str, Any] = dict(zip(keys, cells, strict=True))
     out["published_source"] = source
     if model == "lstm" and not deep_run:
-        best_layers = BEST_LSTM_DEPTH[task]
+        best_layers = published.best_lstm_depth(task)
         out["deep_lstm_layers"] = best_layers
         keys = ("deep_lstm_train_coarse", "deep_lstm_train_fine", "deep_lstm_coarse", "deep_lstm_fine")
-        out.update(zip(keys, PUBLISHED_LSTM[task][best_layers], strict=True))
+        out.update(zip(keys, published.transduction_lstm(task)[best_layers], strict=True))
     return out
 
 
 def deep_run(task: str, models: list[str]) -> bool:
     """Whether ``models`` hold the LSTM of the depth Figure 2a gives as best on ``task``."""
-    return any(LSTM_DEPTHS.get(m) == BEST_LSTM_DEPTH[task] for m in models)
+    return any(LSTM_DEPTHS.get(m) == published.best_lstm_depth(task) for m in models)
 
 
 def make_config(
@@ -355,11 +284,7 @@ def main(argv=None) -> int:
     if not args.name:
         print("(not recorded: give --name to write benchmarks/results/<device>/transduction_NAME.*)")
         return 0
-    command = (
-        common.env_prefix()
-        + ".venv/bin/python -m benchmarks.accuracy.transduction "
-        + shlex.join(argv if argv is not None else sys.argv[1:])
-    )
+    command = common.portable_command(argv, "benchmarks.accuracy.transduction")
     settings = {
         "tasks": tasks,
         "models": models,
@@ -396,7 +321,7 @@ def main(argv=None) -> int:
         command,
         settings=settings,
     )
-    print("wrote", common.RESULTS_DIR / common.device_slug() / f"transduction_{args.name}.md", "and .json")
+    print("wrote", common.RESULTS_DIR / common.device_slug() / f"transduction_{args.name}.json")
     return 0
 
 

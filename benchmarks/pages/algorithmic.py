@@ -2,12 +2,15 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.accuracy import published
+from benchmarks.accuracy.criteria import fits
 from benchmarks.pages.options import OURS, describe_options, display_model, option_text, run_options
-from benchmarks.pages.records import GENERATED, K_MODES, LENGTHS, MACHINES, MODES, TASKS, Findings, Record
+from benchmarks.pages.records import GENERATED, K_MODES, LENGTHS, MODES, TASKS, Findings, Record
 from benchmarks.pages.tables import (
     code,
     difference,
@@ -19,36 +22,86 @@ from benchmarks.pages.tables import (
     table,
     with_difference,
 )
+from benchmarks.pages.verdicts import Cell, summary_table
 
-# The README's summary, by explicit rule: for each task, (a) the file of the paper's PANM under the paper's
-# protocol (None: not run) and (b) the file of PANM with the options of ours, under the protocol where it
-# ran there, else the CPU --quick runs of three seeds.
-SUMMARY = {
-    "copy": ("nvidia-h200/reproduce_copy_capped_5seeds", "nvidia-h200/reproduce_copy_capped_opt-5d5a9b_3seeds"),
-    "reverse": (
-        "nvidia-h200/reproduce_reverse_capped_5seeds",
-        "cpu-2cores/reproduce_reverse_quick_opt-5d5a9b_8m_3seeds",
-    ),
-    "mix": ("nvidia-h100-80gb-hbm3/reproduce_mix_capped_5seeds", "cpu-2cores/reproduce_mix_quick_opt-5d5a9b_8m_3seeds"),
-    "dynamic_recall": (
-        "nvidia-h100-80gb-hbm3/reproduce_dynamic_recall_capped_5seeds",
-        "cpu-2cores/reproduce_dynamic_recall_quick_opt-5d5a9b_8m_3seeds",
-    ),
-    "priority_sort": (
-        "nvidia-h200/reproduce_priority_sort_capped_5seeds",
-        "cpu-2cores/reproduce_priority_sort_quick_opt-5d5a9b_8m_3seeds",
-    ),
-    "id_sort": (
-        "nvidia-h200/reproduce_id_sort_capped_5seeds",
-        "cpu-2cores/reproduce_id_sort_quick_opt-5d5a9b_8m_3seeds",
-    ),
-}
+# --- which runs the summaries take, by rule (a record's own settings select it) ------------------------
+
+
+def reproduce_runs(records: dict[str, Record], task: str) -> list[Record]:
+    """The ``reproduce`` runs of ``task`` at the paper's lengths (no task options), oldest first."""
+    runs = [
+        r
+        for r in records.values()
+        if r.runner == "benchmarks.accuracy.reproduce" and r.settings.get("task") == task and not task_options(r)
+    ]
+    return sorted(runs, key=lambda r: (r.date, r.stem))
+
+
+def ours_row(record: Record, model: str) -> dict[str, Any] | None:
+    return next((r for r in record.rows if r.get("row") == "ours" and r.get("model") == model), None)
+
+
+def max_steps(row: dict[str, Any]) -> int:
+    return max((int(s) for s in str(row.get("steps", "")).split(",") if s.strip().isdigit()), default=0)
+
+
+def best_run(records: dict[str, Record], task: str, kind: int, protocols: Sequence[str]) -> Record | None:
+    """The run of PANM on ``task`` of ``kind_of_run`` ``kind`` under the first of ``protocols`` that has one: the
+    one with the most seeds, then the most steps, then the latest."""
+    for protocol in protocols:
+        runs = [
+            r
+            for r in reproduce_runs(records, task)
+            if r.settings.get("protocol") == protocol and kind_of_run(r) == kind and ours_row(r, "panm")
+        ]
+        if runs:
+            return max(runs, key=lambda r: (ours_row(r, "panm")["seeds"], max_steps(ours_row(r, "panm")), r.date))
+    return None
+
+
+def protocol_run(records: dict[str, Record], task: str) -> Record | None:
+    """The paper's PANM under the paper's protocol (``best_run``), or None where it has not run."""
+    return best_run(records, task, 0, ("paper",))
+
+
+def options_run(records: dict[str, Record], task: str) -> Record | None:
+    """PANM with the options of ours: under the paper's protocol where it ran there, else at the CPU budget."""
+    return best_run(records, task, 1, ("paper", "quick"))
+
+
+def quick_baselines(records: dict[str, Record], task: str) -> dict[str, tuple[Record, dict[str, Any]]]:
+    """Every baseline (any model but PANM) of ``task`` at the CPU ``--quick`` budget, the paper's model: each
+    model's latest run, ``{model: (record, row)}``."""
+    out: dict[str, tuple[Record, dict[str, Any]]] = {}
+    for record in reproduce_runs(records, task):  # oldest first: a later run replaces an earlier one
+        if record.settings.get("protocol") == "quick" and kind_of_run(record) == 0:
+            for row in record.rows:
+                if row.get("row") == "ours" and row["model"] != "panm":
+                    out[row["model"]] = (record, row)
+    return out
+
+
+def fit_at_l(row: dict[str, Any], task: str) -> bool | None:
+    """Whether a ``reproduce`` row's runs fit their training lengths: its mean token accuracy at ``L``, the
+    longest of them, against the paper's PANM there (``benchmarks.accuracy.criteria.fits``)."""
+    return fits(leading_number(row.get("L", "")), published.algorithmic(task)["PANM"][0])
 
 
 def published_rows(record: Record) -> dict[str, dict[str, Any]]:
-    """``{model: its published row}`` of a ``reproduce`` file (the paper's row for that model, or its best
-    other model)."""
-    return {r["model"]: r for r in record.rows if str(r.get("row", "")).startswith("published")}
+    """``{model: its published row}`` for the models of a ``reproduce`` file: the row of Tables 13-18 that
+    ``benchmarks.accuracy.published.algorithmic_references`` compares it with (its own, or the best other model
+    at each length), at the file's five modes by position; none where the tables do not apply
+    (``other_lengths``)."""
+    task = record.settings.get("task")
+    if task not in published.ALGORITHMIC_TASKS or other_lengths(record):
+        return {}
+    references, out = published.algorithmic_references(task), {}
+    for model in dict.fromkeys(r["model"] for r in record.rows if r.get("row") == "ours"):
+        name = model if model in references else ("best other" if model != "panm" else None)
+        if name in references:
+            values = zip(modes_of(record), references[name], strict=True)
+            out[model] = {"model": model, "row": f"published ({name})", **{m: f"{v:g}" for m, v in values}}
+    return out
 
 
 def difference_rows(record: Record) -> dict[str, dict[str, Any]]:
@@ -220,13 +273,24 @@ def algorithmic_table(task: str, records: Sequence[Record], label: str) -> list[
     return [table(header, body), "", *notes, ""]
 
 
-def summary_section(results: Path) -> list[str]:
+def five_length_mean(row: dict[str, Any]) -> float:
+    """The mean over the five test lengths of a ``reproduce`` row's per-length means (Table 3's measure)."""
+    return statistics.mean(leading_number(row[m]) for m in MODES)  # type: ignore[misc]
+
+
+def spread(row: dict[str, Any]) -> float:
+    """The mean over the five lengths of a row's standard deviations over seeds: an upper bound of the standard
+    deviation of its five-length mean (the rows keep per-length spreads only)."""
+    stds = [float(s.split("±")[1]) for s in (str(row[m]) for m in MODES) if "±" in s]
+    return statistics.mean(stds) if stds else 0.0
+
+
+def summary_section(records: dict[str, Record]) -> list[str]:
     """Le et al. 2024's Table 3 (mean over the five lengths per task), printed, recomputed from its Tables 13-18,
-    and ours (``benchmarks.accuracy.summary_tables``)."""
+    and ours: the paper's PANM under the protocol (``protocol_run``), and at the CPU ``--quick`` budget PANM
+    (``best_run``, the paper's model) against the best of our baselines at each length (``quick_baselines``)."""
     from benchmarks.accuracy import summary_tables as st
 
-    protocol = {row["task"]: row for row in st.ours_protocol({t: SUMMARY[t][0] for t in st.TASKS}, results)}
-    quick = {row["task"]: row for row in st.ours_quick(results)}
     header = [
         "task",
         "Other Max: printed / Tables 13-18",
@@ -234,49 +298,131 @@ def summary_section(results: Path) -> list[str]:
         "ours, protocol: PANM (ours - Tables 13-18)",
         "ours, CPU `--quick`: PANM / best baseline (PANM - best)",
     ]
-    body = []
+    body, budgets, panm_quick = [], [], []
     for row in st.recomputed_table3():
         task = row["task"]
         (po, pp), (ro, rp) = row["printed"], row["recomputed"]
         mark = {who: " (does not follow)" if who in row["slips"] else "" for who in ("Other Max", "PANM")}
-        ours = protocol[task]
-        protocol_steps = 100_000 if task == "id_sort" else 50_000
-        steps = f"{ours['max_steps']:,}" + ("" if ours["max_steps"] >= protocol_steps else f" of {protocol_steps:,}")
-        q = quick[task]
+        record = protocol_run(records, task)
+        if record is None:
+            ours_text = "not run"
+        else:
+            panm = ours_row(record, "panm")
+            steps, protocol_steps = max_steps(panm), 100_000 if task == "id_sort" else 50_000
+            steps_text = f"{steps:,}" + ("" if steps >= protocol_steps else f" of {protocol_steps:,}")
+            mean = five_length_mean(panm)
+            ours_text = f"{mean:.1f} ({mean - rp:+.1f}), {panm['seeds']} seeds, {steps_text} steps, {record.machine}"
+        quick_panm = best_run(records, task, 0, ("quick",))
+        baselines = quick_baselines(records, task)
+        if quick_panm is None or not baselines:
+            quick_text = "not run"
+        else:
+            panm = ours_row(quick_panm, "panm")
+            best = [max(leading_number(r[m]) for _, r in baselines.values()) for m in MODES]
+            q_panm, q_best = five_length_mean(panm), statistics.mean(best)  # type: ignore[arg-type]
+            quick_text = f"{q_panm:.1f} / {q_best:.1f} ({q_panm - q_best:+.1f})"
+            budgets += [(record_, model) for model, (record_, _) in baselines.items()]
+            panm_quick.append((quick_panm, panm))
         body.append(
             [
                 TASKS[task][0],
                 f"{po:.1f} / {ro:.1f}{mark['Other Max']}",
                 f"{pp:.1f} / {rp:.1f}{mark['PANM']}",
-                f"{ours['mean']:.1f} ({ours['mean'] - rp:+.1f}), {ours['seeds']} seeds, {steps} steps, "
-                f"{MACHINES.get(ours['file'].split('/')[0])}",
-                f"{q['panm']:.1f} / {q['other_max']:.1f} ({q['panm'] - q['other_max']:+.1f})",
+                ours_text,
+                quick_text,
             ]
         )
     table2 = st.recomputed_table2()
     printed = st.PRINTED_TABLE2_ALGORITHMIC
+    panm_budgets = sorted(set(_model_budgets([(record, "panm") for record, _ in panm_quick])))
+    seeds = sorted({int(row["seeds"]) for _, row in panm_quick})
     text = (
         "Mean token accuracy (%) over the five test lengths. Table 2's algorithmic row prints "
         f"{printed[0]} (Other Max) against {printed[1]} (PANM); Table 3 as printed averages to "
         f"{table2['from printed Table 3'][0]:.2f} / {table2['from printed Table 3'][1]:.2f}, Tables 13-18 to "
-        f"{table2['from Tables 13-18'][0]:.2f} / {table2['from Tables 13-18'][1]:.2f}. Our best baseline at "
-        "`--quick`: at each length the best of LSTM (8 minutes), LSTM + attention, Pointer Network, Transformer, "
-        "NTM, DNC and Stack-LSTM (2 minutes), one seed each; PANM: three seeds of 8 minutes. Recompute: "
-        "`.venv/bin/python -m benchmarks.accuracy.summary_tables`."
+        f"{table2['from Tables 13-18'][0]:.2f} / {table2['from Tables 13-18'][1]:.2f}. Ours under the protocol: "
+        "per task the run of the paper's PANM with the most seeds (then steps). At `--quick`, our best baseline: "
+        "at each length the best of each baseline's latest run, one seed each ("
+        + ", ".join(sorted(set(_model_budgets(budgets))))
+        + f"); PANM: its run with the most seeds ({' or '.join(map(str, seeds))} seeds; "
+        + ", ".join(panm_budgets)
+        + " per seed). Recompute Table 3: `.venv/bin/python -m benchmarks.accuracy.summary_tables`."
     )
     return [text, "", table(header, body), ""]
+
+
+def _model_budgets(pairs: Sequence[tuple[Record, str]]) -> list[str]:
+    """``["LSTM 4 min", "NTM 2 min", ...]``: each baseline's budget as its files record it (the same on every task
+    here; a model with several appears once per budget)."""
+    out = []
+    for record, model in pairs:
+        minutes = record.settings.get("minutes", {}).get(model)
+        out.append(f"{display_model(model)} {'no time cap' if minutes is None else f'{minutes:g} minutes'}")
+    return out
+
+
+def run_budget(record: Record, row: dict[str, Any]) -> str:
+    """A run's budget in words: ``"the paper's protocol, 50,000 steps, H200"``, ``"CPU --quick, 8 min per seed
+    (2,283-2,551 steps)"``."""
+    if record.settings.get("protocol") == "quick":
+        return f"CPU `--quick`, {budget(record, row['model'])} per seed ({steps_range(row['steps'])} steps)"
+    task = record.settings.get("task")
+    protocol_steps, steps = 100_000 if task == "id_sort" else 50_000, max_steps(row)
+    of = "" if steps >= protocol_steps else f" of {protocol_steps:,}"
+    return f"the paper's protocol, {steps:,}{of} steps, {record.machine}"
+
+
+def glance(records: dict[str, Record]) -> list[str]:
+    """The page's opening summary (``benchmarks.pages.verdicts``): per task, PANM's mean over the five test
+    lengths against Table 3's measure recomputed from Tables 13-18, for the paper's PANM under the protocol
+    (``protocol_run``) and for the options of ours (``options_run``)."""
+    cells = []
+    for task, (title, _) in TASKS.items():
+        published_mean = statistics.mean(published.algorithmic(task)["PANM"])
+        for label, record in (
+            ("the paper's PANM", protocol_run(records, task)),
+            ("the options of ours", options_run(records, task)),
+        ):
+            row = ours_row(record, "panm") if record else None
+            cells.append(
+                Cell(
+                    f"{title}: {label}",
+                    published_mean,
+                    five_length_mean(row) if row else None,
+                    spread(row) if row else 0.0,
+                    int(row["seeds"]) if row else 0,
+                    run_budget(record, row) if record and row else "",
+                    fit_at_l(row, task) if row else None,
+                )
+            )
+    text = (
+        "PANM's token accuracy (%), the mean over the five test lengths (Table 3's measure), against the paper's "
+        "PANM in its Tables 13-18 (5 runs of 50,000 steps, 100,000 for ID Sort). Ours: the run with the most "
+        "seeds of the paper's PANM under its protocol (batch 128, the authors' RMSprop, the checkpoint selected on "
+        "L+1), and of PANM with the options of ours; a run fits its training lengths when its accuracy at L, the "
+        "longest of them, reaches 99 % or the paper's "
+        "PANM's there less 1 point. "
+        "The spread is the mean of the five lengths' standard deviations over seeds."
+    )
+    return [text, "", *summary_table(cells)]
 
 
 def algorithmic_page(records: dict[str, Record], results: Path, findings: Findings, images: dict[str, bytes]) -> str:
     """``algorithmic.md``. Findings keys: ``intro``, ``summary``, each task (``copy``, ...), ``<task>/readings``,
     ``<task>/lengths`` (other training or test lengths), ``<task>/paper``, ``<task>/quick``.
     A table file (``reproduce_algorithmic_*``) repeats its tasks' files, so only those are shown."""
-    out = [GENERATED, "", "# The algorithmic tasks of Le et al. 2024", "", *findings.take("intro")]
-    out += ["## Summary (Table 3)", "", *summary_section(results), *findings.take("summary")]
+    out = [GENERATED, "", "# The algorithmic tasks of Le et al. 2024", ""]
+    out += ["## At a glance", "", *glance(records), *findings.take("glance")]
+    out += findings.take("intro")
+    out += ["## Summary (Table 3)", "", *summary_section(records), *findings.take("summary")]
     for task, (title, number_) in TASKS.items():
-        files = [r for r in records.values() if r.stem.startswith(f"reproduce_{task}_") and not task_options(r)]
+        files = reproduce_runs(records, task)
         optioned = sorted(
-            (r for r in records.values() if r.stem.startswith(f"reproduce_{task}_") and task_options(r)),
+            (
+                r
+                for r in records.values()
+                if r.runner == "benchmarks.accuracy.reproduce" and r.settings.get("task") == task and task_options(r)
+            ),
             key=lambda r: (json.dumps(task_options(r), sort_keys=True), r.stem),
         )
         readings = [r for r in optioned if not other_lengths(r)]
@@ -313,19 +459,17 @@ def algorithmic_page(records: dict[str, Record], results: Path, findings: Findin
 
 
 def summary(records: dict[str, Record], link: str) -> str:
-    """The algorithmic tasks at a glance, one table (``SUMMARY`` names the files): per task, ours - published at
-    the five test lengths for the paper's PANM under the protocol and for the options of ours, with the budget
-    and seeds of each; ``link``: the algorithmic page."""
+    """The algorithmic tasks at a glance, one table: per task, ours - published at the five test lengths for the
+    paper's PANM under the protocol (``protocol_run``) and for the options of ours (``options_run``), with the
+    budget and seeds of each; ``link``: the algorithmic page."""
     header = ["task", "the paper's PANM, protocol", "its runs", "the options of ours", "their runs"]
     body = []
     for task, (name, _) in TASKS.items():
         row_cells = [name]
-        for which in (0, 1):
-            key = SUMMARY[task][which]
-            if key is None:
+        for record in (protocol_run(records, task), options_run(records, task)):
+            if record is None:
                 row_cells += ["not run", ""]
                 continue
-            record = records[key]
             row = next(r for r in record.rows if r.get("row") == "ours" and r["model"] == "panm")
             ref, diff = published_rows(record)["panm"], difference_rows(record).get("panm", {})
             cells = []

@@ -4,7 +4,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.accuracy import chomsky_published
+from benchmarks.accuracy.published import (
+    CHOMSKY_LEVELS,
+    CHOMSKY_MODELS,
+    chomsky_cell,
+    chomsky_per_level,
+    chomsky_table_two,
+)
 from benchmarks.pages.records import GENERATED, MACHINES, Findings, Record
 from benchmarks.pages.tables import code, leading_number, number, plot_lines, provenance, table, with_difference
 
@@ -12,7 +18,7 @@ from benchmarks.pages.tables import code, leading_number, number, plot_lines, pr
 def chomsky_page(records: dict[str, Record], results: Path, findings: Findings, images: dict[str, bytes]) -> str:
     """``chomsky.md``: every ``chomsky_*`` file and its plots. Findings keys: ``intro``, each file's ``device/stem``.
 
-    The published column is Delétang et al. 2023's Table 2 as ``benchmarks.accuracy.chomsky_published`` holds it
+    The published column is Delétang et al. 2023's Table 2 as ``benchmarks.accuracy.published`` holds it
     when the page is rendered, not the cells a file recorded (a file keeps the cells known when it was written):
     every file shows every cell known today. Ours - published is the file's own difference where it recorded
     the same published cell (computed from the unrounded score), else computed from the score shown."""
@@ -24,7 +30,7 @@ def chomsky_page(records: dict[str, Record], results: Path, findings: Findings, 
         header = ["task", "level", "model", "steps", "selected step", "score", "published", "ours - published"]
         body = []
         for r in record.rows:
-            theirs = chomsky_published.published(r["task"], r["model"])
+            theirs = chomsky_cell(r["task"], r["model"])
             cell = "" if theirs is None else theirs
             recorded = r.get("difference", "") if r["published"] == cell else ""
             body.append(
@@ -48,11 +54,11 @@ def chomsky_page(records: dict[str, Record], results: Path, findings: Findings, 
 def chomsky_budget_tables(files: Sequence[Record], findings: Findings) -> list[str]:
     """Table 2 at one step budget, put together from every file that ran the paper's models or PANM (no model
     options) at that budget on one machine with the sampled sweep (``--sampled``), where two files or more do:
-    the layout of ``chomsky_published.table_two``, each model's mean per level (ours over the level's tasks where
+    the layout of ``published.chomsky_table_two``, each model's mean per level (ours over the level's tasks where
     the model ran all of them; published where Table 2's cells of the level are all known here), and the tasks
     on which each model fit the training lengths (the rows' ``fit_step``). ``files`` oldest first: a cell run in
     several files is the latest file's. Findings key: ``<device>/table2_<steps>steps``."""
-    columns = {m: h for h, m in chomsky_published.PAPER_MODELS} | {"panm": "PANM"}
+    columns = {m: h for h, m in CHOMSKY_MODELS} | {"panm": "PANM"}
     groups: dict[tuple[str, int], dict[tuple[str, str], tuple[Record, list[dict[str, Any]]]]] = {}
     for record in files:
         if "--sampled" not in record.command.split():
@@ -69,19 +75,19 @@ def chomsky_budget_tables(files: Sequence[Record], findings: Findings) -> list[s
         if len(sources) < 2:
             continue
         rows = [r for _, runs_of_cell in cells.values() for r in runs_of_cell]
-        order = list(chomsky_published.LEVELS)
+        order = list(CHOMSKY_LEVELS)
         levels = dict(sorted(dict.fromkeys((r["task"], r["level"]) for r in rows), key=lambda tl: order.index(tl[1])))
         models = [m for m in columns if m != "panm" or any(r["model"] == m for r in rows)]
         heads = ["level", "task", *(columns[m] for m in models)]
-        paper = chomsky_published.table_two(rows, levels)
+        paper = chomsky_table_two(rows, levels)
         out += [f"## Table 2 at {steps:,} steps ({MACHINES.get(device, device)}): {len(sources)} files together", ""]
         out += findings.take(f"{device}/table2_{steps}steps")
         out += [table(heads, ([str(row.get(h, "-")) for h in heads] for row in paper)), ""]
 
         best = {cell: max(r["score"] for r in runs_of_cell) for cell, (_, runs_of_cell) in cells.items()}
-        published = {row["level"]: row for row in chomsky_published.published_per_level(levels)}
+        published = {row["level"]: row for row in chomsky_per_level(levels)}
         level_rows = []
-        for level, short in chomsky_published.LEVELS.items():
+        for level, short in CHOMSKY_LEVELS.items():
             tasks = [t for t, lv in levels.items() if lv == level]
             if not tasks:
                 continue

@@ -100,6 +100,12 @@ class Record:
     def command(self) -> str:
         return rerun_command(self.data.get("command", ""))
 
+    @property
+    def runner(self) -> str:
+        """The module that recorded the file, from its command (``benchmarks.accuracy.reproduce``); ``""`` if none."""
+        found = re.search(r"-m (\S+)", self.command)
+        return found.group(1) if found else ""
+
 
 def load(results: Path = RESULTS) -> dict[str, Record]:
     """Every ``<device>/<stem>.json`` under ``results`` with a table (``rows``), by ``device/stem``."""

@@ -18,7 +18,7 @@ both sides on the same core, as the recorded table was measured)::
 
 jax is pinned at 0.4.30 (and dm-haiku at 0.0.12, its release of that time) because the peer's code,
 last changed in April 2024, runs on the jax of then; the rest is whatever pip resolves (the record
-lists the versions). Writes ``benchmarks/results/<device>/peers_chomsky.{json,md}`` (beside the PyTorch
+lists the versions). Writes ``benchmarks/results/<device>/peers_chomsky.json`` (beside the PyTorch
 peers' ``peers.json``; a ``chomsky_*`` name would be read as a Chomsky accuracy table). ``--combine
 A.json,B.json`` writes the rows of several runs as one record (each row names its run's command).
 
@@ -450,8 +450,8 @@ def notes_for(steps: int, repeats: int, curriculum_repeats: int, buckets: str) -
     )
 
 
-def combine(paths: Sequence[str], name: str) -> tuple:
-    """Write ``<name>.{json,md}`` from the records of runs at ``paths`` (each written by this module): their rows
+def combine(paths: Sequence[str], name: str) -> Path:
+    """Write ``<name>.json`` from the records of runs at ``paths`` (each written by this module): their rows
     in order, each row naming its run's command, date and load average, the first run's environment."""
     from benchmarks import common
 
@@ -467,7 +467,7 @@ def combine(paths: Sequence[str], name: str) -> tuple:
         "within a row, peer and ours alternated in that run). An architecture named in a run's --archs "
         "without a row here was not measured to the end."
     )
-    command = "python -m benchmarks.speed.chomsky_peer --combine " + ",".join(str(p) for p in paths)
+    command = common.portable_command(["--combine", ",".join(str(p) for p in paths)], "benchmarks.speed.chomsky_peer")
     title = records[0]["title"].replace("measured in one run", f"measured in {len(records)} runs on one machine")
     return common.write_results(name, title, rows, [*COLUMNS, "run"], env, notes, command=command)
 
@@ -490,7 +490,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     if args.combine:
-        print("wrote", *combine([c for c in args.combine.split(",") if c], args.name))
+        print("wrote", combine([c for c in args.combine.split(",") if c], args.name))
         return 0
     if args.worker == "peer":  # under --peer-python: no flax, no benchmarks.common
         out = peer_worker(args.arch, args.peer_repo, args.steps, args.repeats, args.curriculum_repeats)
@@ -543,25 +543,20 @@ def main(argv=None) -> int:
     env["affinity"] = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "unknown"
     commit = args.peer_commit or checkout_commit(args.peer_repo)
     env["peer_checkout"] = f"{PEER_REPO} @ {commit}"
-    # The recorded command names the peer's Python and checkout by role, not by this machine's paths.
-    given = [
-        {args.peer_python: "PEER_PYTHON", args.peer_repo: "PEER_REPO"}.get(a, a)
-        for a in (argv if argv is not None else sys.argv[1:])
-    ]
-    command = common.env_prefix() + "python -m benchmarks.speed.chomsky_peer " + " ".join(given)
-    paths: tuple = ()
+    command = common.portable_command(argv, "benchmarks.speed.chomsky_peer")
+    path = None
 
     def on_row(rows):
-        nonlocal paths
+        nonlocal path
         env.update(peer_info, load_average_after=load_average())
         buckets = rows[-1]["ours_buckets"]
         title = "Chomsky-hierarchy architectures: DeepMind's code against ours, measured in one run"
         notes = notes_for(args.steps, args.repeats, args.curriculum_repeats, buckets)
-        paths = common.write_results(args.name, title, rows, COLUMNS, env, notes, command=command)
+        path = common.write_results(args.name, title, rows, COLUMNS, env, notes, command=command)
 
     rows = compare(keys, args.rounds, measure, on_row)
     print(common.markdown_table(rows, COLUMNS))
-    print("wrote", *paths)
+    print("wrote", path)
     return 0
 
 

@@ -4,7 +4,7 @@ Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: 24 s at the defaul
 there is no ``--quick``: ``--slots``, ``--batch`` and ``--steps`` shorten it.
 
 Run: ``python -m benchmarks.speed.dnc_link [--slots 256] [--batch 32] [--steps 50] [--profile]``.
-Writes ``benchmarks/results/<device>/dnc_link_n<N>.{json,md}``.
+Writes ``benchmarks/results/<device>/dnc_link_n<N>.json``.
 
 The link (``dnc.link_and_directions``: ``L_t``, then ``b_t = L_t^T w^r`` and
 ``f_t = L_t w^r`` for ``R = 4`` read heads) is the only ``O(N^2)`` part of a DNC
@@ -190,9 +190,7 @@ def main(argv=None) -> int:
     rows, ops = measure(args.batch, args.slots, args.steps, args.repeats, args.profile, args.top)
     for row in rows + ops:
         print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
-    command = f"python -m benchmarks.speed.dnc_link --slots {args.slots} --batch {args.batch} --steps {args.steps}" + (
-        " --profile" if args.profile else ""
-    )
+    command = common.portable_command(argv, "benchmarks.speed.dnc_link")
     notes = (
         f"B = {args.batch}, N = {args.slots}, R = {NUM_READS}, one write head, T = {args.steps} steps per call; "
         f"median of {args.repeats} calls. passes = ms_per_call / the read+write pass's ms_per_call. "
@@ -204,7 +202,7 @@ def main(argv=None) -> int:
             "(benchmarks.speed.profile, 3 traced calls):\n\n"
             + common.markdown_table(ops, ["instruction", "opcode", "jax_op", "ms_per_call", "passes"])
         )
-    paths = common.write_results(
+    path = common.write_results(
         f"dnc_link_n{args.slots}",
         f"The DNC's link alone against one pass over L (N = {args.slots})",
         rows,
@@ -213,7 +211,7 @@ def main(argv=None) -> int:
         notes,
         command=command,
     )
-    print("wrote", *paths)
+    print("wrote", path)
     return 0
 
 

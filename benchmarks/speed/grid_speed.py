@@ -17,7 +17,7 @@ floating-point rounding: the largest absolute difference of any number each
 records (every training metric of every logged step in ``metrics.jsonl``, every
 validation number, every test number in ``results.json``), and of any parameter
 of the final checkpoint; and whether the same best checkpoint was selected.
-Writes ``grid_speed_<model>_<task>_<S>x<R>.{md,json}`` under
+Writes ``grid_speed_<model>_<task>_<S>x<R>.json`` under
 ``benchmarks/results/<device>/``.
 
 The default run is small, for a CPU: PANM on Copy at hidden size 32, batch 32,
@@ -35,9 +35,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import shlex
 import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -174,7 +172,7 @@ def main(argv=None) -> int:
         }
     )
     cols = list(rows[0])
-    command = "python -m benchmarks.speed.grid_speed " + shlex.join(argv if argv is not None else sys.argv[1:])
+    command = common.portable_command(argv, "benchmarks.speed.grid_speed")
     notes = (
         f"{args.model} on {args.task}, seeds {args.seeds} x learning rates {args.learning_rates} "
         f"({base.optimizer.name}, {args.steps} steps, batch {base.batch_size}, validation every {every} steps; "
@@ -187,7 +185,7 @@ def main(argv=None) -> int:
         "'same_best_step': whether both selected the same best checkpoint."
     )
     name = f"grid_speed_{args.model}_{args.task}_{len(seeds)}x{len(rates)}"
-    common.write_results(
+    path = common.write_results(
         name,
         "A grid of seeds x learning rates in one program against its single runs",
         rows,
@@ -197,7 +195,7 @@ def main(argv=None) -> int:
         command,
     )
     print(common.markdown_table(rows, cols))
-    print("wrote", common.RESULTS_DIR / common.device_slug() / f"{name}.md")
+    print("wrote", path)
     return 0
 
 

@@ -5,7 +5,7 @@ Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: under a minute at 
 
 Run: ``python -m benchmarks.speed.kernels [--suite ntm,dnc,stack] [--quick]``
 (or ``make bench-kernels``). Each suite lives in ``benchmarks/speed/kernel_suites/`` and
-writes ``benchmarks/results/<device>/kernels_<suite>.{json,md}``.
+writes ``benchmarks/results/<device>/kernels_<suite>.json``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: about 2 minutes at
 (estimated from the compile and step times of a ``--quick`` run); with ``--quick`` 96 s (measured).
 
 Run: ``python -m benchmarks.speed.models_speed [--quick] [--models ntm,dnc]``. Writes
-``benchmarks/results/<device>/models_speed.{json,md}`` (``--quick`` records
+``benchmarks/results/<device>/models_speed.json`` (``--quick`` records
 nothing: fewer repeats, for a smoke test).
 
 What is timed: for every model in the registry (the memory models, PANM
@@ -93,16 +93,18 @@ def run(quick: bool = False, names: list[str] | None = None) -> list[dict]:
             f"N = {SLOTS} where it applies, other fields at their defaults. compile_s: lowering + XLA "
             f"compilation; median/min/max over {repeats} steady-state steps."
         )
-        paths = common.write_results(
+        path = common.write_results(
             "models_speed",
             "Training step of every registered model (Copy, B = 32, n = 20)",
             rows,
             cols,
             env,
             notes,
-            command="python -m benchmarks.speed.models_speed",
+            command=common.portable_command(
+                ["--models", ",".join(names)] if names else [], "benchmarks.speed.models_speed"
+            ),
         )
-        print("wrote", *paths)
+        print("wrote", path)
     return rows
 
 

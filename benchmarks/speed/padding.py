@@ -5,7 +5,7 @@ Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: about 40 s at the 
 the Mathematics task's pools (measured); nothing is compiled or timed: the figures follow from the tasks' shapes.
 
 Run: ``python -m benchmarks.speed.padding [--tasks copy,reverse_string] [--batch-size 128] [--name NAME]``.
-The full measurement writes ``benchmarks/results/<device>/padding.{json,md}``; a subset records nothing
+The full measurement writes ``benchmarks/results/<device>/padding.json``; a subset records nothing
 unless ``--name`` asks.
 
 A padded time step costs what a real one costs, so the work a run wastes on padding is
@@ -30,17 +30,16 @@ Copy, batch 128): the config's training step is compiled at every bucket of both
 turn (``benchmarks.common.time_alternately``: ``--rounds`` rounds of ``--repeats`` calls, so the machine's
 drift falls on all of them), and the expected step over the training distribution,
 ``sum_n p(n) t(bucket(n))``, is given for both sets, with the training time of the config's ``num_steps``.
-Writes ``padding_time_<config>.{json,md}``; about 2 minutes for the demo on the 2-core CPU (measured).
+Writes ``padding_time_<config>.json``; about 2 minutes for the demo on the 2-core CPU (measured).
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 from pathlib import Path
 
-from benchmarks.common import block, environment, time_alternately, write_results
+from benchmarks.common import block, environment, portable_command, time_alternately, write_results
 from panm_jax.tasks import get_task, list_tasks
 from panm_jax.tasks.buckets import (
     fitted_buckets,
@@ -177,10 +176,10 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=5, help="with --time: calls per bucket and round (default 5)")
     parser.add_argument(
         "--name",
-        help="record as <name>.{json,md} (default: padding for the full measurement; a subset records nothing)",
+        help="record as <name>.json (default: padding for the full measurement; a subset records nothing)",
     )
     args = parser.parse_args(argv)
-    command = "python -m benchmarks.speed.padding " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = portable_command(argv, "benchmarks.speed.padding")
     if args.time:
         if not Path(args.time).is_file():
             parser.error(f"--time: expected a run config file, got {args.time!r}")
@@ -190,7 +189,7 @@ def main(argv=None) -> int:
         for kind in ("before", "after"):
             print(f"{kind}: {summary[kind]}", flush=True)
         print(f"speedup {summary['speedup']}")
-        json_path, md_path = write_results(
+        path = write_results(
             name=args.name or f"padding_time_{Path(args.time).stem}",
             title=f"Training step per bucket of {args.time}, and the expected step before and after fitting",
             rows=rows,
@@ -206,10 +205,10 @@ def main(argv=None) -> int:
                 f"{summary['after']['training_s']} s. Each bucket's step timed in {args.rounds} alternating rounds "
                 f"of {args.repeats} calls (the median of the rounds' medians)."
             ),
-            command=command.strip(),
+            command=command,
             settings=summary,
         )
-        print(f"wrote {json_path} and {md_path}")
+        print("wrote", path)
         return 0
     names = [s.strip() for s in args.tasks.split(",") if s.strip()]
     unknown = [s for s in names if s not in list_tasks()]
@@ -221,9 +220,9 @@ def main(argv=None) -> int:
     name = args.name or ("padding" if full else None)
     rows = run(names, args.batch_size)
     if name is None:
-        print("recorded nothing (a partial run; --name NAME records it as <name>.{json,md})")
+        print("recorded nothing (a partial run; --name NAME records it as <name>.json)")
         return 0
-    json_path, md_path = write_results(
+    path = write_results(
         name=name,
         title="Padding efficiency of the length buckets (real / computed time steps), before and after fitting",
         rows=rows,
@@ -246,10 +245,10 @@ def main(argv=None) -> int:
             "program, their batches padded to the longest. The figures follow from the tasks' shapes and length "
             "distributions: nothing is timed."
         ),
-        command=command.strip(),
+        command=command,
         settings={"batch_size": args.batch_size, "seeds_together": SEEDS, "range": list(RANGE)},
     )
-    print(f"wrote {json_path} and {md_path}")
+    print("wrote", path)
     return 0
 
 

@@ -4,7 +4,7 @@ Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: about a minute at 
 (estimated from that folder's ``panm_step.json``); with ``--quick`` 36 s (measured).
 
 Run: ``python -m benchmarks.speed.panm_step [--quick]``. Writes
-``benchmarks/results/<device>/panm_step.{json,md}``.
+``benchmarks/results/<device>/panm_step.json``.
 
 What is timed: one full training step (forward, loss, backward,
 gradient-value clip, RMSprop update; the optimiser of the code of Le et al. 2024,
@@ -195,16 +195,16 @@ def run(quick: bool = False) -> list[dict]:
     ]
     print(common.markdown_table(rows, cols))
     if not quick:
-        paths = common.write_results(
+        path = common.write_results(
             "panm_step",
             "PANM training step on Copy (B = 128), Le et al. 2024 configuration",
             rows,
             cols,
             env,
             notes,
-            command="python -m benchmarks.speed.panm_step",
+            command=common.portable_command([], "benchmarks.speed.panm_step"),
         )
-        print("wrote", *paths)
+        print("wrote", path)
     return rows
 
 

@@ -13,7 +13,7 @@ environment of its own, never in the library's)::
 
 ``--panm``, ``--ntm`` and ``--dnc`` are checkouts of thaihungle/PANM,
 loudinthecloud/pytorch-ntm and ixaxaar/pytorch-dnc. Writes
-``benchmarks/results/<device>/peers.{json,md}``, which ``benchmarks/speed/suite.py``
+``benchmarks/results/<device>/peers.json``, which ``benchmarks/speed/suite.py``
 reads for its ``peer_s`` and ``speedup_vs_peer`` columns.
 
 The cases are ``benchmarks/speed/suite.py``'s that name a peer (``Case.peer``), with
@@ -450,7 +450,7 @@ COLUMNS = ["key", "case", "peer", "peer_s", "ours_s", "ratio", "rounds", "repeat
 
 
 def write(rows, env, command: str, name: str = "peers"):
-    """``results/<device>/<name>.{json,md}`` through ``common.write_results``."""
+    """``results/<device>/<name>.json`` through ``common.write_results``."""
     from benchmarks import common
 
     notes = (
@@ -553,25 +553,19 @@ def main(argv=None) -> int:
             "contention, not implementations",
             flush=True,
         )
-    env["peer_python"] = args.peer_python
-    env["peer_checkouts"] = {
-        PEERS[f].repo: f"{getattr(args, f)} @ {checkout_commit(getattr(args, f))}" for f in sorted(families)
-    }
-    command = (
-        common.env_prefix()
-        + "python -m benchmarks.speed.peers "
-        + " ".join(a for a in (argv if argv is not None else sys.argv[1:]))
-    )
-    paths: tuple = ()
+    # The peers by repository and commit, not by where this machine keeps them (as the command names them).
+    env["peer_checkouts"] = {PEERS[f].repo: checkout_commit(getattr(args, f)) for f in sorted(families)}
+    command = common.portable_command(argv, "benchmarks.speed.peers")
+    path = None
 
     def on_row(rows):
-        nonlocal paths
+        nonlocal path
         env.update(peer_info, load_average_after=load_average())
-        paths = write(rows, env, command, args.name)
+        path = write(rows, env, command, args.name)
 
     rows = compare(cases, keys, args.rounds, measure, repeats_of, on_row)
     print(common.markdown_table(rows, COLUMNS))
-    print("wrote", *paths)
+    print("wrote", path)
     return 0
 
 

@@ -5,7 +5,7 @@ defaults (estimated: the float32 half from the step times in that folder's ``spe
 that CPU, is slower); with ``--quick`` 22 s (measured).
 
 Run: ``python -m benchmarks.speed.precision [--quick] [--only panm,ntm,dnc,stack]``. Writes
-``benchmarks/results/<device>/precision.{json,md}``.
+``benchmarks/results/<device>/precision.json``.
 
 Each case is a ``benchmarks.speed`` case (the same model, batch and optimiser),
 built twice: with ``compute_dtype="float32"`` and with ``"bfloat16"``
@@ -150,9 +150,7 @@ def main(argv=None) -> int:
     accelerator = common.on_accelerator()
     todo = [c for c in cases(args.quick, accelerator) if not families or c.family in families]
     env = common.environment()
-    command = (
-        common.env_prefix() + "python -m benchmarks.speed.precision" + (f" --only {args.only}" if args.only else "")
-    )
+    command = common.portable_command(argv, "benchmarks.speed.precision")
     notes = (
         "Each case built twice from benchmarks.speed (same model, batch, optimiser): compute_dtype float32 and "
         "bfloat16 (float32 parameters and optimiser state; activations and recurrent states in bfloat16; float32 "
@@ -170,12 +168,12 @@ def main(argv=None) -> int:
             rows.append({"case": case.label, "B": case.batch, "f32_median_s": "out of memory"})
         if not args.quick:  # after every case: a crash later keeps what was measured
             partial = "" if i + 1 == len(todo) else f" (partial: {i + 1} of {len(todo)} cases)"
-            paths = common.write_results(
+            path = common.write_results(
                 "precision", "float32 against bfloat16 compute" + partial, rows, COLUMNS, env, notes, command
             )
     print(common.markdown_table(rows, COLUMNS))
     if not args.quick and rows:
-        print("wrote", *paths)
+        print("wrote", path)
     return 0
 
 

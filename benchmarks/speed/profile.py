@@ -25,7 +25,7 @@ Times are summed over every thread and every loop iteration and divided by
 independent thunks on several threads at once, so the sum can exceed the wall
 time, which is printed beside it. The trace directory is kept (``--logdir``) for
 TensorBoard's or Perfetto's viewers. ``--record NAME`` also writes the three
-tables to ``benchmarks/results/<device>/profile_NAME.{json,md}``.
+tables to ``benchmarks/results/<device>/profile_NAME.json``.
 """
 
 from __future__ import annotations
@@ -282,7 +282,7 @@ def main(argv=None) -> int:
         "--record",
         default="",
         metavar="NAME",
-        help="also write the tables to benchmarks/results/<device>/profile_NAME.{json,md}",
+        help="also write the tables to benchmarks/results/<device>/profile_NAME.json",
     )
     args = p.parse_args(argv)
     try:
@@ -340,20 +340,18 @@ def main(argv=None) -> int:
             f"that sum; {fault_note}. Rows: the top instructions, then source lines (the innermost frame in "
             "panm_jax/), then JAX primitives."
         )
-        command = (
-            common.env_prefix()
-            + f"python -m benchmarks.speed.profile --case {case.label!r} --steps {args.steps} --top {args.top}"
-        )
-        paths = common.write_results(
+        # The case by its whole label, whatever text of it was given.
+        given = ["--case", case.label, "--steps", str(args.steps), "--top", str(args.top), "--record", args.record]
+        path = common.write_results(
             f"profile_{args.record}",
             f"Profile: {case.label}",
             rows,
             ["table", "name", "detail", "ms_per_step", "share_pct"],
             common.environment(),
             notes,
-            command=command + f" --record {args.record}",
+            command=common.portable_command(given, "benchmarks.speed.profile"),
         )
-        print("wrote", *paths)
+        print("wrote", path)
     return 0
 
 

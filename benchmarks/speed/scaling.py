@@ -5,7 +5,7 @@ Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: about 5 minutes at
 (measured).
 
 Run: ``python -m benchmarks.speed.scaling [--quick]``. Writes
-``benchmarks/results/<device>/scaling.{json,md}`` and one PNG per curve:
+``benchmarks/results/<device>/scaling.json`` and one PNG per curve:
 ``scaling_length_time.png``, ``scaling_length_memory.png``,
 ``scaling_slots_time.png``.
 
@@ -154,16 +154,16 @@ def main(argv=None) -> int:
         "warm-up. peak_MB: arguments + outputs + temporaries of the compiled step (XLA memory_analysis). "
         "Plots: scaling_length_time.png, scaling_length_memory.png, scaling_slots_time.png."
     )
-    paths = common.write_results(
+    path = common.write_results(
         "scaling",
         "Scaling: step time and peak memory",
         rows,
         cols,
         env,
         notes,
-        command="python -m benchmarks.speed.scaling",
+        command=common.portable_command(argv, "benchmarks.speed.scaling"),
     )
-    print("wrote", *paths)
+    print("wrote", path)
     return 0
 
 

@@ -37,7 +37,7 @@ host comes to setting the pace.
 ``jax.profiler.trace`` and records, per step, what the device did (from the
 trace's device timeline: busy time, summed kernel time, matrix-multiply
 kernels, kernel launches, the costliest kernels) beside the wall time:
-``seeds_trace_<model>_<task>_s<S>.{md,json}``. On a GPU it says whether the
+``seeds_trace_<model>_<task>_s<S>.json``. On a GPU it says whether the
 batched step waits on launches or on its kernels' work.
 """
 
@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 import time
 from pathlib import Path
 
@@ -154,7 +153,7 @@ def main(argv=None) -> int:
         default="",
         metavar="DIR",
         help="also trace the three device-only programs (profiler traces under DIR) and record what the device "
-        "did per step: seeds_trace_<model>_<task>_s<S>.{md,json}",
+        "did per step: seeds_trace_<model>_<task>_s<S>.json",
     )
     p.add_argument("--trace-steps", type=int, default=5, help="steps per traced program")
     args = p.parse_args(argv)
@@ -225,7 +224,7 @@ def main(argv=None) -> int:
             }
         )
     cols = ["case", "seconds_per_step", "seed_steps_per_s", "sequences_per_s", "ratio"]
-    command = "python -m benchmarks.speed.seeds_speed " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = common.portable_command(argv, "benchmarks.speed.seeds_speed")
     notes = (
         f"{args.model} on {args.task} at the paper protocol's settings (batch {configs[0].batch_size}, the "
         f"model's defaults, one length bucket), {args.steps} timed training steps after one warm-up step, the "
@@ -239,11 +238,11 @@ def main(argv=None) -> int:
         "the host, not the device, sets the pace."
     )
     name = f"seeds_speed_{args.model}_{args.task}_s{args.seeds}"
-    common.write_results(
+    path = common.write_results(
         name, "Seeds trained together against one after another", rows, cols, common.environment(), notes, command
     )
     print(common.markdown_table(rows, cols))
-    print("wrote", common.RESULTS_DIR / common.device_slug() / f"{name}.md")
+    print("wrote", path)
     if args.trace:
         trace_rows = trace_programs(programs, args.trace_steps, Path(args.trace))
         trace_cols = list(trace_rows[0])
@@ -255,9 +254,9 @@ def main(argv=None) -> int:
             "ran; 'kernel_ms', the kernels' summed time; 'matmul_kernel_ms', that of the cuBLAS/CUTLASS "
             "matrix-multiply kernels; 'kernels_per_step', how many kernels a step launched; 'top_kernels_ms', "
             "the kernels that took the most time. Where busy is far below wall, the device waits on the "
-            f"launches of a chain of small kernels; traces kept under {args.trace}."
+            "launches of a chain of small kernels; traces kept in the command's --trace folder."
         )
-        common.write_results(
+        path = common.write_results(
             f"seeds_trace_{args.model}_{args.task}_s{args.seeds}",
             "Seeds trained together against one seed: what the device does per step",
             trace_rows,
@@ -267,6 +266,7 @@ def main(argv=None) -> int:
             command,
         )
         print(common.markdown_table(trace_rows, trace_cols))
+        print("wrote", path)
     return 0
 
 

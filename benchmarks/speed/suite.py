@@ -5,7 +5,7 @@ Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: about 5 minutes at
 27 s (measured).
 
 Run: ``python -m benchmarks.speed [--quick] [--only panm,ntm,dnc,stack]``. Writes
-``benchmarks/results/<device>/speed.{json,md}``.
+``benchmarks/results/<device>/speed.json``.
 
 Each row is one full training step (forward, loss, backward, optimiser update)
 of a model built by name, on Copy batches of the stated shape:
@@ -459,7 +459,7 @@ def main(argv=None) -> int:
     )
     p.add_argument("--quick", action="store_true", help="3 repeats, PANM n=10 and NTM B=1 only; records nothing")
     p.add_argument("--only", default="", help="comma-separated families: panm, ntm, dnc, stack")
-    p.add_argument("--name", default="speed", help="the results' file name, <name>.{json,md} (default: speed)")
+    p.add_argument("--name", default="speed", help="the results' file name, <name>.json (default: speed)")
     args = p.parse_args(argv)
     families = {f for f in args.only.split(",") if f}
     accelerator = common.on_accelerator()
@@ -523,12 +523,7 @@ def main(argv=None) -> int:
             "accelerator with that CPU. The rows at B > 128 are the throughput sweep: each batch x4 until one "
             "does not fit in device memory; sequences_per_s = B / median_s."
         )
-    command = (
-        common.env_prefix()
-        + "python -m benchmarks.speed"
-        + (f" --only {args.only}" if args.only else "")
-        + (f" --name {args.name}" if args.name != "speed" else "")
-    )
+    command = common.portable_command(argv, "benchmarks.speed")
     rows = []
     for i, case in enumerate(cases):
         row, fitted = run_or_out_of_memory(case, args.quick, bw, fault_cost)
@@ -552,10 +547,10 @@ def main(argv=None) -> int:
             title = "Training steps at the peers' configurations" + (
                 "" if done else f" (partial: {i + 1} of {len(cases)} cases)"
             )
-            paths = common.write_results(args.name, title, rows, cols, env, notes, command=command)
+            path = common.write_results(args.name, title, rows, cols, env, notes, command=command)
     print(common.markdown_table(rows, cols))
     if not args.quick:
-        print("wrote", *paths)
+        print("wrote", path)
     return 0
 
 

@@ -5,9 +5,9 @@ Time on the 2-core CPU of ``benchmarks/results/cpu-2cores/``: about 3 minutes at
 
 Run: ``python -m benchmarks.speed.tasks_speed [--quick] [--batches 1000] [--batch-size 128] [--tasks copy,dyck]
 [--name NAME]``. The full measurement (the defaults) writes
-``benchmarks/results/<device>/tasks_speed.{json,md}``; as with the other benchmarks,
+``benchmarks/results/<device>/tasks_speed.json``; as with the other benchmarks,
 ``--quick`` records nothing, and neither does a partial run (a subset of tasks, other
-batch counts or sizes) unless ``--name NAME`` asks for ``<name>.{json,md}``, so a
+batch counts or sizes) unless ``--name NAME`` asks for ``<name>.json``, so a
 trial never overwrites the recorded results.
 
 For each task (and Dyck with ``n = 3``) it times ``task.sample(rng, 128, length)``
@@ -23,12 +23,11 @@ recorded for completeness.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
 import numpy as np
 
-from benchmarks.common import environment, write_results
+from benchmarks.common import environment, portable_command, write_results
 from panm_jax.tasks import get_task, list_tasks
 
 ALGORITHMIC = {"copy", "reverse", "mix", "dynamic_recall", "priority_sort", "id_sort"}
@@ -83,7 +82,7 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_BATCHES} batches per task; records nothing")
     parser.add_argument(
         "--name",
-        help="record the results as <name>.{json,md} (default: tasks_speed for the full "
+        help="record the results as <name>.json (default: tasks_speed for the full "
         "measurement at the defaults; a partial run records nothing)",
     )
     args = parser.parse_args(argv)
@@ -103,10 +102,9 @@ def main(argv=None) -> int:
     name = args.name or ("tasks_speed" if full and not args.quick else None)
     rows = run(args.batches, args.batch_size, names)
     if name is None:
-        print("recorded nothing (a quick or partial run; --name NAME records it as <name>.{json,md})")
+        print("recorded nothing (a quick or partial run; --name NAME records it as <name>.json)")
         return 0
-    command = "python -m benchmarks.speed.tasks_speed " + " ".join(argv if argv is not None else sys.argv[1:])
-    json_path, md_path = write_results(
+    path = write_results(
         name=name,
         title="Task generation speed (host NumPy, ms per batch at the longest test length)",
         rows=rows,
@@ -118,9 +116,9 @@ def main(argv=None) -> int:
             "vectorised over the batch; Dyck, M10AE and the two grammar tasks generate each example "
             "with a Python explicit-stack sampler (per-example work), so they are slower per batch."
         ),
-        command=command.strip(),
+        command=portable_command(argv, "benchmarks.speed.tasks_speed"),
     )
-    print(f"wrote {json_path} and {md_path}")
+    print("wrote", path)
     return 0
 
 

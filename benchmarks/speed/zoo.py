@@ -10,7 +10,7 @@ Run (one thread, on one core, as the recorded table was measured)::
     XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \\
         taskset -c 0 .venv/bin/python -m benchmarks.speed.zoo [--quick] [--models rnn,panm]
 
-Writes ``benchmarks/results/<device>/zoo.{json,md}`` (``--quick`` writes nothing).
+Writes ``benchmarks/results/<device>/zoo.json`` (``--quick`` writes nothing).
 ``--profile MODEL`` instead runs one model's home step under ``jax.profiler``
 (``benchmarks/speed/profile.py``: time per HLO instruction, per source line, per
 primitive) and prints the tables; it records nothing.
@@ -266,8 +266,8 @@ def run(quick: bool = False, names: list[str] | None = None) -> list[dict[str, A
     selected = names or (list(QUICK_MODELS) if quick else list(list_models()))
     rates: dict[tuple[int, int], float] = {}
     rows: list[dict[str, Any]] = []
-    command = common.env_prefix() + "python -m benchmarks.speed.zoo" + (f" --models {','.join(names)}" if names else "")
-    paths: tuple = ()
+    command = common.portable_command(["--models", ",".join(names)] if names else [], "benchmarks.speed.zoo")
+    path = None
     for i, name in enumerate(selected):
         rows.append(run_model(name, repeats, bandwidth, rates))
         if not quick:  # after every model: a crash later keeps what was measured
@@ -275,10 +275,10 @@ def run(quick: bool = False, names: list[str] | None = None) -> list[dict[str, A
             title = "The model zoo: each model's training step on its home task" + (
                 "" if done else f" (partial: {i + 1} of {len(selected)} models)"
             )
-            paths = common.write_results("zoo", title, rows, COLUMNS, env, notes_for(bandwidth, repeats), command)
+            path = common.write_results("zoo", title, rows, COLUMNS, env, notes_for(bandwidth, repeats), command)
     print(common.markdown_table(rows, COLUMNS))
-    if paths:
-        print("wrote", *paths)
+    if path:
+        print("wrote", path)
     return rows
 
 

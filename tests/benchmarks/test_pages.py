@@ -368,16 +368,67 @@ def test_a_readings_table_puts_the_published_rows_first_by_position():
     modes = ("L", "L+1", "2(L+1)", "4(L+1)", "8(L+1)")
     ours = {"model": "panm", "row": "ours", "selected_on": "L+1", "seeds": 3, "code": "abc"}
     ours |= dict(zip(modes, ["100.0 ± 0.0", "99.0 ± 1.0", "50.0 ± 2.0", "20.0 ± 1.0", "10.0 ± 0.5"], strict=True))
-    paper = {"model": "panm", "row": "published (panm)"} | dict(zip(modes, [100, 100, 98, 54, 54], strict=True))
-    other = {"model": "lstm_attention", "row": "published (best other)"}
-    other |= dict(zip(modes, [100, 98, 65, 45, 30], strict=True))
+    # A file's own published rows are not read: the page takes Table 15 from benchmarks.accuracy.published.
+    paper = {"model": "panm", "row": "published (panm)"} | dict(zip(modes, [1, 2, 3, 4, 5], strict=True))
+    other = {"model": "lstm_attention", "row": "published (best other)"} | dict(zip(modes, [6] * 5, strict=True))
+    baseline = ours | {"model": "lstm_attention"}
     record = records.Record(
         "cpu-2cores",
         "reproduce_mix_quick_2000steps_opt-abcdef",
-        {"settings": settings, "rows": [other, ours, paper], "command": "python -m benchmarks.accuracy.reproduce"},
+        {
+            "settings": settings,
+            "rows": [other, ours, paper, baseline],
+            "command": "python -m benchmarks.accuracy.reproduce",
+        },
     )
     lines = [line for line in "\n".join(algorithmic.readings_table([record])).splitlines() if line.startswith("|")]
     assert lines[2] == "|  | **published PANM** |  |  |  |  | 100 | 100 | 98 | 54 | 54 |"
     assert lines[3] == "|  | **published, best other model** |  |  |  |  | 100 | 98 | 65 | 45 | 30 |"
     assert lines[4].startswith("| R1 | PANM | `test_lengths=k(L+1)`, `max_train_length=9` | 9/10/20/40/80 |")
     assert "| 50.0 ± 2.0 (-48.0) |" in lines[4]
+
+
+def _reproduce(key: str, task: str, protocol: str, rows: list[dict], options=None, date="2026-11-26") -> records.Record:
+    device, stem = key.split("/")
+    data = {
+        "command": f"python -m benchmarks.accuracy.reproduce --task {task}",
+        "settings": {
+            "task": task,
+            "protocol": protocol,
+            "select": "L+1",
+            "minutes": {"panm": 8.0, "lstm": 4.0},
+            "model_options": options or {},
+        },
+        "environment": {"date": f"{date}T00:00:00+00:00"},
+        "rows": rows,
+    }
+    return records.Record(device, stem, data)
+
+
+def _ours(model, cells, seeds=1, steps="100"):
+    return {"model": model, "row": "ours", "seeds": seeds, "steps": steps, **dict(zip(MODES, cells, strict=True))}
+
+
+def test_the_summaries_choose_their_runs_by_rule_from_the_records_settings():
+    panm3 = _ours("panm", ["90.0 ± 1.0", "80.0 ± 2.0", "50.0 ± 0.0", "30.0 ± 1.0", "20.0 ± 1.0"], seeds=3)
+    runs = [
+        _reproduce("h/protocol_3", "mix", "paper", [_ours("panm", ["100.0"] * 5, seeds=3, steps="50000")]),
+        _reproduce("h/protocol_5", "mix", "paper", [_ours("panm", ["99.0"] * 5, seeds=5, steps="40000")]),
+        _reproduce(
+            "c/quick_old", "mix", "quick", [_ours("lstm", ["10.0"] * 5), _ours("ntm", ["99.0"] * 5)], date="2026-11-01"
+        ),
+        _reproduce("c/quick_new", "mix", "quick", [_ours("lstm", ["100.0", "70.0", "10.0", "10.0", "10.0"]), panm3]),
+        _reproduce("c/quick_2m", "mix", "quick", [_ours("ntm", ["50.0", "75.0", "40.0", "10.0", "30.0"])]),
+        _reproduce("c/ours", "mix", "quick", [panm3], options={"panm": dict(options.OURS)}),
+        _reproduce("c/other", "mix", "quick", [panm3], options={"panm": {"score": "scaled_dot"}}),
+    ]
+    found = {r.key: r for r in runs}
+    assert algorithmic.protocol_run(found, "mix").key == "h/protocol_5"  # the most seeds, before the most steps
+    assert algorithmic.options_run(found, "mix").key == "c/ours"  # no run under the protocol: the CPU's
+    assert algorithmic.protocol_run(found, "copy") is None
+    assert algorithmic.best_run(found, "mix", 0, ("quick",)).key == "c/quick_new"
+    baselines = algorithmic.quick_baselines(found, "mix")
+    assert {m: r.key for m, (r, _) in baselines.items()} == {"lstm": "c/quick_new", "ntm": "c/quick_2m"}
+    # PANM of a baseline's file is not a baseline; each model's latest run replaces its earlier ones.
+    assert algorithmic.five_length_mean(panm3) == pytest.approx(54.0)
+    assert algorithmic.spread(panm3) == pytest.approx(1.0)

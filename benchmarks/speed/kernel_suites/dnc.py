@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from benchmarks.common import environment, markdown_table, time_compiled, write_results
+from benchmarks.common import environment, markdown_table, portable_command, time_compiled, write_results
 from panm_jax.kernels import dnc
 from panm_jax.kernels import scan as scan_lib
 
@@ -77,11 +77,11 @@ def run(quick: bool = False) -> list[dict]:
         "what an O(N^2) step (the temporal link update) would give; exponent = log(growth) / log(N ratio), 2 for "
         "quadratic, lower where per-step costs linear in N or fixed still dominate."
     )
-    command = "python -m benchmarks.speed.kernels --suite dnc" + (" --quick" if quick else "")
+    command = portable_command(["--suite", "dnc"], "benchmarks.speed.kernels")
     print(markdown_table(rows, COLUMNS))
     if not quick:  # a smoke run is not a measurement: nothing is recorded
-        json_path, md_path = write_results(
+        path = write_results(
             name="kernels_dnc", title=title, rows=rows, columns=COLUMNS, env=environment(), notes=notes, command=command
         )
-        print(f"[dnc] wrote {json_path} and {md_path}")
+        print(f"[dnc] wrote {path}")
     return rows

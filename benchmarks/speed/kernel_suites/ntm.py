@@ -99,14 +99,14 @@ def run(quick: bool = False) -> list[dict]:
     print(common.markdown_table(rows, cols))
     print(f"scan / python-loop speed-up: {speedups}")
     if not quick:
-        paths = common.write_results(
+        path = common.write_results(
             "kernels_ntm",
             "NTM kernel: scan rollout vs per-step Python loop",
             rows,
             cols,
             env,
             notes,
-            command="python -m benchmarks.speed.kernels --suite ntm",
+            command=common.portable_command(["--suite", "ntm"], "benchmarks.speed.kernels"),
         )
-        print("wrote", *paths)
+        print("wrote", path)
     return rows

@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from benchmarks.common import environment, markdown_table, time_compiled, write_results
+from benchmarks.common import environment, markdown_table, portable_command, time_compiled, write_results
 from panm_jax.kernels import stack as stack_kernel
 from panm_jax.kernels.scan import scan
 
@@ -144,14 +144,14 @@ def run(quick: bool = False) -> list[dict]:
         "Times are medians of steady-state calls after compilation; loop_over_vec = loop_median_s / vec_median_s, "
         "measured in the same run; max_abs_diff compares the two versions' reads."
     )
-    paths = write_results(
+    path = write_results(
         name="kernels_stack",
         title="Neural Stack step: vectorised (cumulative sums) vs slot loop",
         rows=rows,
         columns=COLUMNS,
         env=environment(),
         notes=notes,
-        command="python -m benchmarks.speed.kernels --suite stack",
+        command=portable_command(["--suite", "stack"], "benchmarks.speed.kernels"),
     )
-    print("wrote", *paths)
+    print("wrote", path)
     return rows

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from benchmarks.accuracy import chomsky
-from benchmarks.accuracy.chomsky_published import per_level, published, published_per_level, table_two
+from benchmarks.accuracy import chomsky, published
+from benchmarks.accuracy.chomsky import per_level
 from panm_jax.tasks import get_task
 
 
@@ -22,9 +22,10 @@ def test_runs_select_on_the_training_lengths_never_on_the_test_range(task):
 
 
 def test_every_published_cell_names_a_task_and_model_of_the_runner_and_is_a_percentage():
-    assert set(chomsky.PUBLISHED) <= set(chomsky.TASKS)
-    assert {m for cells in chomsky.PUBLISHED.values() for m in cells} <= {m for _, m in chomsky.PAPER_MODELS}
-    assert all(0.0 <= score <= 100.0 for cells in chomsky.PUBLISHED.values() for score in cells.values())
+    cells = {task: published.chomsky(task) for task in published.chomsky_tasks()}
+    assert set(cells) <= set(chomsky.TASKS)
+    assert {m for row in cells.values() for m in row} <= {m for _, m in chomsky.PAPER_MODELS}
+    assert all(0.0 <= score <= 100.0 for row in cells.values() for score in row.values())
 
 
 @pytest.mark.parametrize(
@@ -41,13 +42,14 @@ def test_every_published_cell_names_a_task_and_model_of_the_runner_and_is_a_perc
     ],
 )
 def test_published_cells_are_the_papers(task, model, score):
-    assert chomsky.PUBLISHED[task][model] == score
+    assert published.chomsky(task)[model] == score
 
 
 def test_a_run_label_with_options_reads_its_models_published_cell():
-    assert published("reverse_string", "stack_rnn-stack_size=512") == published("reverse_string", "stack_rnn") == 100.0
-    assert published("reverse_string", "panm") is None  # not one of the paper's columns
-    assert published("reverse_string", "lstm") is None  # the encoder-decoder, not the paper's LSTM
+    cell = published.chomsky_cell
+    assert cell("reverse_string", "stack_rnn-stack_size=512") == cell("reverse_string", "stack_rnn") == 100.0
+    assert cell("reverse_string", "panm") is None  # not one of the paper's columns
+    assert cell("reverse_string", "lstm") is None  # the encoder-decoder, not the paper's LSTM
 
 
 def test_the_runner_covers_table_2_and_builds_each_column_by_name():
@@ -102,7 +104,9 @@ def test_table_two_puts_ours_beside_the_published_cell():
         {"task": "reverse_string", "model": "stack_rnn", "score": 70.0},  # a second seed: the best is shown
         {"task": "reverse_string", "model": "panm", "score": 55.0},
     ]
-    row, unknown = table_two(rows, {"reverse_string": "context_free", "solve_equation": "context_free"})
+    row, unknown = published.chomsky_table_two(
+        rows, {"reverse_string": "context_free", "solve_equation": "context_free"}
+    )
     assert row["level"] == "DCF" and row["Stack-RNN"] == "70.0 / 100.0" and row["LSTM"] == "- / 60.9"
     assert row["RNN"] == "- / 62.0" and row["PANM"] == 55.0
     assert unknown["RNN"] == "- / -"  # not run here, and a published cell not known here
@@ -110,9 +114,9 @@ def test_table_two_puts_ours_beside_the_published_cell():
 
 def test_published_level_means_need_every_cell_of_the_level():
     levels = {"modular_arithmetic": "regular", "parity_check": "regular"}
-    (regular,) = published_per_level(levels)
+    (regular,) = published.chomsky_per_level(levels)
     assert regular["stack_rnn"] == 100.0 and regular["transformer_encoder"] == 38.1  # (24.2 + 52.0) / 2
-    (regular,) = published_per_level({**levels, "cycle_navigation": "regular"})
+    (regular,) = published.chomsky_per_level({**levels, "cycle_navigation": "regular"})
     assert regular["transformer_encoder"] == 46.0  # (24.2 + 52.0 + 61.9) / 3
     assert regular["rnn"] == ""  # cycle navigation's RNN cell: not known here
 

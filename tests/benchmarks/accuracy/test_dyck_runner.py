@@ -6,8 +6,10 @@ import json
 
 import pytest
 
-from benchmarks import common, pages
+from benchmarks import common
 from benchmarks.accuracy import dyck
+from benchmarks.pages.dyck import dyck_page
+from benchmarks.pages.records import Findings, Record
 
 ARGV = ["--languages", "D2", "--models", "srnn", "--seeds", "0", "--steps", "2", "--num-train", "8"]
 ARGV += ["--num-test", "4"]
@@ -28,7 +30,7 @@ def recorded(tmp_path_factory):
 def test_the_command_records_its_json_and_plot(recorded):
     _, argv, path, data = recorded
     assert data["environment"]["device"] and data["environment"]["commit"]
-    assert data["command"].endswith("benchmarks.accuracy.dyck " + " ".join(argv))
+    assert data["command"].endswith("benchmarks.accuracy.dyck " + " ".join(argv).replace(argv[-3], "runs/runs"))
     settings = data["settings"]
     assert settings["steps"] == 2 and settings["batch_size"] == 1 and settings["train_strings"] == {"D2": 8}
     assert settings["planned_runs"] == settings["finished_runs"] == 1
@@ -59,8 +61,8 @@ def test_a_rerun_reads_the_finished_run_back(recorded, monkeypatch):
 def test_the_page_shows_the_published_means_beside_ours(recorded, tmp_path):
     tmp, _, path, data = recorded
     data = {**data, "settings": {**data["settings"], "planned_runs": 20}}
-    record = pages.Record("cpu-2cores", "dyck_t", data)
-    page = pages.dyck_page({record.key: record}, tmp / "results", pages.Findings(tmp_path / "none.md"), {})
+    record = Record("cpu-2cores", "dyck_t", data)
+    page = dyck_page({record.key: record}, tmp / "results", Findings(tmp_path / "none.md"), {})
     ours = data["rows"][0]["mean"]
     assert f"| SRNN | D2 | 1 | {ours:.1f} | 28.2 | {ours - 28.2:+.1f} |" in page
     assert "**Partial: 1 of the 20 runs of its command have finished.**" in page

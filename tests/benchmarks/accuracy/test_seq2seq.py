@@ -8,7 +8,8 @@ import dataclasses
 
 import pytest
 
-from benchmarks.accuracy import seq2seq
+from benchmarks.accuracy import published, seq2seq
+from panm_jax.tasks.mathematics import MODULES
 from panm_jax.tasks.scan import CUTOFFS
 
 
@@ -47,8 +48,9 @@ def test_an_unknown_module_or_encoder_is_refused_by_name(tmp_path):
 def test_the_defaults_are_table_4s_cutoffs_modules_and_rows():
     a = args()
     assert seq2seq.parse_items(a) == [f"scan-{c}" for c in CUTOFFS] + ["add_or_sub", "place_value"]
-    assert CUTOFFS == (22, 24, 25, 26, 27, 28, 30, 32, 33, 36, 40)
-    rows = [seq2seq.paper_row("scan-22", m, seq2seq.encoder_of("scan-22", m, "paper")) for m in seq2seq.MODELS]
+    assert CUTOFFS == published.SCAN_CUTOFFS == (22, 24, 25, 26, 27, 28, 30, 32, 33, 36, 40)
+    assert tuple(MODULES) == published.MATHEMATICS_MODULES
+    rows = [published.seq2seq_row("scan-22", m, seq2seq.encoder_of("scan-22", m, "paper")) for m in seq2seq.MODELS]
     assert rows == ["U. TRM + RPE", "TRM + RPE", "U. TRM", "TRM", "PANM"]
 
 
@@ -61,7 +63,7 @@ def test_scan_reports_the_median_over_seeds_and_mathematics_the_mean():
 
 
 def test_the_published_column_has_the_papers_cells():
-    cell = seq2seq.published
+    cell = published.seq2seq_cell
     # Table 4, SCAN
     assert cell("scan-22", "panm_transformer", "transformer").text() == "22"
     assert cell("scan-24", "panm_transformer", "transformer").text() == "47"
@@ -82,7 +84,7 @@ def test_the_published_column_has_the_papers_cells():
     a = args()
     for item in seq2seq.parse_items(a):
         for model in seq2seq.MODELS:
-            assert seq2seq.published(item, model, seq2seq.encoder_of(item, model, "paper")) is not None, (item, model)
+            assert cell(item, model, seq2seq.encoder_of(item, model, "paper")) is not None, (item, model)
 
 
 def test_the_encoder_choice_builds_the_named_encoder():

@@ -53,13 +53,15 @@ def test_records_of_several_runs_combine_into_one_naming_each_run(tmp_path, monk
     for name, key in (("a", "rnn"), ("b", "tape_rnn")):
         row = chomsky_peer.summarise(key, {"peer": [fake("peer", 2.0, 0)], "ours": [fake("ours", 1.0, 0)]})
         env = {"device": "cpu", "date": "2026-01-01", "load_average_before": 1.0}
-        paths.append(common.write_results(name, "T", [row], chomsky_peer.COLUMNS, env, "N.", command=f"cmd {name}")[0])
-    json_path, md_path = chomsky_peer.combine([str(p) for p in paths], "peers_chomsky")
+        paths.append(common.write_results(name, "T", [row], chomsky_peer.COLUMNS, env, "N.", command=f"cmd {name}"))
+    json_path = chomsky_peer.combine([str(p) for p in paths], "peers_chomsky")
     record = json.loads(json_path.read_text())
     assert [r["arch"] for r in record["rows"]] == ["rnn", "tape_rnn"]
     assert record["rows"][1]["run"].startswith("cmd b (2026-01-01")
-    assert record["command"].startswith("python -m benchmarks.speed.chomsky_peer --combine ")
-    assert "combined from 2 runs" in record["notes"] and "| run |" in md_path.read_text()
+    # The records' paths, outside the repository here, by the placeholder of --combine's values.
+    assert record["command"].endswith("python -m benchmarks.speed.chomsky_peer --combine COMBINE,COMBINE")
+    assert "combined from 2 runs" in record["notes"] and "cmd a (" in record["rows"][0]["run"]
+    assert sorted(p.name for p in json_path.parent.iterdir()) == ["a.json", "b.json", "peers_chomsky.json"]
 
 
 def test_our_side_of_every_architecture_is_a_registered_model_with_valid_options():
@@ -89,10 +91,10 @@ def test_rows_alternate_peer_and_ours_and_take_medians_and_ratios(tmp_path, monk
     assert (row["peer_programs"], row["ours_programs"], row["ours_buckets"]) == (40, 8, "5 10 40")
     assert len(row["round_results"]["peer"]) == 3
 
-    paths = common.write_results("chomsky_peer", "t", rows, chomsky_peer.COLUMNS, {"device": "cpu"}, "notes")
-    record = json.loads(paths[0].read_text())
+    path = common.write_results("chomsky_peer", "t", rows, chomsky_peer.COLUMNS, {"device": "cpu"}, "notes")
+    record = json.loads(path.read_text())
     assert [r["arch"] for r in record["rows"]] == ["rnn", "tape_rnn"]
-    assert "ratio_wall500" in paths[1].read_text()
+    assert "ratio_wall500" in record["rows"][0]
 
 
 def test_arguments_are_checked_before_anything_runs(tmp_path):

@@ -28,7 +28,7 @@ def test_rows_of_a_regular_and_a_chomsky_task():
 def test_only_the_full_run_or_a_named_one_is_recorded(monkeypatch, argv, names, capsys):
     recorded = []
     monkeypatch.setattr(padding, "run", lambda names_, batch_size: [])
-    monkeypatch.setattr(padding, "write_results", lambda name, **kw: recorded.append(name) or ("a.json", "a.md"))
+    monkeypatch.setattr(padding, "write_results", lambda name, **kw: recorded.append(name) or "a.json")
     assert padding.main(argv) == 0
     assert recorded == names
 
@@ -55,6 +55,6 @@ def test_time_gives_the_expected_step_of_both_sets(tmp_path, monkeypatch):
     assert before["expected_s_per_step"] == pytest.approx(want, abs=1e-5)
     assert before["training_s"] == pytest.approx(10 * before["expected_s_per_step"], abs=0.1)
     recorded = []
-    monkeypatch.setattr(padding, "write_results", lambda name, **kw: recorded.append(name) or ("a.json", "a.md"))
+    monkeypatch.setattr(padding, "write_results", lambda name, **kw: recorded.append(name) or "a.json")
     assert padding.main(["--time", str(config), "--rounds", "1", "--repeats", "1"]) == 0
     assert recorded == ["padding_time_tiny"]

@@ -120,15 +120,17 @@ def test_results_are_written_per_device_with_ratio_table_and_machine(tmp_path, m
     cases = peers.peer_cases()
     rows = peers.compare(cases, ["ntm-b1"], 1, _fake_timings, lambda c: 5)
     env = {"date": "2026-01-02T03:04:05+00:00", "commit": "abc1234", **peers.cpu_description(CPUINFO, 2)}
-    json_path, md_path = peers.write(rows, env, "python -m benchmarks.speed.peers --cases ntm-b1")
+    json_path = peers.write(rows, env, "python -m benchmarks.speed.peers --cases ntm-b1")
     assert json_path == tmp_path / common.device_slug() / "peers.json"
+    assert [p.name for p in json_path.parent.iterdir()] == ["peers.json"]
     payload = json.loads(json_path.read_text())
-    assert payload["rows"][0]["ratio"] == pytest.approx(10.0)
-    assert payload["environment"]["avx512f"] is True and payload["environment"]["amx"] == "amx_bf16 amx_tile"
-    md = md_path.read_text()
-    assert "| key | case | peer | peer_s | ours_s | ratio | rounds |" in md
-    assert "| ntm-b1 | NTM ctrl 100, 128x20, Copy n=20, B=1 | pytorch-ntm | 0.1 | 0.01 | 10 | 1 | 5 |" in md
-    assert "AMD EPYC 9R14" in md and "Command: `python -m benchmarks.speed.peers --cases ntm-b1`" in md
+    assert payload["command"] == "python -m benchmarks.speed.peers --cases ntm-b1"
+    row = payload["rows"][0]
+    assert (row["key"], row["case"], row["peer"]) == ("ntm-b1", "NTM ctrl 100, 128x20, Copy n=20, B=1", "pytorch-ntm")
+    assert row["ratio"] == pytest.approx(10.0) and (row["rounds"], row["repeats"]) == (1, 5)
+    environment = payload["environment"]
+    assert environment["cpu_model"].startswith("AMD EPYC 9R14")
+    assert environment["avx512f"] is True and environment["amx"] == "amx_bf16 amx_tile"
 
 
 @pytest.mark.parametrize(

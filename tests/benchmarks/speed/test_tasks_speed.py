@@ -12,7 +12,7 @@ def recorded(monkeypatch):
     """The names ``write_results`` was called with (it writes nothing here); no batch is timed."""
     names = []
     monkeypatch.setattr(tasks_speed, "run", lambda batches, batch_size, names_: [])
-    monkeypatch.setattr(tasks_speed, "write_results", lambda name, **kw: names.append(name) or ("a.json", "a.md"))
+    monkeypatch.setattr(tasks_speed, "write_results", lambda name, **kw: names.append(name) or "a.json")
     return names
 
 
