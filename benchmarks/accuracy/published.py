@@ -618,3 +618,39 @@ SOURCES = (
     TRANSDUCTION_SOURCE,
     TRANSDUCTION_LSTM_SOURCE,
 )
+
+
+# Our ``lstm`` run labels at the paper's LSTM depths (its Section 4's deep LSTM baselines: 1, 2, 4, 8 layers).
+TRANSDUCTION_LSTM_DEPTHS = {"lstm": 1, "lstm2": 2, "lstm4": 4, "lstm8": 8}
+
+
+def transduction_cells(task: str, model: str, deep_run: bool = False) -> dict[str, Any]:
+    """The published cells beside a run of ``model`` on ``task`` (``published_*``).
+
+    An LSTM row (``TRANSDUCTION_LSTM_DEPTHS``): Table 3's LSTM of its depth. ``lstm`` also carries, unless ``deep_run``
+    (the best deep LSTM's depth is among the table's rows), Figure 2a's best deep LSTM as ``deep_lstm_*``
+    (shown under it, published only). A memory model: Figure 2a.
+    """
+    keys = ("published_train_coarse", "published_train_fine", "published_coarse", "published_fine")
+    if model in TRANSDUCTION_LSTM_DEPTHS:
+        layers = TRANSDUCTION_LSTM_DEPTHS[model]
+        cells = transduction_lstm(task)[layers]
+        best = " (Figure 2a's best deep LSTM)" if layers == best_lstm_depth(task) else ""
+        source = f"Table 3, {layers}-layer LSTM{best}"
+    elif model in transduction(task):
+        cells, source = transduction(task)[model], "Figure 2a"
+    else:
+        return {}
+    out: dict[str, Any] = dict(zip(keys, cells, strict=True))
+    out["published_source"] = source
+    if model == "lstm" and not deep_run:
+        best_layers = best_lstm_depth(task)
+        out["deep_lstm_layers"] = best_layers
+        keys = ("deep_lstm_train_coarse", "deep_lstm_train_fine", "deep_lstm_coarse", "deep_lstm_fine")
+        out.update(zip(keys, transduction_lstm(task)[best_layers], strict=True))
+    return out
+
+
+def transduction_deep_run(task: str, models: list[str]) -> bool:
+    """Whether ``models`` hold the LSTM of the depth Figure 2a gives as best on ``task``."""
+    return any(TRANSDUCTION_LSTM_DEPTHS.get(m) == best_lstm_depth(task) for m in models)

@@ -68,7 +68,7 @@ from panm_jax.train.io import read_jsonl
 TASKS = ("transduction_copy", "transduction_reversal", "bigram_flip", "svo_sov", "gender_conjugation")
 # Our ``lstm`` at the paper's LSTM depths (Section 4's deep LSTM baselines: 1, 2, 4 and 8 layers); a row's
 # model is its name here, trained as the registry's ``lstm`` with option ``layers``.
-LSTM_DEPTHS = {"lstm": 1, "lstm2": 2, "lstm4": 4, "lstm8": 8}
+LSTM_DEPTHS = published.TRANSDUCTION_LSTM_DEPTHS
 MODELS = (*LSTM_DEPTHS, "stack_lstm", "queue_lstm", "deque_lstm")
 TITLES = {
     "transduction_copy": "Sequence Copying",
@@ -92,38 +92,6 @@ DECISIVE = frozenset(
 
 # The paper of every published cell here: its Figure 2a and Table 3 (``benchmarks.accuracy.published``).
 PAPER = published.GREFENSTETTE_2015
-
-
-def published_cells(task: str, model: str, deep_run: bool = False) -> dict[str, Any]:
-    """The published cells beside a run of ``model`` on ``task`` (``published_*``).
-
-    An LSTM row (``LSTM_DEPTHS``): Table 3's LSTM of its depth. ``lstm`` also carries, unless ``deep_run``
-    (the best deep LSTM's depth is among the table's rows), Figure 2a's best deep LSTM as ``deep_lstm_*``
-    (shown under it, published only). A memory model: Figure 2a.
-    """
-    keys = ("published_train_coarse", "published_train_fine", "published_coarse", "published_fine")
-    if model in LSTM_DEPTHS:
-        layers = LSTM_DEPTHS[model]
-        cells = published.transduction_lstm(task)[layers]
-        best = " (Figure 2a's best deep LSTM)" if layers == published.best_lstm_depth(task) else ""
-        source = f"Table 3, {layers}-layer LSTM{best}"
-    elif model in published.transduction(task):
-        cells, source = published.transduction(task)[model], "Figure 2a"
-    else:
-        return {}
-    out: dict[str, Any] = dict(zip(keys, cells, strict=True))
-    out["published_source"] = source
-    if model == "lstm" and not deep_run:
-        best_layers = published.best_lstm_depth(task)
-        out["deep_lstm_layers"] = best_layers
-        keys = ("deep_lstm_train_coarse", "deep_lstm_train_fine", "deep_lstm_coarse", "deep_lstm_fine")
-        out.update(zip(keys, published.transduction_lstm(task)[best_layers], strict=True))
-    return out
-
-
-def deep_run(task: str, models: list[str]) -> bool:
-    """Whether ``models`` hold the LSTM of the depth Figure 2a gives as best on ``task``."""
-    return any(LSTM_DEPTHS.get(m) == published.best_lstm_depth(task) for m in models)
 
 
 def make_config(
@@ -177,7 +145,7 @@ def run_row(task: str, model: str, seed: int, workdir: Path, models: list[str]) 
         "train_coarse": round(train["coarse_accuracy"], 4) if train else "",
         "train_fine": round(train["fine_accuracy"], 4) if train else "",
         "test_examples": test["examples"],
-        **published_cells(task, model, deep_run(task, models)),
+        **published.transduction_cells(task, model, published.transduction_deep_run(task, models)),
         "code": "; ".join(dict.fromkeys(trained_by(workdir))),
         **common.cost_cells([results]),
     }

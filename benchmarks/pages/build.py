@@ -39,7 +39,6 @@ def render(results: Path = RESULTS, findings: Path = FINDINGS) -> tuple[dict[str
         )
     }
     pages = {
-        "index.md": index_page(records, results, notes["index"]),
         "algorithmic.md": algorithmic_page(records, results, notes["algorithmic"], images),
         "ablations.md": ablations_page(records, notes["ablations"], results, images),
         "authors_code.md": authors_page(records, notes["authors_code"]),
@@ -50,6 +49,7 @@ def render(results: Path = RESULTS, findings: Path = FINDINGS) -> tuple[dict[str
         "m10ae.md": m10ae_page(records, notes["m10ae"]),
         "dyck.md": dyck_page(records, results, notes["dyck"], images),
     }
+    pages = {"index.md": index_page(records, results, notes["index"], pages), **pages}
     for n in notes.values():
         n.finish()
     files = {name: (re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n").encode() for name, text in pages.items()}

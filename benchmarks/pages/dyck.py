@@ -4,8 +4,11 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from benchmarks.accuracy import published
+from benchmarks.accuracy.criteria import fits
 from benchmarks.pages.records import GENERATED, Findings, Record
 from benchmarks.pages.tables import code, difference, mean_pm_std, number, plot_lines, provenance, table
+from benchmarks.pages.verdicts import Cell, summary_table
 
 DYCK_MODES = ("L+2", "2L", "4L", "8L")
 DYCK_MODELS = {"srnn": "SRNN", "panm_srnn": "PANM (on the SRNN)"}
@@ -36,8 +39,7 @@ def dyck_tables(record: Record) -> list[str]:
             ]
         )
     out = [table(header, body), ""]
-    published = record.settings.get("published", {})
-    figures = published.get("mean_sequence_accuracy", {})
+    figures = published.dyck()
     header = ["model", "languages", "runs", "ours: mean sequence accuracy %", "published", "ours - published"]
     body = []
     for model in dict.fromkeys(r["model"] for r in record.rows):
@@ -58,20 +60,53 @@ def dyck_tables(record: Record) -> list[str]:
             ]
         )
     out += [table(header, body), ""]
-    if published:
-        out += [
-            f"'ours': the mean over the languages and test lengths of each cell's mean over seeds; 'published': "
-            f"{published['source']} (the only Dyck numbers the paper prints).",
-            "",
-        ]
+    out += [
+        "'ours': the mean over the languages and test lengths of each cell's mean over seeds; 'published': "
+        f"{published.DYCK_SOURCE} (the only Dyck numbers the paper prints).",
+        "",
+    ]
     return out
+
+
+def glance(files: list[Record]) -> list[str]:
+    """Per file and model, the mean sequence accuracy over its languages and test lengths (each seed's mean,
+    then their mean and spread) against Le et al. 2024's Table 2; fit read from the runs' sequence accuracy
+    on the training strings (``train_sequence_accuracy``)."""
+    cells = []
+    for record in files:
+        for model in dict.fromkeys(r["model"] for r in record.rows):
+            runs = [r for r in record.rows if r["model"] == model]
+            seeds = sorted({r["seed"] for r in runs})
+            per_seed = [statistics.mean(r[m] for r in runs if r["seed"] == s for m in DYCK_MODES) for s in seeds]
+            trained = [r["train_sequence_accuracy"] for r in runs if "train_sequence_accuracy" in r]
+            cells.append(
+                Cell(
+                    f"{DYCK_MODELS.get(model, model)} ({', '.join(dict.fromkeys(r['language'] for r in runs))})",
+                    published.dyck().get(model),
+                    statistics.mean(per_seed),
+                    statistics.stdev(per_seed) if len(per_seed) > 1 else 0.0,
+                    len(seeds),
+                    f"{record.settings.get('epochs', '?')} epochs, {record.machine}",
+                    fits(statistics.mean(trained)) if trained else None,
+                )
+            )
+    text = (
+        "Le et al. 2024 (Table 2, Dyck Language Recognition): the mean sequence accuracy (%) over the Dyck "
+        "languages and test lengths, PANM on the SRNN against the SRNN (Suzgun et al. 2019). Ours: each file's "
+        "runs under the protocol as read (its notes say how). A run fits when its sequence accuracy on the "
+        "training strings reaches 99 %."
+    )
+    return [text, "", *summary_table(cells)]
 
 
 def dyck_page(records: dict[str, Record], results: Path, findings: Findings, images: dict[str, bytes]) -> str:
     """``dyck.md``: every ``dyck_*`` file, its tables and its plot. Findings keys: ``intro``, each file's
     ``device/stem``."""
-    out = [GENERATED, "", "# Dyck languages: PANM on the SRNN against the SRNN", "", *findings.take("intro")]
-    files = sorted((r for r in records.values() if r.stem.startswith("dyck_")), key=lambda r: (r.date, r.stem))
+    out = [GENERATED, "", "# Dyck languages: PANM on the SRNN against the SRNN", ""]
+    files = sorted(
+        (r for r in records.values() if r.runner == "benchmarks.accuracy.dyck"), key=lambda r: (r.date, r.stem)
+    )
+    out += ["## At a glance", "", *glance(files), *findings.take("intro")]
     for record in files:
         out += [f"## {code(record.stem)} ({record.machine}, {record.date})", "", *findings.take(record.key)]
         planned, done = record.settings.get("planned_runs"), len(record.rows)

@@ -100,6 +100,11 @@ class Record:
     def command(self) -> str:
         return rerun_command(self.data.get("command", ""))
 
+    def option(self, name: str) -> str | None:
+        """The value given to ``--name`` in the file's command, ``None`` where it is not given."""
+        found = re.search(rf"--{re.escape(name)}[= ](\S+)", self.command)
+        return found.group(1) if found else None
+
     @property
     def runner(self) -> str:
         """The module that recorded the file, from its command (``benchmarks.accuracy.reproduce``); ``""`` if none."""

@@ -42,15 +42,15 @@ class Cell:
 
 
 def verdict(cell: Cell) -> str:
-    """``"holds"``, ``"below (-6.1)"``, ``"above (+2.0)"``, ``"not fit at this budget"``, ``"untested"`` or
+    """``"holds"``, ``"below (-6.1)"``, ``"above (+2.0)"``, ``"not fit at this budget (-40.2)"``, ``"untested"`` or
     ``"no published number"`` (the module's docstring gives the rule)."""
     if cell.mean is None or (isinstance(cell.mean, float) and math.isnan(cell.mean)):
         return "untested"
-    if cell.fit is False:
-        return "not fit at this budget"
     if cell.published is None:
-        return "no published number"
+        return "not fit at this budget" if cell.fit is False else "no published number"
     diff = cell.mean - cell.published
+    if cell.fit is False:
+        return f"not fit at this budget ({diff:+.{cell.digits}f})"
     if abs(diff) <= max(SPREAD * cell.std, FLOOR / cell.scale) + 1e-9:
         return "holds"
     return f"{'below' if diff < 0 else 'above'} ({diff:+.{cell.digits}f})"

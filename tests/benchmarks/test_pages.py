@@ -177,6 +177,7 @@ def test_the_chomsky_page_takes_the_published_column_from_the_code_not_the_file(
         "cpu-2cores",
         "chomsky_fabricated",
         {
+            "command": "python -m benchmarks.accuracy.chomsky --sampled",
             "environment": {"device": "cpu", "commit": "abc1234", "date": "2026-11-28T12:00:00+00:00"},
             "rows": [
                 {**row, "task": "reverse_string", "model": "rnn", "published": "", "difference": ""},

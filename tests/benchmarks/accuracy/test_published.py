@@ -175,7 +175,7 @@ def test_the_transduction_cells_are_fractions_of_four_columns():
 
 
 def test_the_runners_compare_with_the_modules_cells():
-    from benchmarks.accuracy import ablation, authors_panm, chomsky, reproduce, summary_tables, transduction
+    from benchmarks.accuracy import ablation, authors_panm, chomsky, reproduce, summary_tables
 
     for task in published.ALGORITHMIC_TASKS:
         panm = published.algorithmic(task)["PANM"]
@@ -187,7 +187,7 @@ def test_the_runners_compare_with_the_modules_cells():
     assert reproduce.TABLES["algorithmic"] == summary_tables.TASKS == published.ALGORITHMIC_TASKS
     assert summary_tables.PRINTED_TABLE2_ALGORITHMIC == (56.3, 68.2)
     assert chomsky.PAPER_MODELS is published.CHOMSKY_MODELS
-    cells = transduction.published_cells("bigram_flip", "queue_lstm")
+    cells = published.transduction_cells("bigram_flip", "queue_lstm")
     assert (cells["published_coarse"], cells["published_fine"]) == published.transduction("bigram_flip")["queue_lstm"][
         2:
     ]
