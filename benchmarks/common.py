@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import platform
 import re
@@ -402,7 +403,8 @@ def write_results(
 
     The record holds ``name``, ``title``, ``command`` (``portable_command``), ``settings`` where given,
     ``environment`` (``env``), ``rows`` and ``notes``, written as ``json.dumps(record, indent=2)`` and a
-    newline. ``columns``: the table's columns as the runner prints them (``markdown_table``); the record keeps
+    newline, a NaN or infinite number as null (``without_nonfinite``). ``columns``: the table's columns as the
+    runner prints them (``markdown_table``); the record keeps
     every key of every row, so they are not written. ``settings``: what the file's name stands for, spelled
     out (a name may abbreviate them, as ``benchmarks/accuracy/reproduce.py`` abbreviates model options to a
     hash). ``device``: the folder, when the numbers were measured on another machine than this one (a table
@@ -413,8 +415,20 @@ def write_results(
         payload["settings"] = settings
     payload |= {"environment": env, "rows": list(rows), "notes": notes}
     json_path = RESULTS_DIR / (device or device_slug()) / f"{name}.json"
-    atomic_write_text(json_path, json.dumps(payload, indent=2) + "\n")
+    atomic_write_text(json_path, json.dumps(without_nonfinite(payload), indent=2, allow_nan=False) + "\n")
     return json_path
+
+
+def without_nonfinite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float replaced by ``None`` (JSON's null: no value), so that a record
+    is valid JSON and the pages never print ``nan``."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: without_nonfinite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [without_nonfinite(v) for v in value]
+    return value
 
 
 def run_processes(jobs: Sequence[tuple[str, list[str], Path]], parallel: int) -> None:

@@ -121,8 +121,8 @@ def pointer_summary(weights: np.ndarray, token_ok: np.ndarray, scored: np.ndarra
         "head": head,
         "token %": 100 * token_ok[scored].mean(),
         "pointer %": 100 * hit[scored].mean(),
-        "token if pointer right %": 100 * token_ok[scored & hit].mean() if (scored & hit).any() else float("nan"),
-        "token if pointer wrong %": 100 * token_ok[scored & ~hit].mean() if (scored & ~hit).any() else float("nan"),
+        "token if pointer right %": 100 * token_ok[scored & hit].mean() if (scored & hit).any() else None,
+        "token if pointer wrong %": 100 * token_ok[scored & ~hit].mean() if (scored & ~hit).any() else None,
         "first miss": missed[0] if missed else "none",
         "max weight": float(weights[..., head, :].max(-1)[scored].mean()),
         "weight on right slot": float(

@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from benchmarks.pages.ablations import ablations_page
@@ -14,9 +14,32 @@ from benchmarks.pages.diagnosis import diagnosis_page
 from benchmarks.pages.dyck import dyck_page
 from benchmarks.pages.index import index_page
 from benchmarks.pages.m10ae import m10ae_page
-from benchmarks.pages.records import END, FINDINGS, README, RESULTS, START, Findings, load
+from benchmarks.pages.records import END, FINDINGS, README, RESULTS, START, Findings, Record, RecordError, load
 from benchmarks.pages.seq2seq import seq2seq_page
 from benchmarks.pages.transduction import transduction_page
+
+BROKEN = (KeyError, TypeError, ValueError, IndexError, AttributeError, ZeroDivisionError)
+
+
+def render_page(name: str, make: Callable[[dict[str, Record]], str], records: dict[str, Record]) -> str:
+    """``make(records)``; where a record's content breaks it, ``RecordError`` naming the first record that breaks
+    the page on its own, and what it lacks (a missing field) or holds wrong."""
+    try:
+        return make(records)
+    except BROKEN as err:
+        for record in records.values():
+            try:
+                make({record.key: record})
+            except BROKEN as alone:
+                raise RecordError(f"{record.path}: {name} cannot be rendered from it: {what(alone)}") from None
+        raise RecordError(f"{name} cannot be rendered from the records together: {what(err)}") from None
+
+
+def what(err: Exception) -> str:
+    """``KeyError('steps')`` -> ``"a row or setting lacks the field 'steps'"``; others by type and message."""
+    if isinstance(err, KeyError):
+        return f"a row or setting lacks the field {err}"
+    return f"{type(err).__name__}: {err}"
 
 
 def render(results: Path = RESULTS, findings: Path = FINDINGS) -> tuple[dict[str, bytes], str]:
@@ -38,17 +61,18 @@ def render(results: Path = RESULTS, findings: Path = FINDINGS) -> tuple[dict[str
             "dyck",
         )
     }
-    pages = {
-        "algorithmic.md": algorithmic_page(records, results, notes["algorithmic"], images),
-        "ablations.md": ablations_page(records, notes["ablations"], results, images),
-        "authors_code.md": authors_page(records, notes["authors_code"]),
-        "diagnosis.md": diagnosis_page(records, notes["diagnosis"]),
-        "chomsky.md": chomsky_page(records, results, notes["chomsky"], images),
-        "seq2seq.md": seq2seq_page(records, notes["seq2seq"]),
-        "transduction.md": transduction_page(records, notes["transduction"]),
-        "m10ae.md": m10ae_page(records, notes["m10ae"]),
-        "dyck.md": dyck_page(records, results, notes["dyck"], images),
+    makers: dict[str, Callable[[dict[str, Record]], str]] = {
+        "algorithmic.md": lambda found: algorithmic_page(found, results, notes["algorithmic"], images),
+        "ablations.md": lambda found: ablations_page(found, notes["ablations"], results, images),
+        "authors_code.md": lambda found: authors_page(found, notes["authors_code"]),
+        "diagnosis.md": lambda found: diagnosis_page(found, notes["diagnosis"]),
+        "chomsky.md": lambda found: chomsky_page(found, results, notes["chomsky"], images),
+        "seq2seq.md": lambda found: seq2seq_page(found, notes["seq2seq"]),
+        "transduction.md": lambda found: transduction_page(found, notes["transduction"]),
+        "m10ae.md": lambda found: m10ae_page(found, notes["m10ae"]),
+        "dyck.md": lambda found: dyck_page(found, results, notes["dyck"], images),
     }
+    pages = {name: render_page(name, make, records) for name, make in makers.items()}
     pages = {"index.md": index_page(records, results, notes["index"], pages), **pages}
     for n in notes.values():
         n.finish()
@@ -98,7 +122,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.check and args.out:
         raise SystemExit("--check: compares README.md's summary only; expected no --out, got --out " + args.out)
-    files, block = render()
+    try:
+        files, block = render()
+    except RecordError as err:
+        print(f"benchmarks.pages: {err}", file=sys.stderr)
+        return 2
     if args.check:
         found = readme_differences(block)
         for line in found:

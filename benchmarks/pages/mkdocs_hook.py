@@ -16,16 +16,21 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # mkdocs loads a hook by its path; the renderer is imported from the repository root
     sys.path.insert(0, str(ROOT))
 
+from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.structure.files import File, Files  # noqa: E402
 
 from benchmarks.pages.build import render  # noqa: E402
+from benchmarks.pages.records import RecordError  # noqa: E402
 
 FOLDER = "results"  # where the pages are in the site (mkdocs.yml's nav names them there)
 
 
 def on_files(files: Files, config: Any) -> Files:
     """Add every rendered page and image under ``results/``, in place of any file of the same name."""
-    pages, _ = render()
+    try:
+        pages, _ = render()
+    except RecordError as err:
+        raise PluginError(f"the results pages: {err}") from None
     for name, data in pages.items():
         uri = f"{FOLDER}/{name}"
         stale = files.get_file_from_path(uri)

@@ -32,26 +32,6 @@ TASKS = {
     "id_sort": ("ID Sort", 18),
 }
 
-MOVED = {
-    **{m: f"accuracy.{m}" for m in ("reproduce", "ablation", "chomsky", "seq2seq", "authors_panm", "diagnose_pointer")},
-    **{
-        m: f"speed.{m}"
-        for m in (
-            "peers",
-            "kernels",
-            "panm_step",
-            "models_speed",
-            "tasks_speed",
-            "seeds_speed",
-            "scaling",
-            "precision",
-            "profile",
-            "cost",
-            "dnc_link",
-        )
-    },
-}
-
 # How the tables name the machines of the results folders.
 MACHINES = {"cpu-2cores": "CPU", "nvidia-h100-80gb-hbm3": "H100", "nvidia-h200": "H200"}
 
@@ -98,7 +78,7 @@ class Record:
 
     @property
     def command(self) -> str:
-        return rerun_command(self.data.get("command", ""))
+        return str(self.data.get("command", ""))
 
     def option(self, name: str) -> str | None:
         """The value given to ``--name`` in the file's command, ``None`` where it is not given."""
@@ -112,20 +92,31 @@ class Record:
         return found.group(1) if found else ""
 
 
+class RecordError(SystemExit):
+    """A results file the pages cannot read: the message names the file and what is wrong with it."""
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"holds {name}, which is not a number (a missing value is recorded as null or left out)")
+
+
 def load(results: Path = RESULTS) -> dict[str, Record]:
-    """Every ``<device>/<stem>.json`` under ``results`` with a table (``rows``), by ``device/stem``."""
+    """Every ``<device>/<stem>.json`` under ``results`` with a table (``rows``), by ``device/stem``; a file that
+    is not JSON, holds NaN or infinity, or whose ``rows`` are not a list of objects raises ``RecordError``."""
     records = {}
     for path in sorted(results.glob("*/*.json")):
-        data = json.loads(path.read_text())
+        where = path.relative_to(results.parent.parent) if results.parent.parent in path.parents else path
+        try:
+            data = json.loads(path.read_text(), parse_constant=_refuse_constant)
+        except ValueError as err:
+            raise RecordError(f"{where}: {err}") from None
         if isinstance(data, dict) and "rows" in data:
+            rows = data["rows"]
+            if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+                raise RecordError(f"{where}: field 'rows': expected a list of objects, got {type(rows).__name__}")
             record = Record(path.parent.name, path.stem, data)
             records[record.key] = record
     return records
-
-
-def rerun_command(command: str) -> str:
-    """A recorded command at today's module paths (``benchmarks.reproduce`` -> ``benchmarks.accuracy.reproduce``)."""
-    return re.sub(r"-m benchmarks\.(\w+)", lambda m: f"-m benchmarks.{MOVED.get(m.group(1), m.group(1))}", command)
 
 
 class Findings:

@@ -124,3 +124,8 @@ def test_portable_command_records_the_variables_that_change_a_run(no_variables, 
         "LD_PRELOAD=LD_PRELOAD XLA_FLAGS='--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1' "
         "python -m benchmarks.speed"
     )
+
+
+def test_a_record_holds_no_nan_a_missing_value_is_null():
+    record = {"rows": [{"a": float("nan"), "b": [1.0, float("inf")], "c": (2.0, -float("inf"))}], "x": 3}
+    assert common.without_nonfinite(record) == {"rows": [{"a": None, "b": [1.0, None], "c": [2.0, None]}], "x": 3}

@@ -3,6 +3,7 @@ is its rendering, and the arithmetic behind their cells."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shutil
@@ -64,7 +65,7 @@ def _fabricated(tmp_path: Path) -> dict[str, records.Record]:
     reproduce = {
         "name": "reproduce_copy_quick_opt-5d5a9b_8m",
         "title": "copy",
-        "command": "python -m benchmarks.reproduce --task copy --models panm --quick --minutes 8 --name 8m",
+        "command": "python -m benchmarks.accuracy.reproduce --task copy --models panm --quick --minutes 8 --name 8m",
         "settings": {
             "task": "copy",
             "models": ["panm"],
@@ -262,15 +263,41 @@ def test_findings_that_no_table_takes_are_refused(tmp_path):
         findings.finish()
 
 
-def test_recorded_commands_are_shown_at_todays_module_paths():
-    assert (
-        records.rerun_command("GLIBC_TUNABLES=x python -m benchmarks.reproduce --task copy")
-        == "GLIBC_TUNABLES=x python -m benchmarks.accuracy.reproduce --task copy"
-    )
-    assert records.rerun_command("python -m benchmarks.seeds_speed --steps 300") == (
-        "python -m benchmarks.speed.seeds_speed --steps 300"
-    )
-    assert records.rerun_command("python -m benchmarks.speed") == "python -m benchmarks.speed"
+def test_every_rendered_command_names_a_module_of_todays_layout():
+    files, _ = build.render()
+    modules = set()
+    for name, data in files.items():
+        if name.endswith(".md"):
+            modules |= set(re.findall(r"python -m (benchmarks(?:\.\w+)+)", data.decode()))
+    assert "benchmarks.accuracy.reproduce" in modules
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    assert not missing, f"commands on the pages name modules that do not exist: {missing}"
+
+
+def _results(tmp_path: Path, record: dict) -> Path:
+    folder = tmp_path / "results" / "cpu-2cores"
+    folder.mkdir(parents=True)
+    (folder / "reproduce_copy_quick_broken.json").write_text(json.dumps(record))
+    return tmp_path / "results"
+
+
+def test_a_broken_record_stops_the_rendering_naming_its_file_and_field(tmp_path, capsys):
+    good = json.loads((records.RESULTS / "cpu-2cores" / "reproduce_copy_quick_8m.json").read_text())
+    files, _ = build.render(_results(tmp_path / "good", good), tmp_path)  # no prose
+    assert "algorithmic.md" in files
+
+    broken = json.loads(json.dumps(good))
+    del broken["rows"][0]["model"]
+    with pytest.raises(records.RecordError, match=r"reproduce_copy_quick_broken\.json: .* lacks the field 'model'"):
+        build.render(_results(tmp_path / "broken", broken), tmp_path)
+
+    folder = _results(tmp_path / "nan", good)
+    (folder / "cpu-2cores" / "reproduce_copy_quick_broken.json").write_text('{"rows": [{"L": NaN}]}')
+    with pytest.raises(records.RecordError, match=r"reproduce_copy_quick_broken\.json: holds NaN"):
+        records.load(folder)
+    (folder / "cpu-2cores" / "reproduce_copy_quick_broken.json").write_text('{"rows": 3}')
+    with pytest.raises(records.RecordError, match="field 'rows': expected a list of objects, got int"):
+        records.load(folder)
 
 
 def test_option_sets_are_named_where_the_tables_name_them():
