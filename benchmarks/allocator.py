@@ -18,9 +18,8 @@ arena.
 
 It is opt-in, because it is not a win for every model, and it can run a machine
 out of memory (freed blocks are never returned, and one arena fragments): the
-paired runs and the whole-suite run that decided this are recorded in
-``benchmarks/results/cpu-2cores/`` (``speed_keep_malloc.md`` and
-``NOTES.md`` there). The benchmarks apply it when ``PANM_JAX_MALLOC=keep`` is set
+paired runs that decided this are recorded in
+``benchmarks/results/cpu-2cores/speed_keep_malloc.json``. The benchmarks apply it when ``PANM_JAX_MALLOC=keep`` is set
 (``configure_from_environment``); anyone may call it directly, before the first
 computation, in their own script. It does nothing off glibc (macOS, musl), where it returns ``{}``. Call it before the
 first computation: glibc fixes a thread's arena, and how many arenas it may

@@ -39,7 +39,7 @@ back). With ``--name`` the table (one row per run) is written to
 ``benchmarks/results/<device>/dyck_<name>.json`` after every run, so a recording cut short keeps
 what it finished (``settings.planned_runs`` says how many the command asked for), with
 ``dyck_<name>.png``: sequence accuracy against test length, SRNN and PANM side by side, mean ± std over
-seeds. ``python -m benchmarks.pages`` renders it in ``docs/results/dyck.md`` beside the paper's one
+seeds. ``make docs`` renders it on the Dyck results page beside the paper's one
 published number per model (``benchmarks.accuracy.published.dyck``).
 """
 

@@ -18,7 +18,7 @@ is 10%), and then again by nesting depth: at each test length ``--test-examples`
 grouped by the depth of their parentheses (``M10AETask.batches_by_depth``; the generator sets the
 length, the depth falls as it may), each group's accuracy and size kept in the run's ``depth.json``.
 With ``--name`` it writes ``m10ae_<name>.json`` under ``benchmarks/results/<device>/``, one row
-per run; ``python -m benchmarks.pages`` renders it in ``docs/results/m10ae.md``.
+per run; ``make docs`` renders it on the M10AE results page.
 
 Budget (ours; the source gives none): ``--steps`` steps per run, Adam 1e-3, global-norm clip 1, batch 32,
 the models' default sizes.

@@ -24,7 +24,7 @@ it) with the published cells of its task and model. ``--extra-seeds`` adds seeds
 decide the paper's claims (``DECISIVE``: the Queue on copying, the Stack on reversal, the DeQue on
 both, the one-layer LSTM and the three memory models on bigram flipping); ``--decisive-only`` trains those
 cells alone. ``python -m benchmarks.pages``
-renders the file, means over seeds and ``ours - published``, in ``docs/results/transduction.md``.
+renders the file, means over seeds and ``ours - published``, on the transduction results page (``make docs``).
 
 The paper's setup where it is stated, and where we differ:
 

@@ -18,7 +18,7 @@ Leading axes (``jax.vmap``'s batch) are the kernel's own loop, shared among the
 threads of XLA's intra-op pool.
 
 Why: at ``N = 256`` these ``O(N^2)`` sweeps were most of a DNC training step on
-a CPU (``benchmarks/results/cpu-2cores/NOTES.md``). Pallas compiles no CPU
+a CPU (``benchmarks/results/cpu-2cores/profile_dnc_n256.json``). Pallas compiles no CPU
 kernels, so the CPU path is C++.
 
 Opt-in. ``dnc.step`` uses this kernel only when asked, by the environment

@@ -46,7 +46,7 @@ with ``link_and_directions`` in XLA by default, on every platform. On a CPU the
 same equations and VJP also exist as one C++ kernel through XLA's FFI
 (``_dnc_link_cpu.py``, compiled with the system's C++ compiler on first use),
 which took a DNC training step at ``N = 256`` from 1.173 s to 0.7077 s (1.658x)
-on a 2-core x86_64 CPU (``benchmarks/results/cpu-2cores/dnc_step_paths.md``;
+on a 2-core x86_64 CPU (``benchmarks/results/cpu-2cores/dnc_step_paths.json``;
 ``docs/performance.md``). It is used only when asked: set the environment
 variable ``PANM_JAX_DNC_LINK=cpu`` (always, an error if it cannot be built) or
 ``PANM_JAX_DNC_LINK=auto`` (where JAX's default backend is one CPU device) before
