@@ -73,6 +73,7 @@ from typing import Any
 
 from benchmarks import allocator, common
 from benchmarks.accuracy import published
+from benchmarks.accuracy.criteria import fit_count
 from benchmarks.accuracy.reproduce import (
     MODES,
     code_column,
@@ -316,6 +317,8 @@ def summarize(
             row[m] = f"{mean:.1f} ± {std:.1f}"
             row[f"_{m}"] = mean
         row["_per_seed"] = per_seed
+        # fit: the runs whose accuracy at L, the longest training length, reaches FIT (or the paper's PANM's there)
+        row["fit"] = fit_count(per_seed[modes[0]], published.algorithmic(task)["PANM"][0])
         if figure:
             row["curve"] = curve_summary(results)
         rows.append(row)

@@ -22,3 +22,14 @@ def fits(accuracy_percent: float | None, published_percent: float | None = None)
         return None
     threshold = 100 * FIT if published_percent is None else min(100 * FIT, published_percent - SLACK)
     return accuracy_percent >= threshold - 1e-9
+
+
+def fit_count(accuracies_percent: list[float], published_percent: float | None = None) -> str:
+    """``"2 of 3"``: how many runs (one accuracy at the training lengths each, in percent) fit them (``fits``)."""
+    return f"{sum(bool(fits(a, published_percent)) for a in accuracies_percent)} of {len(accuracies_percent)}"
+
+
+def all_fit(count: str) -> bool:
+    """Whether a recorded ``fit_count`` says every run fit: ``"3 of 3"`` -> True, ``"2 of 3"`` -> False."""
+    done, _, total = count.partition(" of ")
+    return done == total

@@ -55,6 +55,7 @@ from typing import Any
 from benchmarks import common
 from benchmarks.accuracy import published
 from benchmarks.accuracy.chomsky import finished
+from benchmarks.accuracy.criteria import fits
 from benchmarks.accuracy.reproduce import steps_trained, trained_by
 from benchmarks.accuracy.transduction import names, positive, seed_list, selection_record
 from panm_jax import enable_compile_cache
@@ -132,6 +133,8 @@ def run_row(language: str, model: str, seed: int, workdir: Path, per_epoch: int 
         "selected_step": results["step"],
         "selected_epoch": results["step"] // per_epoch if per_epoch else "",
         "train_sequence_accuracy": round(100 * selected["sequence_accuracy"], 1) if selected else "",
+        # fit: its sequence accuracy on the training strings reaches FIT (benchmarks.accuracy.criteria)
+        "fit": fits(100 * selected["sequence_accuracy"]) if selected else "",
     }
     for mode in MODES:
         row[mode] = round(100 * by_mode[mode]["sequence_accuracy"], 1)
@@ -211,6 +214,7 @@ COLUMNS = [
     "steps",
     "selected_epoch",
     "train_sequence_accuracy",
+    "fit",
     *MODES,
     "mean",
     "code",

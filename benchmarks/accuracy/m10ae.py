@@ -36,6 +36,7 @@ import numpy as np
 
 from benchmarks import common
 from benchmarks.accuracy.chomsky import finished, kept_record, selected_params
+from benchmarks.accuracy.criteria import fits
 from benchmarks.accuracy.reproduce import steps_trained, trained_by
 from benchmarks.accuracy.transduction import names, seed_list
 from panm_jax import enable_compile_cache
@@ -113,6 +114,8 @@ def run_row(model: str, seed: int, workdir: Path, depth: dict[str, Any], max_tra
     row: dict[str, Any] = {"model": model, "seed": seed, "steps": steps_trained(workdir), "step": results["step"]}
     for mode in MODES:
         row[f"{mode} ({by_mode[mode]['length']})"] = round(100 * by_mode[mode]["token_accuracy"], 1)
+    # fit: its token accuracy at L, the longest training length, reaches FIT (benchmarks.accuracy.criteria)
+    row["fit"] = fits(100 * by_mode[MODES[0]]["token_accuracy"])
     for d, (acc, n) in pooled_by_depth(depth["by_length"], longer).items():
         row[f"depth {d}"] = f"{100 * acc:.1f} ({n})"
     row["by_depth"] = depth["by_length"]

@@ -99,6 +99,7 @@ from typing import Any
 
 from benchmarks import allocator, common
 from benchmarks.accuracy import published
+from benchmarks.accuracy.criteria import fit_count
 from panm_jax import enable_compile_cache
 from panm_jax.train.config import OptimizerConfig, TrainConfig, parse_overrides
 from panm_jax.train.io import atomic_write_text, read_jsonl
@@ -346,6 +347,9 @@ def summarize(
             "code": code_column(results),
             **common.cost_cells(results),
         }
+        reference = references.get(model, references.get("best other")) if model != "panm" else references.get(model)
+        # fit: the runs whose accuracy at L, the longest training length, reaches FIT (or the paper's there)
+        row["fit"] = fit_count(per_mode[modes[0]], reference[0] if reference else None)
         for m in modes:
             mean, std = _mean_std(per_mode[m])
             row[m] = f"{mean:.1f}" + (f" ± {std:.1f}" if len(results) > 1 else "")

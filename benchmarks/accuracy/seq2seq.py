@@ -85,6 +85,8 @@ from typing import Any
 
 from benchmarks import common
 from benchmarks.accuracy import published
+from benchmarks.accuracy.chomsky import fit as chomsky_fit
+from benchmarks.accuracy.criteria import fit_count
 from benchmarks.accuracy.reproduce import code_column, finished_results, steps_trained, trained_by
 from panm_jax import enable_compile_cache
 from panm_jax.tasks.mathematics import MODULES
@@ -271,6 +273,11 @@ def table_rows(items: list[str], models: list[str], seeds: list[int], args, work
                 100 * {r["mode"]: r for r in rec["modes"]}[rec["modes"][0]["mode"]][rec["metric"]] for rec in records
             ]
             headline, cell = summary(item, values)
+            # fit: the runs whose token accuracy on the training split's validation examples reached FIT
+            trained = [
+                chomsky_fit(folder(workdir, item, model, s, args), make_config(item, model, s, args).selection_mode)[0]
+                for s in seeds
+            ]
             encoder = encoder_of(item, model, args.panm_encoder)
             paper = published.seq2seq_cell(item, model, encoder)
             rows.append(
@@ -285,6 +292,7 @@ def table_rows(items: list[str], models: list[str], seeds: list[int], args, work
                     "exact_match": cell,
                     "per_seed": ",".join(f"{v:.1f}" for v in values),
                     "chance": f"{floor:.2f}",
+                    "fit": fit_count(trained) if "" not in trained else "",  # type: ignore[arg-type]
                     "published": "" if paper is None else paper.text(),
                     "ours - published": ""
                     if paper is None or paper.value is None
@@ -305,6 +313,7 @@ COLUMNS = [
     "exact_match",
     "per_seed",
     "chance",
+    "fit",
     "published",
     "ours - published",
     "code",

@@ -60,6 +60,7 @@ from typing import Any
 from benchmarks import common
 from benchmarks.accuracy import published
 from benchmarks.accuracy.chomsky import finished
+from benchmarks.accuracy.criteria import fits
 from benchmarks.accuracy.reproduce import steps_trained, trained_by
 from panm_jax import enable_compile_cache
 from panm_jax.train.config import OptimizerConfig, TrainConfig
@@ -92,6 +93,12 @@ DECISIVE = frozenset(
 
 # The paper of every published cell here: its Figure 2a and Table 3 (``benchmarks.accuracy.published``).
 PAPER = published.GREFENSTETTE_2015
+
+
+def reference_train_coarse(task: str, model: str) -> float | None:
+    """The paper's coarse accuracy (%) at the training lengths for ``model`` on ``task``, where it prints one."""
+    cells = published.transduction_cells(task, model)
+    return 100 * cells["published_train_coarse"] if cells else None
 
 
 def make_config(
@@ -144,6 +151,8 @@ def run_row(task: str, model: str, seed: int, workdir: Path, models: list[str]) 
         "token": round(test["token_accuracy"], 4),
         "train_coarse": round(train["coarse_accuracy"], 4) if train else "",
         "train_fine": round(train["fine_accuracy"], 4) if train else "",
+        # fit: its coarse accuracy at the training lengths reaches FIT (or the paper's there, less its slack)
+        "fit": fits(100 * train["coarse_accuracy"], reference_train_coarse(task, model)) if train else "",
         "test_examples": test["examples"],
         **published.transduction_cells(task, model, published.transduction_deep_run(task, models)),
         "code": "; ".join(dict.fromkeys(trained_by(workdir))),
@@ -198,6 +207,7 @@ COLUMNS = [
     "fine",
     "token",
     "train_coarse",
+    "fit",
     "train_fine",
     "published_coarse",
     "published_fine",

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.accuracy import published
-from benchmarks.accuracy.criteria import fits
+from benchmarks.accuracy.criteria import all_fit, fits
 from benchmarks.pages.algorithmic import max_steps
 from benchmarks.pages.options import describe_options, variant_options
 from benchmarks.pages.records import GENERATED, K_LENGTHS, K_MODES, LENGTHS, MODES, TASKS, Findings, Record
@@ -132,7 +132,7 @@ def glance(files: Sequence[Record]) -> list[str]:
                     statistics.mean(stds) if stds else 0.0,
                     int(r["seeds"]),
                     f"{steps_range(r['steps'])} steps",
-                    fits(means[0], theirs[0]),
+                    all_fit(r["fit"]) if "fit" in r else fits(means[0], theirs[0]),
                 )
             )
     text = (

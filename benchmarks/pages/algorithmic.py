@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.accuracy import published
-from benchmarks.accuracy.criteria import fits
+from benchmarks.accuracy.criteria import all_fit, fits
 from benchmarks.pages.options import OURS, describe_options, display_model, option_text, run_options
 from benchmarks.pages.records import GENERATED, K_MODES, LENGTHS, MODES, TASKS, Findings, Record
 from benchmarks.pages.tables import (
@@ -82,8 +82,11 @@ def quick_baselines(records: dict[str, Record], task: str) -> dict[str, tuple[Re
 
 
 def fit_at_l(row: dict[str, Any], task: str) -> bool | None:
-    """Whether a ``reproduce`` row's runs fit their training lengths: its mean token accuracy at ``L``, the
-    longest of them, against the paper's PANM there (``benchmarks.accuracy.criteria.fits``)."""
+    """Whether a ``reproduce`` row's runs fit their training lengths: its recorded ``fit`` (every seed), or, for
+    files from before it was recorded, its mean token accuracy at ``L``, the longest of them, against the
+    paper's PANM there (``benchmarks.accuracy.criteria.fits``)."""
+    if "fit" in row:
+        return all_fit(row["fit"])
     return fits(leading_number(row.get("L", "")), published.algorithmic(task)["PANM"][0])
 
 
@@ -198,7 +201,10 @@ def other_lengths(record: Record) -> bool:
 
 
 # The keys of a ``reproduce`` row that are not test modes.
-ROW_FIELDS = ("model", "row", "selected_on", "seeds", "steps", "best_step", "code", "curves")
+ROW_FIELDS = (
+    *("model", "row", "selected_on", "seeds", "steps", "best_step", "code", "curves", "fit"),
+    *("train_seconds", "compile_seconds", "steps_per_second", "buckets", "padding_efficiency"),
+)
 
 
 def lengths_table(records: Sequence[Record]) -> list[str]:

@@ -87,7 +87,11 @@ def glance(files: list[Record]) -> list[str]:
                     statistics.stdev(per_seed) if len(per_seed) > 1 else 0.0,
                     len(seeds),
                     f"{record.settings.get('epochs', '?')} epochs, {record.machine}",
-                    fits(statistics.mean(trained)) if trained else None,
+                    all(r["fit"] for r in runs)
+                    if all("fit" in r for r in runs)
+                    else fits(statistics.mean(trained))
+                    if trained
+                    else None,
                 )
             )
     text = (

@@ -45,6 +45,16 @@ def test_summary_puts_published_numbers_and_differences_beside_ours():
     assert published["row"] == "published (panm)" and published["2L+1"] == "84"
     assert diff["2L+1"] == "+1.0" and diff["8L+1"] == f"{35.0 - 36:+.1f}"
     assert yardstick["L+1"] == f"{AUTHORS_CODE_COPY_23MIN[1]:g}"
+    assert ours["fit"] == "2 of 2"  # 100 % at L, the longest training length
+
+
+def test_a_row_records_how_many_of_its_runs_fit_the_training_lengths():
+    # Dynamic Recall: the paper's PANM reaches 92 % at L, so 91.5 fits (within its 1-point slack), 90.0 does not.
+    runs = {"panm": [_result([0.915, 0.5, 0.3, 0.2, 0.1]), _result([0.90, 0.5, 0.3, 0.2, 0.1])]}
+    (ours, *_) = summarize("dynamic_recall", runs)
+    assert ours["fit"] == "1 of 2"
+    (ours, *_) = summarize("copy", {"panm": [_result([0.985, 0.9, 0.8, 0.5, 0.3])]})
+    assert ours["fit"] == "0 of 1"  # Copy: 99 % at L
 
 
 def test_models_without_a_published_row_use_best_other_except_panm():
