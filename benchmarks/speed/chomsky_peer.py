@@ -460,7 +460,9 @@ def combine(paths: Sequence[str], name: str) -> Path:
     for record in records:
         env = record["environment"]
         run = f"{record['command']} ({env.get('date', '?')}, load {env.get('load_average_before', '?')})"
-        rows.extend({**row, "run": run} for row in record["rows"])
+        rows.extend(
+            {**row, "run": row.get("run", run)} for row in record["rows"]
+        )  # a combined record's rows keep theirs
     env = {**records[0]["environment"], "combined_from": [str(p) for p in paths]}
     notes = records[0]["notes"] + (
         f" Rows combined from {len(records)} runs of this module (the run column names each one's command; "
