@@ -13,9 +13,11 @@ from benchmarks.pages.records import GENERATED, K_LENGTHS, K_MODES, LENGTHS, MOD
 from benchmarks.pages.tables import (
     code,
     leading_number,
+    mean_over,
     ours_cell,
     plot_lines,
     provenance,
+    spread_over,
     steps_range,
     table,
     with_difference,
@@ -118,8 +120,7 @@ def glance(files: Sequence[Record]) -> list[str]:
         modes = K_MODES if figure else MODES
         for r in runs:
             theirs = published.algorithmic(r["task"])["PANM"]
-            means = [leading_number(r.get(m)) for m in modes]
-            stds = [float(str(r.get(m)).split("±")[1]) for m in modes if "±" in str(r.get(m))]
+            at_l = leading_number(r.get(modes[0]))
             if figure:
                 label = f"pointer heads {r['heads']}"
             else:
@@ -128,11 +129,11 @@ def glance(files: Sequence[Record]) -> list[str]:
                 Cell(
                     f"{TASKS[r['task']][0]}, {record.machine}: {label}",
                     statistics.mean(theirs),
-                    statistics.mean(means) if None not in means else None,  # type: ignore[arg-type]
-                    statistics.mean(stds) if stds else 0.0,
+                    mean_over(r, modes),
+                    spread_over(r, modes),
                     int(r["seeds"]),
                     f"{steps_range(r['steps'])} steps",
-                    all_fit(r["fit"]) if "fit" in r else fits(means[0], theirs[0]),
+                    all_fit(r["fit"]) if "fit" in r else fits(at_l, theirs[0]),
                 )
             )
     text = (

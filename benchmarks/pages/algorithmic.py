@@ -15,9 +15,11 @@ from benchmarks.pages.tables import (
     code,
     difference,
     leading_number,
+    mean_over,
     ours_cell,
     plot_lines,
     provenance,
+    spread_over,
     steps_range,
     table,
     with_difference,
@@ -281,14 +283,7 @@ def algorithmic_table(task: str, records: Sequence[Record], label: str) -> list[
 
 def five_length_mean(row: dict[str, Any]) -> float:
     """The mean over the five test lengths of a ``reproduce`` row's per-length means (Table 3's measure)."""
-    return statistics.mean(leading_number(row[m]) for m in MODES)  # type: ignore[misc]
-
-
-def spread(row: dict[str, Any]) -> float:
-    """The mean over the five lengths of a row's standard deviations over seeds: an upper bound of the standard
-    deviation of its five-length mean (the rows keep per-length spreads only)."""
-    stds = [float(s.split("±")[1]) for s in (str(row[m]) for m in MODES) if "±" in s]
-    return statistics.mean(stds) if stds else 0.0
+    return mean_over(row, MODES)  # type: ignore[return-value]
 
 
 def summary_section(records: dict[str, Record]) -> list[str]:
@@ -395,7 +390,7 @@ def glance(records: dict[str, Record]) -> list[str]:
                     f"{title}: {label}",
                     published_mean,
                     five_length_mean(row) if row else None,
-                    spread(row) if row else 0.0,
+                    spread_over(row, MODES) if row else 0.0,
                     int(row["seeds"]) if row else 0,
                     run_budget(record, row) if record and row else "",
                     fit_at_l(row, task) if row else None,

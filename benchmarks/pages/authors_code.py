@@ -5,7 +5,16 @@ import statistics
 from benchmarks.accuracy import published
 from benchmarks.accuracy.criteria import fits
 from benchmarks.pages.records import GENERATED, LENGTHS, MODES, TASKS, Findings, Record
-from benchmarks.pages.tables import code, leading_number, ours_cell, provenance, table, with_difference
+from benchmarks.pages.tables import (
+    code,
+    leading_number,
+    mean_over,
+    ours_cell,
+    provenance,
+    spread_over,
+    table,
+    with_difference,
+)
 from benchmarks.pages.verdicts import Cell, summary_table
 
 
@@ -21,18 +30,16 @@ def glance(files: list[Record]) -> list[str]:
     for record in sorted(files, key=lambda r: r.stem):
         task = record.option("task") or "copy"
         for row in (r for r in record.rows if "mean ± std" in str(r.get("row"))):
-            means = [leading_number(row[m]) for m in MODES]
-            stds = [float(str(row[m]).split("±")[1]) for m in MODES if "±" in str(row[m])]
             which = "final weights" if "final" in row["row"] else "the checkpoint it kept"
             cells.append(
                 Cell(
                     f"{TASKS[task][0]}: {which}",
                     statistics.mean(theirs(task)),
-                    statistics.mean(means),  # type: ignore[arg-type]
-                    statistics.mean(stds) if stds else 0.0,
+                    mean_over(row, MODES),
+                    spread_over(row, MODES),
                     int(str(row["row"]).split("(")[1].split()[0]),
                     f"{int(row['steps']):,} steps, {record.machine}",
-                    fits(means[0], theirs(task)[0]),
+                    fits(leading_number(row["L"]), theirs(task)[0]),
                 )
             )
     text = (

@@ -112,3 +112,17 @@ def provenance(label: str, record: Record, extra: str = "") -> list[str]:
 
 
 # --- option sets ----------------------------------------------------------------------------------------------
+
+
+def mean_over(row: dict[str, Any], modes: Sequence[str]) -> float | None:
+    """The mean over ``modes`` of a row's per-mode means (``"77.9 ± 2.0"`` -> 77.9); None where one is missing.
+    Over the five test lengths of a task, Le et al. 2024's Table 3 measure."""
+    means = [leading_number(row.get(m, "")) for m in modes]
+    return None if None in means else statistics.mean(means)  # type: ignore[arg-type]
+
+
+def spread_over(row: dict[str, Any], modes: Sequence[str]) -> float:
+    """The mean over ``modes`` of a row's standard deviations over seeds (the ``± s`` of its cells; 0 where it has
+    none): an upper bound of the standard deviation of ``mean_over`` (the rows keep per-mode spreads only)."""
+    stds = [float(s.split("±")[1]) for s in (str(row.get(m, "")) for m in modes) if "±" in s]
+    return statistics.mean(stds) if stds else 0.0
