@@ -459,4 +459,4 @@ def test_the_summaries_choose_their_runs_by_rule_from_the_records_settings():
     assert {m: r.key for m, (r, _) in baselines.items()} == {"lstm": "c/quick_new", "ntm": "c/quick_2m"}
     # PANM of a baseline's file is not a baseline; each model's latest run replaces its earlier ones.
     assert algorithmic.five_length_mean(panm3) == pytest.approx(54.0)
-    assert algorithmic.spread(panm3) == pytest.approx(1.0)
+    assert tables.spread_over(panm3, MODES) == pytest.approx(1.0)
