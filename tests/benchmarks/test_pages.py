@@ -460,3 +460,20 @@ def test_the_summaries_choose_their_runs_by_rule_from_the_records_settings():
     # PANM of a baseline's file is not a baseline; each model's latest run replaces its earlier ones.
     assert algorithmic.five_length_mean(panm3) == pytest.approx(54.0)
     assert tables.spread_over(panm3, MODES) == pytest.approx(1.0)
+
+
+def test_a_verdict_holds_within_the_seeds_spread_and_marks_runs_that_did_not_fit():
+    from benchmarks.pages.verdicts import Cell, summary_table, verdict
+
+    def cell(mean, std=0.0, fit=None, published=74.4, scale=1.0):
+        return Cell("x", published, mean, std, 3, "", fit, scale)
+
+    assert verdict(cell(71.4, std=0.5)) == "below (-3.0)"  # outside 2 x 0.5 and outside the 1-point floor
+    assert verdict(cell(71.4, std=1.6)) == "holds"  # within 2 standard deviations
+    assert verdict(cell(75.3)) == "holds" and verdict(cell(75.5)) == "above (+1.1)"  # the 1-point floor
+    assert verdict(cell(30.0, fit=False)) == "not fit at this budget (-44.4)"
+    assert verdict(cell(None)) == "untested" and verdict(cell(50.0, published=None)) == "no published number"
+    assert verdict(cell(0.995, published=1.0, scale=100)) == "holds"  # fractions: the floor is 1 point, 0.01
+    lines = summary_table([cell(71.4, std=0.5), cell(30.0, fit=False), cell(None)])
+    assert "| x | 74.4 | 71.4 ± 0.5 | -3.0 | 3 |  | below (-3.0) |" in lines[0]
+    assert lines[2].startswith("Verdicts: 1 below, 1 not fit, 1 untested.")
