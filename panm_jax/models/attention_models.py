@@ -314,7 +314,90 @@ def _stack_layers(weights: list[jax.Array]) -> jax.Array:
     return jnp.moveaxis(jnp.stack(weights, axis=1), 3, 1)
 
 
-class TransformerSeq2Seq(nnx.Module):
+class _EncoderDecoderBody(nnx.Module):
+    """The forward pass that ``TransformerSeq2Seq`` and ``UniversalTransformerSeq2Seq`` share; they differ in
+    which layer runs at each step (``encoder_steps``, ``decoder_steps``: ``N_l`` layers of their own, or one
+    layer ``steps`` times) and in the coordinate embedding the universal one may add before every step
+    (``step_coordinates``; ``per_step``). The equations are in each model's docstring."""
+
+    model_name = ""  # as the registry names it, for refuse_aligned
+    per_step = False  # P^t added before every step (the universal model's coordinate_embedding)
+
+    def encoder_steps(self) -> list[EncoderLayer]:
+        raise NotImplementedError
+
+    def decoder_steps(self) -> list[DecoderLayer]:
+        raise NotImplementedError
+
+    def step_coordinates(self, num_positions: int, step: int, dtype) -> jax.Array:
+        raise NotImplementedError  # only with per_step
+
+    def __call__(
+        self,
+        inputs,
+        input_mask,
+        num_outputs: int,
+        *,
+        aligned=False,
+        targets=None,
+        train=False,
+        key=None,
+        return_traces=False,
+    ):
+        """``targets`` ``[B, T_out]`` (class ids): the teacher-forced decoder's inputs; ignored without
+        ``teacher_forcing``."""
+        refuse_aligned(self.model_name, aligned)
+        inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
+        batch, t_in, _ = inputs.shape
+        d, per_step = self.config.d_model, self.per_step
+        mask = jnp.asarray(input_mask, bool)
+        key_mask = mask[:, None, None, :]  # [B, 1(H), 1(T_q), T_in]
+
+        x = self.embed(inputs)  # [B, T_in, D]
+        if not self.relative and not per_step:
+            x = x + sinusoidal_encoding(jnp.arange(t_in), d).astype(x.dtype)
+        encoder_weights = []
+        for t, layer in enumerate(self.encoder_steps(), 1):
+            if per_step:
+                x = x + self.step_coordinates(t_in, t, x.dtype)
+            x, w = layer(x, key_mask)
+            encoder_weights.append(w)
+        memory = self.encoder_norm(x)  # [B, T_in, D]
+
+        if self.relative and not self.config.teacher_forcing:
+            first = (jnp.arange(num_outputs) == 0)[:, None]  # [T_out, 1]
+            y = jnp.where(first, self.start[...].astype(x.dtype), 0.0)  # [T_out, D]: s, 0, 0, ...
+        elif per_step or self.relative:
+            y = jnp.zeros((num_outputs, d), x.dtype)  # z_t = 0; positions come with P^t (or RPE)
+        else:
+            y = sinusoidal_encoding(jnp.arange(num_outputs), d).astype(x.dtype)  # [T_out, D]: PE(t)
+        y = jnp.broadcast_to(y, (batch, num_outputs, d))
+        causal = causal_mask(num_outputs)  # [T_out, T_out]
+
+        def decode(tokens):  # tokens [B, T_out] or None -> (logits [B, T_out, K], self weights, cross weights)
+            h = y if tokens is None else y + self.tokens(tokens).astype(y.dtype)
+            self_weights, cross_weights = [], []
+            for t, layer in enumerate(self.decoder_steps(), 1):
+                if per_step:
+                    h = h + self.step_coordinates(num_outputs, t, h.dtype)
+                h, ws, wc = layer(h, memory, causal, key_mask)
+                self_weights.append(ws)
+                cross_weights.append(wc)
+            return self.output(self.decoder_norm(h)), self_weights, cross_weights
+
+        tokens = decoder_tokens(self.config, self.output_size, targets, batch, num_outputs, lambda t: decode(t)[0])
+        logits, self_weights, cross_weights = decode(tokens)  # [B, T_out, K]
+        if return_traces:
+            encoder = _stack_layers(encoder_weights) * mask[:, :, None, None, None]
+            return logits, TransformerTraces(
+                cross_attention=_stack_layers(cross_weights),
+                decoder_self_attention=_stack_layers(self_weights),
+                encoder_self_attention=encoder,
+            )
+        return logits
+
+
+class TransformerSeq2Seq(_EncoderDecoderBody):
     """Pre-LN encoder-decoder Transformer (Vaswani et al. 2017; Xiong et al. 2020 layer order).
 
     Encoder: ``x_j = W_e inputs_j`` (+ ``PE(j)`` with absolute positions), ``N_l``
@@ -366,65 +449,13 @@ class TransformerSeq2Seq(nnx.Module):
         if config.teacher_forcing:
             self.tokens = nnx.Embed(output_size + 1, d, rngs=rngs)  # E [K + 1, D], row K: BOS
 
-    def __call__(
-        self,
-        inputs,
-        input_mask,
-        num_outputs: int,
-        *,
-        aligned=False,
-        targets=None,
-        train=False,
-        key=None,
-        return_traces=False,
-    ):
-        """``targets`` ``[B, T_out]`` (class ids): the teacher-forced decoder's inputs; ignored without
-        ``teacher_forcing``."""
-        refuse_aligned("transformer", aligned)
-        inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
-        batch, t_in, _ = inputs.shape
-        d = self.config.d_model
-        mask = jnp.asarray(input_mask, bool)
-        key_mask = mask[:, None, None, :]  # [B, 1(H), 1(T_q), T_in]
+    model_name = "transformer"
 
-        x = self.embed(inputs)  # [B, T_in, D]
-        if not self.relative:
-            x = x + sinusoidal_encoding(jnp.arange(t_in), d).astype(x.dtype)
-        encoder_weights = []
-        for layer in self.encoder_layers:
-            x, w = layer(x, key_mask)
-            encoder_weights.append(w)
-        memory = self.encoder_norm(x)  # [B, T_in, D]
+    def encoder_steps(self) -> list[EncoderLayer]:
+        return list(self.encoder_layers)  # N_l layers of their own
 
-        if self.relative:
-            y = jnp.zeros((num_outputs, d), x.dtype)
-            if not self.config.teacher_forcing:
-                first = (jnp.arange(num_outputs) == 0)[:, None]  # [T_out, 1]
-                y = jnp.where(first, self.start[...].astype(x.dtype), 0.0)  # [T_out, D]: s, 0, 0, ...
-        else:
-            y = sinusoidal_encoding(jnp.arange(num_outputs), d).astype(x.dtype)  # [T_out, D]: PE(t)
-        y = jnp.broadcast_to(y, (batch, num_outputs, d))
-        causal = causal_mask(num_outputs)  # [T_out, T_out]
-
-        def decode(tokens):  # tokens [B, T_out] or None -> (logits [B, T_out, K], self weights, cross weights)
-            h = y if tokens is None else y + self.tokens(tokens).astype(y.dtype)
-            self_weights, cross_weights = [], []
-            for layer in self.decoder_layers:
-                h, ws, wc = layer(h, memory, causal, key_mask)
-                self_weights.append(ws)
-                cross_weights.append(wc)
-            return self.output(self.decoder_norm(h)), self_weights, cross_weights
-
-        tokens = decoder_tokens(self.config, self.output_size, targets, batch, num_outputs, lambda t: decode(t)[0])
-        logits, self_weights, cross_weights = decode(tokens)  # [B, T_out, K]
-        if return_traces:
-            encoder = _stack_layers(encoder_weights) * mask[:, :, None, None, None]
-            return logits, TransformerTraces(
-                cross_attention=_stack_layers(cross_weights),
-                decoder_self_attention=_stack_layers(self_weights),
-                encoder_self_attention=encoder,
-            )
-        return logits
+    def decoder_steps(self) -> list[DecoderLayer]:
+        return list(self.decoder_layers)
 
 
 def _build_transformer(config, input_size: int, output_size: int, rngs: nnx.Rngs) -> TransformerSeq2Seq:
@@ -469,7 +500,7 @@ class UniversalTransformerConfig:
                 raise ValueError(f"{name}: expected a bool, got {getattr(self, name)!r}")
 
 
-class UniversalTransformerSeq2Seq(nnx.Module):
+class UniversalTransformerSeq2Seq(_EncoderDecoderBody):
     """Encoder-decoder Universal Transformer (Dehghani et al. 2019, "Universal Transformers", ICLR).
 
     ``TransformerSeq2Seq`` with one encoder layer and one decoder layer, each
@@ -542,70 +573,20 @@ class UniversalTransformerSeq2Seq(nnx.Module):
             return jnp.broadcast_to(timestep, (num_positions, d)).astype(dtype)
         return (sinusoidal_encoding(jnp.arange(num_positions), d) + timestep).astype(dtype)
 
-    def __call__(
-        self,
-        inputs,
-        input_mask,
-        num_outputs: int,
-        *,
-        aligned=False,
-        targets=None,
-        train=False,
-        key=None,
-        return_traces=False,
-    ):
-        """``targets`` ``[B, T_out]`` (class ids): the teacher-forced decoder's inputs; ignored without
-        ``teacher_forcing``."""
-        refuse_aligned("universal_transformer", aligned)
-        inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size)
-        batch, t_in, _ = inputs.shape
-        d, steps = self.config.d_model, self.config.steps
-        per_step = self.config.coordinate_embedding
-        mask = jnp.asarray(input_mask, bool)
-        key_mask = mask[:, None, None, :]  # [B, 1(H), 1(T_q), T_in]
+    model_name = "universal_transformer"
 
-        x = self.embed(inputs)  # [B, T_in, D]
-        if not self.relative and not per_step:
-            x = x + sinusoidal_encoding(jnp.arange(t_in), d).astype(x.dtype)
-        encoder_weights = []
-        for t in range(1, steps + 1):
-            if per_step:
-                x = x + self.coordinates(t_in, t, x.dtype)
-            x, w = self.encoder_layer(x, key_mask)
-            encoder_weights.append(w)
-        memory = self.encoder_norm(x)  # [B, T_in, D]
+    @property
+    def per_step(self) -> bool:  # type: ignore[override]
+        return self.config.coordinate_embedding
 
-        if self.relative and not self.config.teacher_forcing:
-            first = (jnp.arange(num_outputs) == 0)[:, None]  # [T_out, 1]
-            y = jnp.where(first, self.start[...].astype(x.dtype), 0.0)  # [T_out, D]: s, 0, 0, ...
-        elif per_step or self.relative:
-            y = jnp.zeros((num_outputs, d), x.dtype)  # z_t = 0; positions come with P^t (or RPE)
-        else:
-            y = sinusoidal_encoding(jnp.arange(num_outputs), d).astype(x.dtype)  # [T_out, D]: PE(t)
-        y = jnp.broadcast_to(y, (batch, num_outputs, d))
-        causal = causal_mask(num_outputs)  # [T_out, T_out]
+    def encoder_steps(self) -> list[EncoderLayer]:
+        return [self.encoder_layer] * self.config.steps  # one layer, shared over the steps
 
-        def decode(tokens):  # tokens [B, T_out] or None -> (logits [B, T_out, K], self weights, cross weights)
-            h = y if tokens is None else y + self.tokens(tokens).astype(y.dtype)
-            self_weights, cross_weights = [], []
-            for t in range(1, steps + 1):
-                if per_step:
-                    h = h + self.coordinates(num_outputs, t, h.dtype)
-                h, ws, wc = self.decoder_layer(h, memory, causal, key_mask)
-                self_weights.append(ws)
-                cross_weights.append(wc)
-            return self.output(self.decoder_norm(h)), self_weights, cross_weights
+    def decoder_steps(self) -> list[DecoderLayer]:
+        return [self.decoder_layer] * self.config.steps
 
-        tokens = decoder_tokens(self.config, self.output_size, targets, batch, num_outputs, lambda t: decode(t)[0])
-        logits, self_weights, cross_weights = decode(tokens)  # [B, T_out, K]
-        if return_traces:
-            encoder = _stack_layers(encoder_weights) * mask[:, :, None, None, None]
-            return logits, TransformerTraces(
-                cross_attention=_stack_layers(cross_weights),
-                decoder_self_attention=_stack_layers(self_weights),
-                encoder_self_attention=encoder,
-            )
-        return logits
+    def step_coordinates(self, num_positions: int, step: int, dtype=jnp.float32) -> jax.Array:
+        return self.coordinates(num_positions, step, dtype)
 
 
 def _build_universal_transformer(config, input_size: int, output_size: int, rngs: nnx.Rngs):
