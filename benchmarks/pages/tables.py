@@ -48,7 +48,19 @@ def ours_cell(row: dict[str, Any], mode: str) -> tuple[str, float | None]:
     per_seed = row.get("per_seed")
     seeds = per_seed.get(mode) if isinstance(per_seed, dict) else None
     text = str(row.get(mode, "")) or (mean_pm_std(seeds) if seeds else "")
+    if seeds and text and not agrees(text, seeds):
+        raise ValueError(f"its cell {mode} = {text!r} is not the mean ± std of its per_seed numbers {seeds}")
     return text, leading_number(text) if text else None
+
+
+def agrees(cell: str, seeds: Sequence[float]) -> bool:
+    """Whether a recorded ``"m ± s"`` cell is the mean and sample standard deviation of ``seeds`` to its one
+    decimal (the per-seed numbers are themselves rounded to two decimals, hence the 0.06 of slack)."""
+    mean, std = mean_std(seeds)
+    parts = [leading_number(part) for part in cell.split("±")]
+    if parts[0] is None or abs(parts[0] - mean) > 0.06:
+        return False
+    return len(parts) == 1 or parts[1] is None or abs(parts[1] - std) <= 0.06
 
 
 def with_difference(ours: str, mean: float | None, published: Any, recorded: Any = "") -> str:

@@ -477,3 +477,18 @@ def test_a_verdict_holds_within_the_seeds_spread_and_marks_runs_that_did_not_fit
     lines = summary_table([cell(71.4, std=0.5), cell(30.0, fit=False), cell(None)])
     assert "| x | 74.4 | 71.4 ± 0.5 | -3.0 | 3 |  | below (-3.0) |" in lines[0]
     assert lines[2].startswith("Verdicts: 1 below, 1 not fit, 1 untested.")
+
+
+def test_a_cell_that_disagrees_with_its_per_seed_numbers_is_refused_naming_its_file():
+    row = {"variant": "default", "L": "85.0 ± 7.1", "per_seed": {"L": [80.0, 90.0]}}
+    assert tables.ours_cell(row, "L") == ("85.0 ± 7.1", 85.0)
+    edited = row | {"L": "88.0 ± 7.1"}  # a hand-edited summary cell
+    with pytest.raises(ValueError, match=r"its cell L = '88.0 ± 7.1' is not the mean ± std of its per_seed"):
+        tables.ours_cell(edited, "L")
+    record = records.Record("cpu-2cores", "ablation_edited", {"rows": [edited]})
+    with pytest.raises(records.RecordError, match="ablation_edited.json: page.md cannot be rendered from it"):
+        build.render_page(
+            "page.md",
+            lambda found: "".join(tables.ours_cell(r, "L")[0] for f in found.values() for r in f.rows),
+            {record.key: record},
+        )
