@@ -96,7 +96,11 @@ def chomsky_page(records: dict[str, Record], results: Path, findings: Findings, 
     out += chomsky_budget_tables(files, findings)
     for record in files:
         out += [f"## {code(record.stem)} ({record.machine}, {record.date})", "", *findings.take(record.key)]
+        trained = any("train_accuracy" in r for r in record.rows)
         header = ["task", "level", "model", "steps", "selected step", "score", "published", "ours - published"]
+        header += ["train %", "fit at step"] if trained else []
+        timed = any("eval_seconds" in r for r in record.rows)
+        header += ["evaluation s"] if timed else []
         body = []
         for r in record.rows:
             theirs = chomsky_cell(r["task"], r["model"])
@@ -112,6 +116,8 @@ def chomsky_page(records: dict[str, Record], results: Path, findings: Findings, 
                     number(r["score"]),
                     number(cell),
                     with_difference("", leading_number(r["score"]), cell, recorded).strip(" ()"),
+                    *([number(r.get("train_accuracy", "")), str(r.get("fit_step", ""))] if trained else []),
+                    *([number(r.get("eval_seconds", ""))] if timed else []),
                 ]
             )
         out += [table(header, body), "", *provenance("Run", record), ""]

@@ -39,6 +39,19 @@ def dyck_tables(record: Record) -> list[str]:
             ]
         )
     out = [table(header, body), ""]
+    per_run = [
+        [
+            r["language"],
+            DYCK_MODELS.get(r["model"], r["model"]),
+            str(r["seed"]),
+            str(r["selected_epoch"]),
+            number(r.get("train_sequence_accuracy", "")),
+            *(number(r[m]) for m in DYCK_MODES),
+        ]
+        for r in record.rows
+    ]
+    out += ["Per run (train %: the sequence accuracy on the training strings at the selected epoch):", ""]
+    out += [table(["language", "model", "seed", "selected epoch", "train %", *DYCK_MODES], per_run), ""]
     figures = published.dyck()
     header = ["model", "languages", "runs", "ours: mean sequence accuracy %", "published", "ours - published"]
     body = []

@@ -492,3 +492,21 @@ def test_a_cell_that_disagrees_with_its_per_seed_numbers_is_refused_naming_its_f
             lambda found: "".join(tables.ours_cell(r, "L")[0] for f in found.values() for r in f.rows),
             {record.key: record},
         )
+
+
+def test_the_findings_quote_only_numbers_their_pages_show(tmp_path):
+    """Every decimal number in the prose beside a table (``benchmarks/findings/<page>.md``; not the index's
+    description of the protocol, nor section numbers such as §3.2) is on the page rendered without that prose:
+    a finding cannot state a result that no table or record note shows."""
+    bare, _ = build.render(records.RESULTS, tmp_path)  # no findings folder: tables and record notes only
+    unshown = {}
+    for path in sorted(records.FINDINGS.glob("*.md")):
+        if path.stem == "index" or f"{path.stem}.md" not in bare:  # not a results page (the speed findings)
+            continue
+        page = bare[f"{path.stem}.md"].decode()
+        for key, body in records.Findings(path).sections.items():
+            numbers = set(re.findall(r"(?<![\w.§])\d+\.\d+(?![\w.])", body))
+            missing = sorted(n for n in numbers if n not in page)
+            if missing:
+                unshown[f"{path.name} ## {key}"] = missing
+    assert not unshown, f"numbers in the findings that their page does not show: {unshown}"
