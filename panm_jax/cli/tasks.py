@@ -1,11 +1,12 @@
 """``panm-jax tasks``: list the tasks, or show one task's sizes, lengths, options and a decoded example.
 
-panm-jax tasks                                  every task: name, what it is, its lengths, metric, sizes
+panm-jax tasks                                  every task: name, its lengths, what it is, metric, sizes
 panm-jax tasks show copy --length 5 [--seed 0]  one example, decoded, then the task's options
 panm-jax tasks show dyck --option n=3 --mode 2L
 
-The listing fits the terminal (``_tables``): at 80 columns the name and what
-the task is, with more columns as the width allows; piped, every column.
+The listing fits the terminal (``_tables``): at 80 columns the name, the
+training and test lengths and what the task is, with more columns as the
+width allows; piped, every column.
 A task's one-line description is the first line of its class's docstring;
 ``show`` gives each option's type, default, allowed values and meaning, read
 from the task's signature, its checks and its docstring (``_options``).
@@ -84,14 +85,23 @@ def _describe(name: str) -> str:
 
 # The listing's columns after the name, most important first (``_tables.fit_table`` keeps those that fit).
 COLUMNS = (
-    Column("description", wrap=True, min_width=32),
-    Column("train lengths"),
+    Column("train; test lengths", wrap=True, min_width=16),
+    Column("description", wrap=True, min_width=24),
     Column("metric"),
     Column("outputs"),
     Column("input width", justify="right"),
     Column("output size"),
     Column("test length modes"),  # the widest, on one line: last
 )
+
+
+def _lengths(row: dict) -> str:
+    """``"1..10; 10, 11, 21, 41, 81"``: the training lengths, then the test modes' lengths (a mode that tests the
+    training lengths themselves left out; "(even)" said once where every range is of even lengths)."""
+    tests = [v for v in row["test_modes"].values() if v != row["train_lengths"]]
+    even = all(v.endswith(" (even)") for v in tests)
+    tests = [v.removesuffix(" (even)") for v in tests] if even else tests
+    return f"{row['train_lengths']}; {', '.join(tests)}" + (" (even)" if even and tests else "")
 
 
 def _modes(row: dict) -> str:
@@ -107,13 +117,13 @@ def _rows() -> list[tuple[str, ...]]:
                 row = get_task(name, **options).describe()
             except ImportError as err:  # a task whose optional package is not installed (its message names the extra)
                 hint = str(err).split(" (import failed")[0]
-                rows.append((name, f"{_describe(name)} Not available: {hint}", "", "", "", "", "", ""))
+                rows.append((name, "", f"{_describe(name)} Not available: {hint}", "", "", "", "", ""))
                 continue
             rows.append(
                 (
                     row["name"],
+                    _lengths(row),
                     _describe(name),
-                    row["train_lengths"],
                     row["metric"],
                     row["output_mode"],
                     str(row["input_size"]),

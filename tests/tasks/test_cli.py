@@ -30,8 +30,8 @@ def test_tasks_piped_lists_every_task_and_column_each_row_on_one_line(capsys, mo
     header = next(_cells(line) for line in out.splitlines() if line.startswith("┃"))
     assert header == [
         "name",
+        "train; test lengths",
         "description",
-        "train lengths",
         "metric",
         "outputs",
         "input width",
@@ -41,7 +41,10 @@ def test_tasks_piped_lists_every_task_and_column_each_row_on_one_line(capsys, mo
     copy = dict(zip(header, rows["copy"], strict=True))
     assert copy["description"] == "Copy: y = x (first in, first out)."  # its docstring's first line, plain
     assert copy["test length modes"] == "L: 10, L+1: 11, 2L+1: 21, 4L+1: 41, 8L+1: 81"
-    assert rows["dyck (n=3)"][2] == "2..20 (even)" and copy["metric"] == "token_accuracy"
+    assert copy["train; test lengths"] == "1..10; 10, 11, 21, 41, 81"
+    assert rows["dyck (n=3)"][1] == "2..20 (even); 22..26, 40..48, 80..96, 160..192 (even)"
+    assert rows["parity_check"][1] == "1..40; 41..500"  # its validation mode, the training lengths, said once
+    assert copy["metric"] == "token_accuracy"
     assert "left out" not in out
 
 
@@ -52,15 +55,19 @@ def test_listings_fit_80_columns_with_every_name_whole(command, capsys, monkeypa
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert max(cell_len(line) for line in lines) <= 80, max(lines, key=cell_len)
-    header = next(_cells(line) for line in lines if line.startswith("┃"))
-    assert header[:2] == ["name", "description"] and all(cell and "…" not in cell for cell in header)
+    # A header may wrap onto two lines: join each column's lines.
+    heads = [_cells(line) for line in lines if line.startswith("┃")]
+    header = [" ".join(part for part in parts if part) for parts in zip(*heads, strict=True)]
+    first = ["name", "train; test lengths", "description"] if command == "tasks" else ["name", "description"]
+    assert header[: len(first)] == first and all(cell and "…" not in cell for cell in header)
     rows = [_cells(line) for line in lines if line.startswith("│")]
     assert all(len(row) == len(header) for row in rows)
     names = list_tasks() if command == "tasks" else list(list_models())
     first_lines = {row[0].split(" (")[0] for row in rows if row[0]}
     assert set(names) <= first_lines  # every name whole, on its row's first line
     widths = [len(cell) for cell in re.split(r"[┃]", next(line for line in lines if line.startswith("┃")))[1:-1]]
-    assert min(widths) >= 10 and widths[1] >= 32  # no column squeezed to nothing; the description readable
+    described = widths[header.index("description")]
+    assert min(widths) >= 10 and described >= 24  # no column squeezed to nothing; the description readable
     assert "…" not in out
     # What was left out is said, with where to find it.
     caption = " ".join(lines[lines.index(next(line for line in lines if line.startswith("└"))) + 1 :])
@@ -72,8 +79,9 @@ def test_wider_listings_show_more_columns(capsys, monkeypatch):
     assert main(["tasks"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert max(cell_len(line) for line in lines) <= 120
-    header = next(_cells(line) for line in lines if line.startswith("┃"))
-    assert header == ["name", "description", "train lengths", "metric", "outputs"]
+    heads = [_cells(line) for line in lines if line.startswith("┃")]
+    header = [" ".join(part for part in parts if part) for parts in zip(*heads, strict=True)]
+    assert header[:4] == ["name", "train; test lengths", "description", "metric"]
 
 
 def test_show_copy(capsys):
