@@ -15,11 +15,15 @@ nothing is written. ``--recompute`` evaluates anyway, as do ``--with-traces``,
 something the record does not hold). The evaluation sets are fixed by
 ``TEST_SEED``, so a recomputation on the same machine gives the same table.
 
-Evaluating reads a run folder and never moves or deletes a checkpoint. The
-model is built from the configuration stored inside the checkpoints, not from
-``config.json`` (a file anyone can edit): when the two differ, the evaluation
-is refused, naming the fields, unless ``--ignore-config-json`` says to go on
-with the stored one. A checkpoint without its checksums is refused unless
+Evaluating reads a run folder and never moves or deletes a checkpoint, nor
+takes the run's lock: it may read a run while it trains. It reads the newest
+checkpoint that is complete and verified, listing the folder afresh: one that
+the run rotates away before it is read is not reported (the then newest is
+read instead), and one the run is still writing is passed over for an older
+one. The model is built from the configuration stored inside the checkpoints,
+not from ``config.json`` (a file anyone can edit): when the two differ, the
+evaluation is refused, naming the fields, unless ``--ignore-config-json`` says
+to go on with the stored one. A checkpoint without its checksums is refused unless
 ``--allow-unverified``, and one whose parameters are not finite always is. A
 missing run, an unknown mode or a malformed range raises an error that
 ``panm_jax.cli.main`` prints as one line, ``error: ...``, exiting with code 2.
@@ -118,7 +122,7 @@ def _eval(args) -> int:
     if args.examples is not None:
         positive_int("--examples", args.examples)
     config = TrainConfig.from_dict(read_config_file(config_path, what="--workdir"))
-    # Read-only: evaluating never moves or deletes a checkpoint (a run may be training in this workdir).
+    # Read-only: evaluating never moves or deletes a checkpoint nor takes the lock (a run may be training here).
     ckpt = Checkpointer(
         workdir, keep=config.keep_checkpoints, read_only=True, notify=note, allow_unverified=args.allow_unverified
     )
@@ -163,8 +167,8 @@ def _recorded(args, config, ckpt, workdir: Path) -> tuple[Path, dict] | None:
 
     if args.recompute or args.with_traces or args.out or args.checkpoint != "best":
         return None
-    step = ckpt.best.latest_step()
-    step = ckpt.latest.latest_step() if step is None else step  # what --checkpoint best evaluates
+    step = ckpt.newest_step("best")
+    step = ckpt.newest_step("checkpoints") if step is None else step  # what --checkpoint best evaluates
     if args.modes:
         modes = args.modes.split(",")
     else:
@@ -263,7 +267,7 @@ def _restore_params(args, run, ckpt, workdir: Path):
                 f"({kept}), got {step}"
             )
         restored = ckpt.restore_step(step, template)  # no fallback: a corrupt one is the CheckpointError
-    elif args.checkpoint == "best" and ckpt.best.latest_step() is None:
+    elif args.checkpoint == "best" and ckpt.newest_step("best") is None:
         note(f"no best checkpoint in {workdir / 'best'}; evaluating the latest checkpoint instead")
     elif args.checkpoint == "best":
         restored = ckpt.restore_best(template, then="evaluating the latest checkpoint instead")

@@ -16,7 +16,9 @@ fails the check.
 A checkpoint without the file was left by a process that died between orbax's
 commit and the checksums (or written by other code): ``verify_checksums``
 returns ``False``, and the caller treats the checkpoint as damaged unless told
-to read it unverified (``Checkpointer(allow_unverified=True)``).
+to read it unverified (``Checkpointer(allow_unverified=True)``). Seen by a
+reader while a live run holds the workdir, it is one whose checksums are still
+to be written, which ``Checkpointer`` passes over without calling it damaged.
 """
 
 from __future__ import annotations

@@ -17,6 +17,11 @@ a run that crashed, which ``acquire`` reports (``stale_pid``).
 On a filesystem without ``flock`` support the PID alone decides: the folder is
 busy while a live process of this host holds it.
 
+A reader of the folder (``panm-jax eval``) takes no lock: it must not keep a
+run from starting or resuming. ``live_holder(workdir)`` tells it, from the PID
+in the file alone, whether a run is likely writing there now (a checkpoint
+without its checksums is then one still being written, not a damaged one).
+
 A run of several processes (``docs/distributed.md``) is one run: ``run_lock``
 has process 0 alone take the lock, and the others take none (the processes of
 one run share the workdir by design; a second lock would make process 1 refuse
@@ -34,7 +39,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["LOCK_FILE", "WorkdirBusy", "WorkdirLock", "run_lock"]
+__all__ = ["LOCK_FILE", "WorkdirBusy", "WorkdirLock", "live_holder", "run_lock"]
 
 LOCK_FILE = ".lock"
 
@@ -59,6 +64,27 @@ def _parse(text: str) -> tuple[int | None, str]:
     if len(parts) >= 1 and parts[0].isdigit():
         return int(parts[0]), parts[1] if len(parts) > 1 else ""
     return None, ""
+
+
+def live_holder(workdir: str | Path) -> tuple[int, str] | None:
+    """``(pid, host)`` of the run that holds ``workdir``'s lock, read from the lock file without taking the lock
+    (nor creating the file); ``None`` when no live run holds it.
+
+    A PID of this host counts when that process is alive; a PID of another host cannot be checked from here and
+    counts as live. The PID of a process that died without releasing the lock (``kill -9``) stays in the file, so
+    a PID reused since by another process also counts as live: the answer is a hint for readers, never a reason
+    to write.
+    """
+    try:
+        with open(Path(workdir) / LOCK_FILE, "rb") as f:
+            pid, host = _parse(f.read(256).decode(errors="replace"))
+    except OSError:
+        return None
+    if pid is None:
+        return None
+    if host and host != socket.gethostname():
+        return pid, host
+    return (pid, host) if _alive(pid) else None
 
 
 class WorkdirLock:
