@@ -13,7 +13,16 @@ from benchmarks.accuracy.published import (
     chomsky_table_two,
 )
 from benchmarks.pages.records import GENERATED, MACHINES, Findings, Record
-from benchmarks.pages.tables import code, leading_number, number, plot_lines, provenance, table, with_difference
+from benchmarks.pages.tables import (
+    code,
+    leading_number,
+    mean_pm_std,
+    number,
+    plot_lines,
+    provenance,
+    table,
+    with_difference,
+)
 from benchmarks.pages.verdicts import Cell, summary_table
 
 MODEL_NAMES = {model: heading for heading, model in CHOMSKY_MODELS} | {"panm": "PANM"}
@@ -81,6 +90,34 @@ def glance(files: Sequence[Record]) -> list[str]:
     return [text, "", *summary_table(cells)]
 
 
+def peer_table(record: Record) -> list[str]:
+    """A record of ``benchmarks.accuracy.chomsky_peer``: per cell and code (DeepMind's, ours), the seeds' scores
+    over the test lengths (mean ± std), their accuracy at the training lengths and the step each first fit them
+    (blank: never), at equal steps and seeds."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for r in record.rows:
+        groups.setdefault((r["task"], r["model"], r["code"]), []).append(r)
+    header = ["task", "level", "model", "code", "seeds", "steps", "score", "train %", "fit at step", "published"]
+    body = []
+    for (task, model, side), runs in groups.items():
+        scores = [float(r["score"]) for r in runs]
+        body.append(
+            [
+                task,
+                CHOMSKY_LEVELS.get(runs[0]["level"], runs[0]["level"]),
+                model_name(model),
+                "DeepMind's" if side == "deepmind" else side,
+                str(len(runs)),
+                ", ".join(f"{r['steps']:,}" for r in runs),
+                mean_pm_std(scores),
+                ", ".join(number(r.get("train_accuracy", "")) for r in runs),
+                ", ".join(str(r.get("fit_step", "")) or "-" for r in runs),
+                number(chomsky_cell(task, model) if chomsky_cell(task, model) is not None else ""),
+            ]
+        )
+    return [table(header, body), ""]
+
+
 def chomsky_page(records: dict[str, Record], results: Path, findings: Findings, images: dict[str, bytes]) -> str:
     """``chomsky.md``: every ``chomsky_*`` file and its plots. Findings keys: ``intro``, each file's ``device/stem``.
 
@@ -93,6 +130,15 @@ def chomsky_page(records: dict[str, Record], results: Path, findings: Findings, 
         (r for r in records.values() if r.runner == "benchmarks.accuracy.chomsky"), key=lambda r: (r.date, r.stem)
     )
     out += ["## At a glance", "", *glance(files), *findings.take("intro")]
+    peers = sorted(
+        (r for r in records.values() if r.runner == "benchmarks.accuracy.chomsky_peer"), key=lambda r: (r.date, r.stem)
+    )
+    for record in peers:
+        out += [f"## Against DeepMind's own code: {code(record.stem)} ({record.machine}, {record.date})", ""]
+        out += [*findings.take(record.key), *peer_table(record), record.data.get("notes", ""), ""]
+        cells = list(dict.fromkeys((r["task"], r["model"]) for r in record.rows))
+        out += plot_lines(record, results, images, [f"_{task}_{model}" for task, model in cells])
+        out += [*provenance("Run", record), ""]
     out += chomsky_budget_tables(files, findings)
     for record in files:
         out += [f"## {code(record.stem)} ({record.machine}, {record.date})", "", *findings.take(record.key)]
