@@ -9,6 +9,8 @@ was given: ``"width: expected a positive integer, got 2.5"``.
 
 ``bool`` is refused where a number is expected (``True`` is an ``int`` to
 Python, never a width to a user); NumPy integers and floats are accepted.
+``INT32_MIN`` and ``INT32_MAX`` bound the integers JAX computes with (its
+default integer is int32): a size, count or length beyond them cannot be used.
 Array checks (shapes, dtypes, value ranges of a state) live beside the kernels
 in ``panm_jax.kernels.validation``.
 """
@@ -24,6 +26,8 @@ import numpy as np
 from panm_jax.errors import UnknownNameError, UserError
 
 __all__ = [
+    "INT32_MAX",
+    "INT32_MIN",
     "did_you_mean",
     "finite_number",
     "integer",
@@ -38,6 +42,13 @@ __all__ = [
 ]
 
 
+# The range of JAX's default integer (int32 unless 64-bit mode is on): an array axis, a step counter, a
+# slot index. A size, count or length beyond it cannot be used by a run, and a Python int beyond it
+# raises ``OverflowError`` where JAX converts it.
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+
+
 def _is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
@@ -46,12 +57,14 @@ def _is_real(value) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
 
 
-def integer(name: str, value, lo: int | None = None, hi: int | None = None) -> int:
+def integer(name: str, value, lo: int | None = None, hi: int | None = None, *, why: str = "") -> int:
     """Return ``value`` as an ``int``, or raise unless it is an integer in ``[lo, hi]``.
 
     ``None`` leaves a side open. The message says ``a positive integer`` for
     ``lo = 1``, ``a non-negative integer`` for ``lo = 0``, ``an integer >= lo``,
-    ``an integer <= hi`` or ``an integer in [lo, hi]`` otherwise.
+    ``an integer <= hi`` or ``an integer in [lo, hi]`` otherwise; ``why``, where
+    given, follows in parentheses (``an integer in [1, 2147483647] (the step
+    counter is int32)``).
     """
     if not _is_int(value) or (lo is not None and value < lo) or (hi is not None and value > hi):
         if hi is None and lo == 1:
@@ -66,6 +79,8 @@ def integer(name: str, value, lo: int | None = None, hi: int | None = None) -> i
             want = f"an integer in [{lo}, {hi}]"
         else:
             want = "an integer"
+        if why:
+            want += f" ({why})"
         raise UserError(f"{name}: expected {want}, got {value!r}")
     return int(value)
 

@@ -23,9 +23,11 @@ a code that says what kind of failure it was (``EXIT_CODES``):
   folder that is a file, no permission, a full disk); the line names the path
   and what to do;
 * 4, a process of a multi-process run was lost;
-* 130, interrupted (Ctrl-C): the checkpoint being written, if any, is
-  discarded, the run folder's lock released, and the line says where the run
-  resumes.
+* 130, interrupted (Ctrl-C, or SIGTERM, which a command takes as it takes
+  Ctrl-C: ``Terminated``, a ``KeyboardInterrupt``): the checkpoint being
+  written, if any, is discarded with orbax's temporary folder, the run
+  folder's lock released, and the line says where the run resumes. A second
+  SIGTERM while that is done is ignored, so the clean-up is not cut short.
 
 Any other exception is a bug and keeps its traceback.
 """
@@ -33,10 +35,14 @@ Any other exception is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import re
+import signal
 import sys
+import threading
 import traceback
+from collections.abc import Iterator
 
 from panm_jax import __version__
 from panm_jax._cache import COMPILE_CACHE_ENV, compile_cache_dir
@@ -45,7 +51,17 @@ from panm_jax.cli import evaluate, models, plot, tasks, train
 from panm_jax.errors import UserError
 from panm_jax.train.compile_cache import enable_compile_cache
 
-__all__ = ["EXIT_CODES", "ArgumentParser", "build_parser", "main", "os_error_line", "user_errors"]
+__all__ = [
+    "EXIT_CODES",
+    "ArgumentParser",
+    "Terminated",
+    "build_parser",
+    "interrupted_by",
+    "main",
+    "os_error_line",
+    "sigterm_as_interrupt",
+    "user_errors",
+]
 
 EXIT_CODES = {"run failed": 1, "user error": 2, "os error": 3, "process lost": 4, "interrupted": 130}
 
@@ -76,6 +92,42 @@ class ArgumentParser(argparse.ArgumentParser):
             message += did_you_mean(choice["given"], re.findall(r"'([^']*)'", choice["known"]))
         print(f"error: {message} (see {self.prog} --help)", file=sys.stderr, flush=True)
         raise SystemExit(2)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread where the signal finds it, so that it unwinds as Ctrl-C does."""
+
+    def __init__(self, signum: int = signal.SIGTERM):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises ``Terminated`` (a ``KeyboardInterrupt``) in the main thread, so a
+    command stopped by a job scheduler or ``kill`` ends as Ctrl-C ends it: the checkpoint being written
+    is discarded, the lock released, one line says where the run resumes. The first SIGTERM raises;
+    later ones are ignored until the block ends, so they cannot cut short the clean-up the first one
+    started. Outside the main thread (where Python runs no signal handler) nothing changes; the
+    previous handler comes back on exit."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise Terminated(signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def interrupted_by(err: BaseException) -> str:
+    """``"interrupted"`` (Ctrl-C) or ``"terminated (SIGTERM)"``: how a ``KeyboardInterrupt`` came."""
+    return f"terminated ({signal.Signals(err.signum).name})" if isinstance(err, Terminated) else "interrupted"
 
 
 def user_errors() -> tuple[type[BaseException], ...]:
@@ -122,13 +174,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        if args.command in COMPILING:
-            enable_compile_cache(args.compile_cache)
-        return int(args.func(args) or 0)
-    except KeyboardInterrupt:
+        with sigterm_as_interrupt():
+            if args.command in COMPILING:
+                enable_compile_cache(args.compile_cache)
+            return int(args.func(args) or 0)
+    except KeyboardInterrupt as err:
         if args.debug:
             traceback.print_exc()
-        print("error: interrupted", file=sys.stderr, flush=True)
+        print(f"error: {interrupted_by(err)}", file=sys.stderr, flush=True)
         return EXIT_CODES["interrupted"]
     except Exception as err:
         if isinstance(err, OSError):

@@ -6,12 +6,14 @@
     panm-jax train --task copy --model panm --seeds 0,1 --learning-rates 1e-3,3e-4,1e-4 --workdir runs/grid
 
 The whole config is checked before anything is created: a user's mistake (a
-bad config field, a workdir in use by another run or holding a run of other
-settings) raises an error that ``panm_jax.cli.main`` prints as one line,
-``error: ...``, exiting with code 2; a run stopped by a non-finite loss, or
-whose results hold a non-finite number, exits with code 1; a path the system
-refuses (a full disk, no permission) exits with code 3, naming it; Ctrl-C
-exits with code 130, saying from which step the same command resumes.
+bad config field or flag value, a workdir path orbax cannot write under, a
+workdir in use by another run or holding a run of other settings) raises an
+error that ``panm_jax.cli.main`` prints as one line, ``error: ...``, exiting
+with code 2; a run stopped by a non-finite loss, or whose results hold a
+non-finite number, exits with code 1; a path the system refuses (a full disk,
+no permission, a file where the run keeps a folder) exits with code 3, naming
+it; Ctrl-C or SIGTERM exits with code 130, saying from which step the same
+command resumes.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import jax
 from rich.console import Console
 
 from panm_jax.errors import UserError
-from panm_jax.train.config import COMPUTE_DTYPES
+from panm_jax.train.config import COMPUTE_DTYPES, SEED_MAX
 
 __all__ = ["register"]
 
@@ -135,8 +137,13 @@ def _error(message: str, code: int = 2) -> int:
 
 
 def _check_workdir_arg(workdir: str | None) -> None:
+    """A given ``--workdir`` is a path orbax can write checkpoints under (``loop.check_workdir_path``)."""
+    from panm_jax.train.loop import check_workdir_path
+
     if workdir is not None and not workdir.strip():
         raise UserError(f"--workdir: expected a folder path, got {workdir!r}")
+    if workdir is not None:
+        check_workdir_path(workdir, "--workdir")
 
 
 def _resume_points(workdirs: list[Path]) -> str:
@@ -148,13 +155,13 @@ def _resume_points(workdirs: list[Path]) -> str:
     return ", ".join(where)
 
 
-def _interrupted(workdirs: list[Path]) -> int:
-    """Ctrl-C: one line saying where each folder's run resumes; the exit code."""
-    from panm_jax.cli import EXIT_CODES
+def _interrupted(err: KeyboardInterrupt, workdirs: list[Path]) -> int:
+    """Ctrl-C or SIGTERM: one line saying where each folder's run resumes; the exit code."""
+    from panm_jax.cli import EXIT_CODES, interrupted_by
 
     return _error(
-        "interrupted; the checkpoint being written (if any) was discarded and the lock released; the same "
-        f"command resumes {_resume_points(workdirs)}",
+        f"{interrupted_by(err)}; the checkpoint being written (if any) was discarded and the lock released; the "
+        f"same command resumes {_resume_points(workdirs)}",
         code=EXIT_CODES["interrupted"],
     )
 
@@ -203,15 +210,15 @@ def _stop_lost(err: BaseException, workdirs: list[Path]) -> None:
 
 def _guarded(train, workdirs: list[Path]) -> list[dict] | int:
     """``train()``'s results records, or the exit code of how it failed (a line said it): a non-finite
-    loss (1), Ctrl-C (130), a lost process of a multi-process run (4, ending this process)."""
+    loss (1), Ctrl-C or SIGTERM (130), a lost process of a multi-process run (4, ending this process)."""
     from panm_jax.train.loop import NonFiniteLossError
 
     try:
         return train()
     except NonFiniteLossError as err:
         return _error(str(err), code=1)
-    except KeyboardInterrupt:
-        return _interrupted(workdirs)
+    except KeyboardInterrupt as err:
+        return _interrupted(err, workdirs)
     except Exception as err:
         if _lost_peer(err):
             _stop_lost(err, workdirs)
@@ -280,6 +287,11 @@ def _parse_seeds(args) -> list[int] | None:
     if not all(re.fullmatch(r"-?\d+", p) for p in parts):
         raise UserError(f"--seeds: expected comma-separated integers (e.g. 0,1,2,3,4), got {args.seeds!r}")
     seeds = [int(p) for p in parts]
+    if not all(0 <= seed <= SEED_MAX for seed in seeds):  # the config's bound of a seed, named by this flag
+        raise UserError(
+            f"--seeds: expected comma-separated integers in [0, {SEED_MAX}] (the seeds JAX's random keys tell "
+            f"apart), got {args.seeds!r}"
+        )
     if len(set(seeds)) != len(seeds):
         raise UserError(f"--seeds: expected distinct seeds, got {args.seeds!r}")
     return seeds
@@ -312,6 +324,7 @@ def _train_seeds(args, config, seeds: list[int], rates: list[float] | None, cons
     import dataclasses
 
     from panm_jax.train import report
+    from panm_jax.train.loop import check_workdir_path
     from panm_jax.train.seeds import rate_name, train_seeds
 
     if rates is None:
@@ -328,6 +341,8 @@ def _train_seeds(args, config, seeds: list[int], rates: list[float] | None, cons
         workdirs = [Path(args.workdir) / name for name in names]
     else:
         workdirs = [Path(f"runs/{config.task}-{config.model}-{name.replace('/', '-')}") for name in names]
+    for w in workdirs:  # before any folder's lock is taken
+        check_workdir_path(w, "--workdir" if args.workdir else "workdir")
     grid = "" if rates is None else f" x learning rates {','.join(f'{r:g}' for r in rates)}"
     console.print(
         f"[bold]panm-jax train[/] {config.model} on {config.task}, seeds {','.join(map(str, seeds))}{grid} "

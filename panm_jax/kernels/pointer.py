@@ -43,7 +43,8 @@ or one per head) that multiplies the scores before the softmax; the PANM module
 learns it, positive, one per head. ``inverse_temperature=1`` recovers the paper's
 Eq. 2 and 5 exactly. The kernel does not check the sign of ``beta`` (it may be a
 traced value): ``beta = 0`` gives the uniform distribution over the real slots, a
-negative ``beta`` points away from the best match.
+negative ``beta`` points away from the best match. A concrete ``beta`` must be
+finite (a NaN or infinite one would make every weight NaN).
 
 Score function. ``score="cosine"`` (the default) is the paper's Eq. 2 and 5,
 computed by ``addressing.cosine_similarity``, which is finite, with a finite
@@ -114,10 +115,11 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from panm_jax import checks
 from panm_jax.kernels.addressing import compute_dtype, cosine_similarity
-from panm_jax.kernels.validation import check_float_dtype, check_floating, check_in_range, check_shape
+from panm_jax.kernels.validation import check_float_dtype, check_floating, check_in_range, check_shape, is_concrete
 
 __all__ = [
     "MAX_ADDRESS_BITS",
@@ -154,8 +156,30 @@ def _check_bits(bits) -> int:
     return checks.integer("bits", bits, 1, MAX_ADDRESS_BITS)
 
 
+def _check_int32_values(name: str, value) -> None:
+    """Concrete integers (a Python int, a NumPy or JAX integer array) must lie in int32, where the kernel
+    computes: a Python int beyond it cannot be converted (``OverflowError``), and a wider integer array
+    would be cut to its low 32 bits (``causal_mask``'s step ``2^40`` would admit slot 0 only). Traced
+    values are the caller's."""
+    if isinstance(value, bool) or not is_concrete(value):
+        return
+    if isinstance(value, int):
+        bad = [value] if not checks.INT32_MIN <= value <= checks.INT32_MAX else []
+    else:
+        array = np.asarray(value)
+        if not np.issubdtype(array.dtype, np.integer) or array.size == 0:
+            return  # the dtype check that follows names a non-integer
+        bad = [int(v) for v in array.ravel() if not checks.INT32_MIN <= int(v) <= checks.INT32_MAX][:1]
+    if bad:
+        raise ValueError(
+            f"{name}: expected integers in [{checks.INT32_MIN}, {checks.INT32_MAX}] (addresses and slots are "
+            f"computed in int32), got {bad[0]}"
+        )
+
+
 def _check_int_scalar(name: str, value) -> jax.Array:
     check_shape(name, value, (), "")
+    _check_int32_values(name, value)
     value = jnp.asarray(value)
     if not jnp.issubdtype(value.dtype, jnp.integer):
         raise ValueError(f"{name}: expected an integer scalar, got dtype {value.dtype}")
@@ -181,6 +205,10 @@ def _check_inverse_temperature(inverse_temperature, heads: int, dim: str) -> Non
     shape = tuple(jnp.shape(inverse_temperature))
     if shape not in ((), (heads,)):
         raise ValueError(f"inverse_temperature: expected shape [] or [{dim}] = () or ({heads},), got {shape}")
+    if is_concrete(inverse_temperature):  # NaN or infinite: every weight NaN (beta (S - c) is inf * 0 at the best slot)
+        beta = np.asarray(inverse_temperature, dtype=np.float64)
+        if not np.isfinite(beta).all():
+            raise ValueError(f"inverse_temperature: expected finite values, got {beta[~np.isfinite(beta)].flat[0]}")
 
 
 def _wrap(values: jax.Array, bits: int) -> jax.Array:
@@ -226,10 +254,12 @@ def causal_mask(mask: jax.Array, step: jax.Array | int) -> jax.Array:
 
     Raises:
       ValueError: ``mask`` has no slot axis, ``step`` is not an integer or its
-        shape does not broadcast against ``mask``'s leading axes.
+        shape does not broadcast against ``mask``'s leading axes, or a concrete
+        ``step`` lies outside int32.
     """
     if jnp.ndim(mask) < 1:
         raise ValueError(f"mask: expected shape [..., L], got {tuple(jnp.shape(mask))}")
+    _check_int32_values("step", step)
     step = jnp.asarray(step)
     if not jnp.issubdtype(step.dtype, jnp.integer):
         raise ValueError(f"step: expected an integer (the decoding step t), got dtype {step.dtype}")
@@ -271,10 +301,14 @@ def binary_addresses(base: jax.Array, length: int, bits: int, *, dtype=jnp.float
       column ``k`` its bit ``k``.
 
     Raises:
-      ValueError: ``base`` is not an integer scalar, ``length`` < 1 or ``bits``
-        outside ``[1, MAX_ADDRESS_BITS]``.
+      ValueError: ``base`` is not an integer scalar (or, concrete, lies outside
+        int32: ``binary_addresses(2**31, 8, 8)``), ``length`` is outside
+        ``[1, 2^31 - 1]`` (slot indices are int32) or ``bits`` outside
+        ``[1, MAX_ADDRESS_BITS]``.
     """
-    length = checks.positive_int("length", length)
+    length = checks.integer(
+        "length", checks.positive_int("length", length), hi=checks.INT32_MAX, why="slot indices are int32"
+    )
     bits = _check_bits(bits)
     base = _check_int_scalar("base", base)
     # Wrap the base first so that base + j cannot overflow int32 (base < 2^30).
@@ -304,8 +338,8 @@ def end_address(base: jax.Array, length: jax.Array, bits: int) -> jax.Array:
 
     Raises:
       ValueError: ``base`` or ``length`` is not an integer scalar, ``length`` is
-        negative (checked where it is concrete) or ``bits`` is outside
-        ``[1, MAX_ADDRESS_BITS]``.
+        negative or either lies outside int32 (checked where they are concrete)
+        or ``bits`` is outside ``[1, MAX_ADDRESS_BITS]``.
     """
     bits = _check_bits(bits)
     base = _check_int_scalar("base", base)
@@ -363,7 +397,7 @@ def off_bank_addresses(
     Returns:
       ``(addresses [K] int32, valid [K] bool)``: ``valid`` is the same for every draw.
     """
-    count = checks.positive_int("count", count)
+    count = checks.integer("count", checks.positive_int("count", count), hi=checks.INT32_MAX, why="an int32 array axis")
     bits = _check_bits(bits)
     base = _check_int_scalar("base", base)
     length = _check_length(length)
@@ -398,7 +432,7 @@ def neighbour_addresses(
     Returns:
       ``(addresses [K] int32, valid [K] bool)``.
     """
-    count = checks.positive_int("count", count)
+    count = checks.integer("count", checks.positive_int("count", count), hi=checks.INT32_MAX, why="an int32 array axis")
     bits = _check_bits(bits)
     base = _check_int_scalar("base", base)
     length = _check_length(length).astype(jnp.int32)
@@ -579,7 +613,8 @@ def masked_softmax(scores: jax.Array, mask: jax.Array, inverse_temperature: jax.
 
     Raises:
       ValueError: ``scores`` not ``[H, L]``, ``mask`` not ``[L]``, or
-        ``inverse_temperature`` neither ``[]`` nor ``[H]``.
+        ``inverse_temperature`` neither ``[]`` nor ``[H]``, or (where it is
+        concrete) NaN or infinite.
     """
     return _masked_softmax(scores, mask, inverse_temperature, "H")
 

@@ -15,8 +15,12 @@ config (``replace`` keeps it while the task and its options stay the same).
 Validation happens before anything is compiled or written, in two steps. Building
 a config checks every field against its type hint (a bool is not an integer,
 numbers must be finite, a table must be a table), then against its allowed
-values; the task's name and its options' names and types against the task's
-signature (``tasks.task_options``; nothing is built); and the model's options
+values, integers up to what a run can hold (``num_steps`` and the other step
+counts up to ``STEP_MAX``, the int32 step counter; sizes and lengths in int32;
+``seed`` up to ``SEED_MAX``, the seeds JAX's random keys tell apart; every
+integer of ``task_options`` and ``model_options`` in int32); the task's name
+and its options' names and types against the task's signature
+(``tasks.task_options``; nothing is built); and the model's options
 against its config dataclass, whose own checks run as ``model_config`` is made
 (and kept). The settings that need the task itself (its options' values, the
 evaluation and selection modes, the model's output mode, the buckets) are checked
@@ -53,6 +57,8 @@ if TYPE_CHECKING:
     from panm_jax.tasks.base import Task
 
 __all__ = [
+    "SEED_MAX",
+    "STEP_MAX",
     "ConfigError",
     "OptimizerConfig",
     "TrainConfig",
@@ -72,6 +78,14 @@ COMPUTE_DTYPES = ("float32", "bfloat16")  # TrainConfig.compute_dtype: the forwa
 # max_minutes is a wall-clock budget: it only says where this invocation stops, so a run stopped by its
 # budget may be resumed with another budget or none.
 RESUMABLE_CHANGES = ("on_nan", "max_skipped_fraction", "num_steps", "max_minutes")
+# The largest step a run can count to: the step counter (TrainState.step) is an int32.
+STEP_MAX = checks.INT32_MAX
+# The largest seed: jax.random.key(seed) keeps the low 32 bits of a seed (without 64-bit mode), so seed
+# 2^32 would initialise the model as seed 0 does; NumPy's generators take any seed below it too.
+SEED_MAX = 2**32 - 1
+# Why each integer field is bounded, for its message (STEP_MAX, SEED_MAX, or int32 array sizes).
+_STEPS_WHY = "the step counter is int32"
+_SIZE_WHY = "JAX indexes arrays with int32"
 
 
 class ConfigError(UserError):
@@ -117,7 +131,7 @@ class OptimizerConfig:
         for name in ("clip_value", "clip_norm"):
             if getattr(self, name) is not None:
                 _check(checks.positive_number, f"optimizer.{name}", getattr(self, name))
-        _check(checks.nonnegative_int, "optimizer.warmup_steps", self.warmup_steps)
+        _check_bounded("optimizer.warmup_steps", self.warmup_steps, 0, STEP_MAX, _STEPS_WHY)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,18 +185,13 @@ class TrainConfig:
         for name in ("task", "model"):
             if not getattr(self, name):
                 raise ConfigError(name, f"expected a non-empty string, got {getattr(self, name)!r}")
-        for name in (
-            "batch_size",
-            "num_steps",
-            "eval_every",
-            "eval_examples",
-            "eval_batch_size",
-            "checkpoint_every",
-            "keep_checkpoints",
-            "log_every",
-        ):
-            _check(checks.positive_int, name, getattr(self, name))
-        _check(checks.nonnegative_int, "seed", self.seed)
+        # Each integer up to what the run can hold: steps count in an int32, sizes are int32 array axes.
+        for name in ("num_steps", "eval_every", "checkpoint_every", "log_every"):
+            _check_bounded(name, getattr(self, name), 1, STEP_MAX, _STEPS_WHY)
+        for name in ("batch_size", "eval_examples", "eval_batch_size"):
+            _check_bounded(name, getattr(self, name), 1, checks.INT32_MAX, _SIZE_WHY)
+        _check_bounded("keep_checkpoints", self.keep_checkpoints, 1, checks.INT32_MAX, "")
+        _check_bounded("seed", self.seed, 0, SEED_MAX, "the seeds JAX's random keys tell apart")
         if self.max_minutes is not None:
             _check(checks.positive_number, "max_minutes", self.max_minutes)
         _check(checks.one_of, "on_nan", self.on_nan, ON_NAN)
@@ -196,6 +205,10 @@ class TrainConfig:
         buckets = tuple(self.buckets)
         if any(b < 1 for b in buckets) or list(buckets) != sorted(set(buckets)):
             raise ConfigError("buckets", f"expected strictly ascending positive integers, got {list(buckets)}")
+        if buckets and buckets[-1] > checks.INT32_MAX:
+            raise ConfigError(
+                "buckets", f"expected lengths of at most {checks.INT32_MAX} ({_SIZE_WHY}), got {list(buckets)}"
+            )
         object.__setattr__(self, "buckets", buckets)
         object.__setattr__(self, "eval_modes", tuple(self.eval_modes))
         object.__setattr__(self, "task_options", dict(self.task_options))
@@ -382,6 +395,24 @@ def _check_options(field: str, what: str, given: Mapping[str, Any], known: Mappi
     for key, value in given.items():
         if key in known and known[key].kind is not inspect.Parameter.VAR_KEYWORD:
             check_type(f"{field}.{key}", value, known[key].annotation)
+        _check_int32(f"{field}.{key}", value)
+
+
+def _check_int32(name: str, value) -> None:
+    """Every integer in ``value`` (an option's value: a number, or lists and tables of them) lies in
+    int32, the integers JAX computes with: a size, length or count beyond it cannot be used, and a
+    Python int beyond it raises ``OverflowError`` where it meets JAX."""
+    if isinstance(value, Mapping):
+        for v in value.values():
+            _check_int32(name, v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _check_int32(name, v)
+    elif isinstance(value, int) and not isinstance(value, bool) and not checks.INT32_MIN <= value <= checks.INT32_MAX:
+        raise ConfigError(
+            name,
+            f"expected an integer in [{checks.INT32_MIN}, {checks.INT32_MAX}] (JAX computes in int32), got {value!r}",
+        )
 
 
 # How a message names an entry of task_options and of model_options (the model's are dataclass fields).
@@ -411,6 +442,12 @@ def _build_task(config: TrainConfig) -> Task:
         raise ConfigError("task", str(err)) from err
     except (TypeError, ValueError) as err:
         raise ConfigError("task_options", str(err)) from err
+    except MemoryError as err:  # options whose data do not fit in memory (a length of 2^30)
+        raise ConfigError(
+            "task_options",
+            f"expected options whose data fit in memory, got {dict(config.task_options)} for task "
+            f"{config.task!r} ({type(err).__name__}: {err})",
+        ) from err
 
 
 def _check_modes(config: TrainConfig, task: Task) -> None:
@@ -482,6 +519,14 @@ def _check_model(config: TrainConfig) -> None:
         if field in config.model_options:  # the model's messages start with the field's name
             raise ConfigError(f"model_options.{field}", str(err).split(":", 1)[1].strip()) from err
         raise ConfigError("model_options", str(err)) from err
+
+
+def _check_bounded(name: str, value, lo: int, hi: int, why: str) -> None:
+    """The integer setting ``name`` in ``[lo, hi]``, each side's message of its own: ``a positive integer``
+    (``lo = 1``) or ``a non-negative integer`` (``lo = 0``) below, ``an integer <= hi (why)`` above (``why``
+    left out where it is "")."""
+    _check(checks.integer, name, value, lo)
+    _check(checks.integer, name, value, None, hi, why=why)
 
 
 def _check(check, name: str, value, *args, **kwargs) -> None:

@@ -19,6 +19,15 @@ on a leading axis, ``train/seeds.py``), through the same steps:
 3. evaluate each seed's best checkpoint on the test sets and write its
    ``results.{json,csv,md}`` and ``accuracy.png``.
 
+Before step 1 each folder is checked (``loop.check_workdir_path``: a path orbax
+can write under, else ``UserError``; ``loop.check_run_folder``: a path the run
+writes that is in the way raises the ``OSError`` at once, naming it) and the
+temporary folders of a save cut short are removed
+(``loop.remove_partial_checkpoints``). A save that fails removes its temporary
+folder too, and an ``OSError`` it raises names the checkpoint's path: a full
+disk under orbax (tensorstore's ``RESOURCE_EXHAUSTED ... [os_error_code=28]``)
+becomes ``OSError(ENOSPC, ..., <workdir>/checkpoints/<step>)``.
+
 It yields records (plain dicts) of what a display shows: ``{"event": "note",
 "text": ...}`` for a line to print (a resumed seed), ``{"event": "begin",
 "description": ..., "total": ..., "completed": ...}`` once, and ``{"event":
@@ -36,6 +45,10 @@ did before seeds were batched, and with several they are ``jit(vmap(...))``.
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
+import threading
 import time
 from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
@@ -47,6 +60,7 @@ import numpy as np
 from panm_jax.train import evaluate as evaluation
 from panm_jax.train import report
 from panm_jax.train.checkpoint import Checkpointer, CheckpointError
+from panm_jax.train.checksums import CHECKSUM_FILE
 from panm_jax.train.config import TrainConfig
 from panm_jax.train.io import append_jsonl, atomic_write_text
 from panm_jax.train.provenance import segment_record
@@ -102,11 +116,23 @@ def training(
 ) -> Generator[dict[str, Any], None, list[dict[str, Any]]]:
     """Train the seeds of ``pieces``, seed s in ``workdirs[s]`` with ``ckpts[s]``, yielding records (module
     docstring); returns each seed's results record."""
-    from panm_jax.train.loop import LossWatch, config_check, results_record
+    from panm_jax.train.loop import (
+        LossWatch,
+        check_run_folder,
+        check_workdir_path,
+        config_check,
+        remove_partial_checkpoints,
+        results_record,
+    )
 
     configs, S = pieces.configs, pieces.size
     c = configs[0]
     primary = is_primary()  # writes the run's files (process 0; the only process of a single-process run)
+    for w in workdirs:
+        check_workdir_path(w)  # a path orbax can write under
+        check_run_folder(w)  # now, not at the first checkpoint or results write
+        if primary:
+            remove_partial_checkpoints(w)  # left by a save cut short (the run holds the folder's lock)
     checks = [config_check(cs, w) for cs, w in zip(configs, workdirs, strict=True)]
     states = [pieces.unstack(pieces.state, s) for s in range(S)]
     best_scores, watches = [], []
@@ -202,7 +228,9 @@ def training(
                         append_jsonl(logs[s], {"step": pos[s], "validation": val[s]})
                     if score > best_scores[s]:
                         best_scores[s] = score
-                        ckpts[s].save_best(
+                        _save(
+                            ckpts[s].save_best,
+                            workdirs[s] / "best",
                             pos[s],
                             pieces.unstack(state, s),
                             {
@@ -214,7 +242,9 @@ def training(
                             },
                         )
             for s in save_now:
-                ckpts[s].save(
+                _save(
+                    ckpts[s].save,
+                    workdirs[s] / "checkpoints",
                     pos[s],
                     pieces.unstack(state, s),
                     {
@@ -256,6 +286,51 @@ def training(
 
 
 COST_KEYS = ("wall_seconds", "compile_seconds", "timed_steps")
+
+# How tensorstore (orbax's file store) gives the operating system's error of a failed write.
+_OS_ERROR_CODE = re.compile(r"os_error_code=(\d+)")
+# How long an interrupted save waits for orbax's threads to end before removing what they wrote.
+ORBAX_THREADS_WAIT_SECONDS = 60.0
+
+
+def _wait_for_orbax_threads(timeout: float = ORBAX_THREADS_WAIT_SECONDS) -> None:
+    """Wait (up to ``timeout`` seconds in all) for orbax's threads to end. A save interrupted in the main
+    thread (Ctrl-C, SIGTERM) leaves them writing, and renaming the temporary folder to the step's, after
+    the interrupt: what they wrote can be removed only once they are done."""
+    deadline = time.monotonic() + timeout
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and type(thread).__module__.startswith("orbax."):
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def _save(save: Callable[..., None], folder: Path, step: int, state, meta: dict[str, Any]) -> None:
+    """``save(step, state, meta)`` (``Checkpointer.save`` or ``save_best``) into ``folder``. When it fails or
+    is interrupted, orbax's threads are waited for, then what they wrote of the step goes: its temporary
+    folder, and its folder where it has no checksums (an unfinished checkpoint: the interrupt may have
+    come before orbax renamed it, after ``Checkpointer`` discarded what it could). An error of the
+    operating system comes out as an ``OSError`` naming ``folder/step``: one that names no path or a
+    file of the removed temporary folder, and tensorstore's errors that carry an ``os_error_code`` (a
+    full disk is ``RESOURCE_EXHAUSTED ... No space left on device [os_error_code=28]``)."""
+    from panm_jax.train.loop import ORBAX_TMP_SUFFIX
+
+    try:
+        save(step, state, meta)
+    except BaseException as err:
+        _wait_for_orbax_threads()
+        if is_primary():
+            for tmp in folder.glob(f"{step}{ORBAX_TMP_SUFFIX}*"):
+                shutil.rmtree(tmp, ignore_errors=True)
+            unfinished = folder / str(step)
+            if unfinished.is_dir() and not (unfinished / CHECKSUM_FILE).is_file():
+                shutil.rmtree(unfinished, ignore_errors=True)
+        path = str(folder / str(step))
+        if isinstance(err, OSError) and (err.filename is None or ORBAX_TMP_SUFFIX in str(err.filename)):
+            raise OSError(err.errno, err.strerror or str(err), path) from err
+        code = _OS_ERROR_CODE.search(str(err)) if isinstance(err, (ValueError, RuntimeError)) else None
+        if code is not None:
+            number = int(code.group(1))
+            raise OSError(number, os.strerror(number), path) from err
+        raise
 
 
 class _Clock:

@@ -6,6 +6,11 @@ is flushed to disk, then renamed over the target (``os.replace`` is atomic on
 POSIX) and the folder flushed, so the rename itself survives a power cut. The
 metrics log is append-only; a crash can at worst leave a partial last line,
 which ``read_jsonl`` skips and the next ``append_jsonl`` closes.
+
+An ``OSError`` of a write names the file it was writing: the system's errors of
+``write`` and ``fsync`` (a full disk, ``ENOSPC``) name no path, and one of the
+temporary file would name a file that no longer exists, so both are raised
+again with the target's path as ``filename``.
 """
 
 from __future__ import annotations
@@ -20,16 +25,28 @@ from typing import Any
 __all__ = ["append_jsonl", "atomic_write_bytes", "atomic_write_text", "read_jsonl"]
 
 
+def _renamed(err: OSError, path: Path, tmp: str | None = None) -> OSError | None:
+    """The error ``err`` naming ``path``, where it names no path or the temporary file ``tmp``; else ``None``."""
+    if err.filename is not None and err.filename != tmp:
+        return None
+    return OSError(err.errno, err.strerror or str(err), str(path))
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that a crash leaves the old file or the new one, never a torn mix.
 
     The bytes go to a temporary file in the same folder (created with the parents),
     flushed to disk, renamed over ``path`` and the folder flushed; on any error the
-    temporary file is removed and the error raised.
+    temporary file is removed and the error raised (an ``OSError`` naming ``path``).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as err:
+        if (renamed := _renamed(err, path)) is None:
+            raise
+        raise renamed from err
     try:
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file ordinary permissions
         with os.fdopen(fd, "wb") as f:
@@ -37,9 +54,11 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(err, OSError) and (renamed := _renamed(err, path, tmp)) is not None:
+            raise renamed from err
         raise
     _fsync_dir(path.parent)
 
@@ -77,14 +96,19 @@ def append_jsonl(path: str | Path, record: dict[str, Any]) -> None:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "ab+") as f:
-        torn = False
-        if f.seek(0, os.SEEK_END) > 0:
-            f.seek(-1, os.SEEK_END)
-            torn = f.read(1) != b"\n"
-        f.write((("\n" if torn else "") + json.dumps(record) + "\n").encode())
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with open(path, "ab+") as f:
+            torn = False
+            if f.seek(0, os.SEEK_END) > 0:
+                f.seek(-1, os.SEEK_END)
+                torn = f.read(1) != b"\n"
+            f.write((("\n" if torn else "") + json.dumps(record) + "\n").encode())
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as err:  # write and fsync name no path (a full disk)
+        if (renamed := _renamed(err, path)) is None:
+            raise
+        raise renamed from err
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:

@@ -20,6 +20,16 @@ checkpoint, and rerunning the same command resumes it exactly. Notes on what
 the run found and did (a corrupt checkpoint set aside, skipped batches) go to
 stderr, one line each (``note``).
 
+The folder is checked before anything is built or written: its path must be one
+orbax can write checkpoints under (``check_workdir_path``: UTF-8 text, and none
+of the characters orbax and tensorstore read as something else), and what is
+already there must not stand where the run writes (``check_run_folder``: a file
+where ``checkpoints/`` or ``best/`` goes, a folder where a file goes, a folder
+that cannot be written). Either raises at once, naming the path, instead of at
+the first checkpoint or results write. Orbax's temporary folders of a save
+that was cut short (a full disk, Ctrl-C, SIGTERM, a kill) are removed when the
+save fails and again when a run starts (``remove_partial_checkpoints``).
+
 Several processes (``jax.distributed``, ``docs/distributed.md``) run the same
 loop on the same data, each feeding its devices' rows of every global batch;
 ``workdir`` must be one folder that all of them see. Process 0 alone takes the
@@ -33,7 +43,11 @@ run above.
 
 from __future__ import annotations
 
+import errno
+import fnmatch
 import math
+import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -51,7 +65,7 @@ from panm_jax.train import evaluate as evaluation
 from panm_jax.train.checkpoint import Checkpointer, CheckpointError
 from panm_jax.train.config import TrainConfig, resume_differences
 from panm_jax.train.io import append_jsonl
-from panm_jax.train.lock import run_lock
+from panm_jax.train.lock import LOCK_FILE, run_lock
 from panm_jax.train.optim import make_optimizer
 from panm_jax.train.provenance import environment
 from panm_jax.train.sharding import (
@@ -64,11 +78,113 @@ from panm_jax.train.sharding import (
 )
 from panm_jax.train.steps import init_train_state, make_eval_step, make_train_step
 
-__all__ = ["NonFiniteLossError", "Run", "default_buckets", "train_and_evaluate", "training_batch"]
+__all__ = [
+    "NonFiniteLossError",
+    "Run",
+    "check_run_folder",
+    "check_workdir_path",
+    "default_buckets",
+    "remove_partial_checkpoints",
+    "train_and_evaluate",
+    "training_batch",
+]
+
+# What a run writes in its folder: these folders, and these files.
+RUN_FOLDERS = ("checkpoints", "best")
+RUN_FILES = ("config.json", "metrics.jsonl", "results.json", "results.csv", "results.md", "accuracy.png", LOCK_FILE)
+# The suffix of the temporary folder orbax writes a checkpoint into before renaming it to its step.
+ORBAX_TMP_SUFFIX = ".orbax-checkpoint-tmp"
 
 
 class NonFiniteLossError(RuntimeError):
     """A NaN or infinite training loss under ``on_nan = "stop"``."""
+
+
+def _unwritable_reason(text: str) -> str | None:
+    """Why orbax cannot write checkpoints under the path ``text``, or ``None`` when it can."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "it is not UTF-8 text, and orbax passes checkpoint paths to tensorstore as UTF-8"
+    if "\0" in text:
+        return "it holds a NUL character, which no file system path can"
+    if "\\" in text:
+        return "it holds a backslash, which tensorstore (orbax's file store) reads as a folder separator"
+    for part in Path(text).parts:
+        if not fnmatch.fnmatchcase(part, part):  # "[ab]" is a glob class, matching "a" or "b" only
+            return (
+                f"its part {part!r} is a glob pattern that does not match itself, and orbax finds a "
+                "checkpoint's files by glob"
+            )
+        if part.endswith("gs:"):
+            return f"its part {part!r} and the '/' after it read as a Cloud Storage address to orbax ('gs://')"
+    return None
+
+
+def check_workdir_path(workdir: str | Path, name: str = "workdir") -> Path:
+    """Return ``workdir`` as a ``Path``, or raise ``UserError`` (naming ``name``) unless orbax can write
+    checkpoints under it: the path, as given and made absolute (symbolic links resolved, as the
+    checkpoints are), must be UTF-8 text (a folder named by the bytes ``b"run-\\xff"`` is not), hold no
+    NUL and no backslash (tensorstore reads it as a separator), no part that glob reads as a pattern not
+    matching itself (``[ab]``) and no part ending in ``gs:`` (orbax turns ``gs:/`` into ``gs://``).
+    Nothing is created or written."""
+    path = Path(workdir)
+    try:
+        full = str(path.resolve())
+    except (OSError, RuntimeError, ValueError):  # a symbolic link loop, a NUL: the path as it stands
+        full = str(path.absolute())
+    for text in dict.fromkeys((str(path), full)):
+        reason = _unwritable_reason(text)
+        if reason is not None:
+            shown = os.fsencode(text) if "UTF-8" in reason else text  # the bytes that are not UTF-8
+            raise UserError(
+                f"{name}: expected a folder path that orbax can write checkpoints under, got {shown!r}: {reason}"
+            )
+    return path
+
+
+def _read_only_file_system(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def check_run_folder(workdir: str | Path) -> None:
+    """Raise now the ``OSError`` a run in ``workdir`` would meet later, naming the path: ``workdir``, or
+    ``checkpoints/`` or ``best/`` in it, that exists but is not a folder (``NotADirectoryError``); a file
+    the run writes (``metrics.jsonl``, ``config.json``, ``results.*``, ``accuracy.png``, ``.lock``) that is
+    a folder (``IsADirectoryError``); one of those folders that exists but cannot be written
+    (``PermissionError``, or ``EROFS`` on a read-only file system). Without this a ``best/`` that is a
+    file would be found at the first best checkpoint, steps into the run. Nothing is created or written."""
+    workdir = Path(workdir)
+    folders = [workdir, *(workdir / name for name in RUN_FOLDERS)]
+    for path in folders:
+        if path.exists() and not path.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
+    for name in RUN_FILES:
+        if (workdir / name).is_dir():
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(workdir / name))
+    for path in folders:
+        if path.is_dir() and not os.access(path, os.W_OK | os.X_OK):
+            code = errno.EROFS if _read_only_file_system(path) else errno.EACCES
+            raise OSError(code, os.strerror(code), str(path))
+
+
+def remove_partial_checkpoints(workdir: str | Path) -> list[Path]:
+    """Remove orbax's temporary folders (``<step>.orbax-checkpoint-tmp...``) from ``workdir``'s
+    ``checkpoints/`` and ``best/``: what a save cut short left behind. Never a finished checkpoint (orbax
+    renames a whole one to its step). Returns the folders removed. Only for the process that writes the
+    run's files, while it holds the run's lock."""
+    removed = []
+    for name in RUN_FOLDERS:
+        folder = Path(workdir) / name
+        if not folder.is_dir():
+            continue
+        for tmp in folder.glob(f"*{ORBAX_TMP_SUFFIX}*"):
+            shutil.rmtree(tmp, ignore_errors=True)
+            removed.append(tmp)
+    return removed
 
 
 def default_buckets(task, batch_size: int = 128, seeds: int = 1) -> tuple[int, ...]:
@@ -342,12 +458,13 @@ def train_and_evaluate(
     With several processes every one calls this with the same arguments; each
     returns the same record, once process 0 has written the results.
     """
+    workdir = check_workdir_path(workdir)
+    check_run_folder(workdir)  # before the lock: nothing is created in a folder the run cannot use
     maybe_initialize_distributed()  # before the first JAX call
     several = jax.process_count() > 1
     if several and not is_primary():
         console, progress = Console(quiet=True), False  # process 0 alone prints
     console = console or Console()
-    workdir = Path(workdir)
     with run_lock(workdir, primary=is_primary(), agree=all_agree if several else None) as lock:
         if lock is not None and lock.stale_pid is not None:
             note(
@@ -356,11 +473,17 @@ def train_and_evaluate(
             )
         run = Run(config)
         ckpt = Checkpointer(workdir, keep=config.keep_checkpoints, notify=note, allow_unverified=allow_unverified)
+        finished = False
         try:
             with display(console, progress) as show:
                 (results,) = engine.run_to_end(engine.training(run, [workdir], [ckpt]), show)
+            finished = True
         finally:
-            ckpt.close()
+            try:
+                ckpt.close()
+            finally:
+                if not finished and is_primary():  # orbax's writes have ended: what a cut-short save left goes
+                    remove_partial_checkpoints(workdir)
         return results
 
 

@@ -23,6 +23,17 @@ pointer scores; each kernel's docstring says so); the DNC steps in bfloat16, and
 its allocation then drifts from float64's over long rollouts
 (``tests/kernels/test_bf16_rollouts.py``). bfloat16 keeps float32's exponent
 range, so no loss scaling is needed; float16, which would need it, is not offered.
+
+Checks of a step's arguments (``check_step_arguments``), each a ``ValueError``
+naming the argument, what was expected and what was given. At trace time, free
+under ``jit``: ``state`` is a ``TrainState`` whose ``step`` is an integer
+scalar and whose ``key`` a raw ``uint32 [2]`` key (or a typed key ``[]``); the
+learning rate of ``train_step_at`` a real scalar. Where the values are concrete
+(an eager call; under ``jit`` nothing is known, and the training loop checks
+every step's loss, gradient norm and parameters' norm, ``train.loop.LossWatch``):
+the parameters are all finite, the learning rate finite and positive. The
+batch is checked by the model (shapes, dtypes; NaN at a real input step) and
+the loss (targets' shapes, dtypes and class ids).
 """
 
 from __future__ import annotations
@@ -32,12 +43,22 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import nnx
 
+from panm_jax import checks
 from panm_jax.train.config import COMPUTE_DTYPES  # the dtypes a forward pass may compute in
 
-__all__ = ["COMPUTE_DTYPES", "TrainState", "cast_floating", "init_train_state", "make_eval_step", "make_train_step"]
+__all__ = [
+    "COMPUTE_DTYPES",
+    "TrainState",
+    "cast_floating",
+    "check_step_arguments",
+    "init_train_state",
+    "make_eval_step",
+    "make_train_step",
+]
 
 
 class TrainState(NamedTuple):
@@ -74,6 +95,45 @@ def _compute_dtype(name: str):
     if name not in COMPUTE_DTYPES:
         raise ValueError(f"compute_dtype: expected one of {', '.join(COMPUTE_DTYPES)}, got {name!r}")
     return jnp.dtype(name)
+
+
+def _concrete(tree) -> bool:
+    """Whether every leaf of ``tree`` holds values (no tracer of ``jit``, ``grad`` or ``vmap``)."""
+    return not any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(tree))
+
+
+def check_step_arguments(state, learning_rate=None) -> None:
+    """Raise ``ValueError`` naming the argument unless ``state`` (and ``learning_rate``, where given) fit a
+    train step (module docstring): shapes and dtypes at trace time, values where they are concrete."""
+    if not isinstance(state, TrainState):
+        raise ValueError(f"state: expected a TrainState (init_train_state), got {type(state).__name__}")
+    step, key = (x if hasattr(x, "dtype") else np.asarray(x) for x in (state.step, state.key))
+    if jnp.shape(step) != () or not jnp.issubdtype(step.dtype, jnp.integer):
+        raise ValueError(f"state.step: expected an integer scalar [], got shape {jnp.shape(step)} {step.dtype}")
+    typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+    if (typed and jnp.shape(key) != ()) or (not typed and (jnp.shape(key) != (2,) or key.dtype != jnp.uint32)):
+        raise ValueError(
+            f"state.key: expected a raw PRNG key uint32 [2] (jax.random.PRNGKey) or a typed key [], got shape "
+            f"{jnp.shape(key)} {key.dtype}"
+        )
+    if learning_rate is not None:
+        dtype = jnp.result_type(learning_rate)
+        if jnp.shape(learning_rate) != () or not (
+            jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.integer)
+        ):
+            raise ValueError(f"learning_rate: expected a real scalar [], got shape {jnp.shape(learning_rate)} {dtype}")
+        if _concrete(learning_rate):
+            checks.positive_number("learning_rate", float(learning_rate))
+    if _concrete(state.params):  # NaN or infinite parameters: every loss and gradient after them is NaN
+        leaves = jax.tree_util.tree_leaves_with_path(state.params)
+        for path, leaf in leaves:
+            values = np.asarray(leaf)
+            if np.issubdtype(values.dtype, np.inexact) and not np.isfinite(values).all():
+                bad = int(values.size - np.count_nonzero(np.isfinite(values)))
+                raise ValueError(
+                    f"state.params: expected finite values, got {bad} NaN or infinite of {values.size} in "
+                    f"{jax.tree_util.keystr(path)}"
+                )
 
 
 def cast_floating(tree, dtype):
@@ -121,6 +181,8 @@ def make_train_step(
     (``lambda lr: make_optimizer(config.optimizer, num_steps, learning_rate=lr)``). With a function the step
     is ``train_step(state, batch, learning_rate) -> (state, metrics)``, the rate a [] float32 array: runs at
     several rates are then one program, ``vmap`` over their rates (``train/seeds.py``).
+
+    Each call first checks its ``state`` and learning rate (``check_step_arguments``; ``ValueError``).
     """
 
     aligned = is_aligned(task)
@@ -154,11 +216,13 @@ def make_train_step(
     if isinstance(optimizer, optax.GradientTransformation):
 
         def train_step(state: TrainState, batch):
+            check_step_arguments(state)
             return step(state, batch, optimizer)
 
         return train_step
 
     def train_step_at(state: TrainState, batch, learning_rate: jax.Array):
+        check_step_arguments(state, learning_rate)
         return step(state, batch, optimizer(learning_rate))
 
     return train_step_at

@@ -430,6 +430,43 @@ def test_attention_names_the_bad_argument():
         pointer.relational_access(jnp.zeros((HC, D)), jnp.zeros((L, 4)), mask)
 
 
+def test_integers_beyond_int32_are_named_not_overflowed_or_cut():
+    # A Python int beyond int32 used to raise OverflowError from jnp.asarray; a wider NumPy integer was cut
+    # to its low 32 bits (causal_mask(mask, np.int64(2**40)) admitted slot 0 alone).
+    int32 = r"expected integers in \[-2147483648, 2147483647\] \(addresses and slots are computed in int32\), got "
+    with pytest.raises(ValueError, match=r"^base: " + int32 + "2147483648$"):
+        pointer.binary_addresses(2**31, 8, A)
+    with pytest.raises(ValueError, match=r"^base: " + int32 + "-18446744073709551616$"):
+        pointer.binary_addresses(-(2**64), 8, A)
+    with pytest.raises(ValueError, match=r"^length: expected an integer <= 2147483647 \(slot indices are int32\)"):
+        pointer.binary_addresses(0, 2**31, A)
+    with pytest.raises(ValueError, match=r"^length: " + int32 + "4294967299$"):
+        pointer.end_address(0, np.int64(2**32 + 3), A)
+    with pytest.raises(ValueError, match=r"^address: " + int32 + "1099511627776$"):
+        pointer.address_bits(np.int64(2**40), A)
+    with pytest.raises(ValueError, match=r"^step: " + int32 + "1099511627776$"):
+        pointer.causal_mask(jnp.ones((2, L)), np.array([0, 2**40]))
+    for draw in (pointer.off_bank_addresses, pointer.neighbour_addresses):
+        with pytest.raises(ValueError, match=r"^count: expected an integer <= 2147483647 \(an int32 array axis\)"):
+            draw(jax.random.key(0), 0, jnp.int32(3), 2**31, A)
+    # The ends of int32 are fine.
+    np.testing.assert_array_equal(
+        np.asarray(pointer.binary_addresses(2**31 - 1, 2, A)), ref.binary_addresses(2**31 - 1, 2, A)
+    )
+    assert np.asarray(pointer.causal_mask(jnp.ones((L,)), -(2**31))).sum() == 0
+
+
+def test_a_non_finite_inverse_temperature_is_named():
+    keys, emb, mask = jnp.ones((H, D)), jnp.ones((L, D)), jnp.ones((L,))
+    for beta, shown in ((np.nan, "nan"), (np.inf, "inf"), (np.array([1.0, -np.inf]), "-inf")):
+        with pytest.raises(ValueError, match=rf"^inverse_temperature: expected finite values, got {shown}$"):
+            pointer.address_attention(keys, emb, mask, inverse_temperature=beta)
+    with pytest.raises(ValueError, match=r"^inverse_temperature: expected finite values, got nan$"):
+        pointer.relational_access(jnp.ones((HC, D)), emb, mask, inverse_temperature=np.float32(np.nan))
+    # Traced, it is the caller's: no check, no host sync.
+    jax.jit(lambda b: pointer.masked_softmax(jnp.ones((H, L)), mask, b))(jnp.float32(2.0))
+
+
 def test_errors_are_raised_at_trace_time_under_jit():
     with pytest.raises(ValueError, match=r"mask: expected shape \[L\]"):
         jax.jit(pointer.relational_access)(jnp.zeros((HC, D)), jnp.zeros((L, D)), jnp.ones((L + 2,)))
