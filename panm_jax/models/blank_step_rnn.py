@@ -15,8 +15,9 @@ The blank steps read a token of their own, one extra input feature set to 1
 (their benchmark appends an "empty" token of the input vocabulary plus one), so
 the blank input is learned rather than zero.
 
-Cores: ``rnn`` is Elman's, ``h' = tanh(W_x x + b_x + W_h h + b_h)``
-(``VanillaRNNCell``, Haiku's ``VanillaRNN`` as the authors use it); ``single_lstm``
+Cores: ``rnn`` is Elman's, ``h' = relu(W_x x + b_x + W_h h + b_h)``
+(``VanillaRNNCell``, Haiku's ``VanillaRNN`` as the authors use it: ReLU; the option
+``activation="tanh"`` gives Elman's original tanh); ``single_lstm``
 is an LSTM (``LSTMCell``) whose forget-gate bias starts at 1 (Haiku's ``LSTM``
 adds a constant 1 to that gate; a learned bias starting at 1 trains the same
 way). Width ``hidden = 256`` (Delétang et al. 2023's cores). Initialisation is
@@ -41,7 +42,7 @@ from flax import nnx
 
 from panm_jax import checks
 from panm_jax.kernels.scan import scan, select
-from panm_jax.models.memory_models import VanillaRNNCell
+from panm_jax.models.memory_models import ACTIVATIONS, VanillaRNNCell
 from panm_jax.models.registry import prepare_inputs, refuse_aligned
 from panm_jax.modules.controllers import LSTMCell
 
@@ -51,8 +52,8 @@ FORGET_BIAS = 1.0  # the LSTM's initial forget-gate bias (Haiku's LSTM adds 1 to
 
 
 @dataclasses.dataclass(frozen=True)
-class RNNConfig:
-    """The plain RNN's one option (Delétang et al. 2023: an Elman core of 256 units)."""
+class SingleLSTMConfig:
+    """The single LSTM's one option (Delétang et al. 2023: an LSTM core of 256 units)."""
 
     hidden: int = 256
 
@@ -61,8 +62,14 @@ class RNNConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class SingleLSTMConfig(RNNConfig):
-    """The single LSTM's one option (Delétang et al. 2023: an LSTM core of 256 units)."""
+class RNNConfig(SingleLSTMConfig):
+    """The plain RNN's options (Delétang et al. 2023: an Elman core of 256 units, Haiku's ReLU)."""
+
+    activation: str = "relu"  # relu (Haiku's VanillaRNN, Delétang et al. 2023) or tanh (Elman's)
+
+    def __post_init__(self):
+        super().__post_init__()
+        checks.one_of("activation", self.activation, ACTIVATIONS)
 
 
 class BlankStepRNN(nnx.Module):
@@ -70,20 +77,23 @@ class BlankStepRNN(nnx.Module):
 
     Args:
       cell: ``"rnn"`` (Elman) or ``"lstm"``.
+      activation: the Elman core's, ``"relu"`` (Haiku's) or ``"tanh"`` (``cell="rnn"`` only).
       hidden: ``D``, the core's width.
       input_size: ``D_in``; the core reads ``D_in + 1`` features (the blank token's).
       output_size: ``K`` classes.
       rngs: parameter initialisation.
     """
 
-    def __init__(self, cell: str, hidden: int, input_size: int, output_size: int, *, rngs: nnx.Rngs):
+    def __init__(
+        self, cell: str, hidden: int, input_size: int, output_size: int, *, activation: str = "relu", rngs: nnx.Rngs
+    ):
         if cell not in ("rnn", "lstm"):
             raise ValueError(f"cell: expected 'rnn' or 'lstm', got {cell!r}")
         self.name = "rnn" if cell == "rnn" else "single_lstm"
         self.input_size = input_size
         self.hidden = hidden
         if cell == "rnn":
-            self.core = VanillaRNNCell(input_size + 1, hidden, rngs=rngs)
+            self.core = VanillaRNNCell(input_size + 1, hidden, activation=activation, rngs=rngs)
         else:
             self.core = LSTMCell(input_size + 1, hidden, rngs=rngs)
             bias = self.core.hidden_proj.bias  # gates laid out i, f, g, o
@@ -130,7 +140,7 @@ class BlankStepRNN(nnx.Module):
 
 
 def _build_rnn(config: RNNConfig, input_size: int, output_size: int, rngs: nnx.Rngs) -> BlankStepRNN:
-    return BlankStepRNN("rnn", config.hidden, input_size, output_size, rngs=rngs)
+    return BlankStepRNN("rnn", config.hidden, input_size, output_size, activation=config.activation, rngs=rngs)
 
 
 def _build_single_lstm(config: SingleLSTMConfig, input_size: int, output_size: int, rngs: nnx.Rngs) -> BlankStepRNN:

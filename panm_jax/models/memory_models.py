@@ -82,7 +82,8 @@ Defaults and their sources (our choices are marked as such):
 * Stack-RNN and Tape-RNN (Delétang et al. 2023, "Neural Networks and the Chomsky
   Hierarchy", ICLR 2023, the baselines of its benchmark; the sizes are those of the
   authors' released code): controller ``"rnn"``, an Elman cell
-  (``VanillaRNNCell``, their inner core; every other kind is accepted too),
+  (``VanillaRNNCell``, their inner core, Haiku's ``VanillaRNN``: ``relu``, or Elman's ``tanh``
+  with ``activation="tanh"``; every other kind is accepted too),
   ``hidden = 256``, cell width ``W = 8``. The output layer reads ``relu(h_t)``
   (``relu_output=True``: their readout is a linear layer on the rectified core
   output; the read reaches it through the next step's controller input,
@@ -119,7 +120,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from panm_jax.checks import did_you_mean, nonnegative_int, positive_int
+from panm_jax.checks import did_you_mean, nonnegative_int, one_of, positive_int
 from panm_jax.errors import UserError
 from panm_jax.kernels.scan import scan, select
 from panm_jax.models.registry import prepare_inputs
@@ -127,6 +128,7 @@ from panm_jax.modules.controllers import CONTROLLER_KINDS, make_controller
 from panm_jax.modules.memory import DNCMemory, MemoryModule, NTMMemory, StackMemory, StackRNNMemory, TapeRNNMemory
 
 __all__ = [
+    "ACTIVATIONS",
     "DNCConfig",
     "MemoryModel",
     "NTMConfig",
@@ -240,18 +242,24 @@ class StackLSTMConfig(_ControllerConfig):
         _check_bool("read_to_output", self.read_to_output)
 
 
-class VanillaRNNCell(nnx.Module):
-    """An Elman RNN cell: ``h' = tanh(W_x x + b_x + W_h h + b_h)`` (the carry is ``h``).
+ACTIVATIONS = {"relu": jax.nn.relu, "tanh": jnp.tanh}  # the Elman cell's nonlinearity, by name
 
-    The Stack-RNN and Tape-RNN controllers of Delétang et al. 2023, "Neural
-    Networks and the Chomsky Hierarchy" (their RNN baseline's cell, Haiku's
-    ``VanillaRNN``: two linear maps with biases, tanh). Answers the controllers'
+
+class VanillaRNNCell(nnx.Module):
+    """An Elman RNN cell: ``h' = relu(W_x x + b_x + W_h h + b_h)`` (the carry is ``h``).
+
+    The RNN baseline's core and the Stack-RNN and Tape-RNN controllers of Delétang et al. 2023,
+    "Neural Networks and the Chomsky Hierarchy": Haiku's ``VanillaRNN`` as their released code uses it
+    (``hk.VanillaRNN``, dm-haiku 0.0.12: two linear maps with biases, then ``jax.nn.relu``).
+    ``activation="tanh"`` gives Elman's original cell, ``h' = tanh(...)``. Answers the controllers'
     interface: ``init_carry(batch_shape)``, ``__call__(h, x [..., I]) -> (h', h')``.
     """
 
-    def __init__(self, in_features: int, hidden: int, *, rngs: nnx.Rngs):
+    def __init__(self, in_features: int, hidden: int, *, activation: str = "relu", rngs: nnx.Rngs):
+        one_of("activation", activation, ACTIVATIONS)
         self.in_features = in_features
         self.hidden = hidden
+        self.activation = activation
         self.input_proj = nnx.Linear(in_features, hidden, rngs=rngs)  # W_x, b_x [I, D]
         self.hidden_proj = nnx.Linear(hidden, hidden, rngs=rngs)  # W_h, b_h [D, D]
 
@@ -259,7 +267,7 @@ class VanillaRNNCell(nnx.Module):
         return jnp.zeros((*batch_shape, self.hidden), dtype)
 
     def __call__(self, h: jax.Array, x: jax.Array) -> tuple[jax.Array, jax.Array]:
-        h = jnp.tanh(self.input_proj(x) + self.hidden_proj(h))
+        h = ACTIVATIONS[self.activation](self.input_proj(x) + self.hidden_proj(h))
         return h, h
 
 
@@ -272,6 +280,7 @@ class _RNNMemoryConfig(_ControllerConfig):
     """The fields the Stack-RNN and the Tape-RNN share (module docstring: sources)."""
 
     controller: str = "rnn"  # Delétang et al. 2023: an Elman RNN ("rnn"); any CONTROLLER_KINDS too
+    activation: str = "relu"  # the "rnn" controller's: relu (Haiku's VanillaRNN, Delétang et al. 2023) or tanh
     width: int = 8  # W, the width of a cell (Delétang et al. 2023: 8)
     relu_output: bool = True  # y_t = W_y relu(h_t) + b (Delétang et al. 2023's readout); False: W_y h_t + b
     read_to_output: bool = False  # add W_r r_t to the output (the read otherwise reaches it through h_{t+1})
@@ -282,6 +291,9 @@ class _RNNMemoryConfig(_ControllerConfig):
         super().__post_init__()
         if self.controller == "rnn" and self.controller_layers != 1:
             raise ValueError(f"controller_layers: the 'rnn' controller has one layer, got {self.controller_layers}")
+        one_of("activation", self.activation, ACTIVATIONS)
+        if self.controller != "rnn" and self.activation != "relu":
+            raise UserError(f"activation: applies to the 'rnn' controller only, got controller {self.controller!r}")
         _positive_ints(self, "width")
         _check_bool("relu_output", self.relu_output)
         _check_bool("read_to_output", self.read_to_output)
@@ -329,7 +341,7 @@ class TapeRNNConfig(_RNNMemoryConfig):
 def _make_controller(config: _ControllerConfig, in_features: int, rngs: nnx.Rngs) -> nnx.Module:
     """``make_controller`` for the shared kinds, ``VanillaRNNCell`` for ``"rnn"``."""
     if config.controller == "rnn":
-        return VanillaRNNCell(in_features, config.hidden, rngs=rngs)
+        return VanillaRNNCell(in_features, config.hidden, activation=config.activation, rngs=rngs)
     return make_controller(
         config.controller,
         in_features,

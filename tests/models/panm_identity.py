@@ -23,6 +23,11 @@ from the same commit on a machine of that kind::
 
     PYTHONPATH=. python -m tests.models.panm_identity
     PYTHONPATH=. python -m tests.models.panm_identity --add-cpu
+
+Where the numbers of some models change on purpose, ``--refresh rnn,stack_rnn`` recomputes only their
+entries (and adds entries new to ``entries()``) on this CPU kind and drops the other kinds' fingerprints
+of them; an entry with no fingerprint for a CPU kind is skipped there, saying so, until
+``--refresh`` or ``--add-cpu`` runs on a machine of that kind.
 """
 
 from __future__ import annotations
@@ -157,6 +162,9 @@ def entries() -> list[dict]:
     out.append({"model": "panm_transformer", "options": {**SMALL["panm_transformer"], "encoder": "transformer_rpe"}})
     out.append({"model": "panm_transformer", "options": {**SMALL["panm_transformer"], "teacher_forcing": True}})
     out.append({"model": "lstm", "options": {**SMALL["lstm"], "layers": 2}})
+    out += [
+        {"model": name, "options": {**SMALL[name], "activation": "tanh"}} for name in ("rnn", "stack_rnn", "tape_rnn")
+    ]
     for variant in recorded_panm_variants() + single_options():
         small = dict(SMALL["panm"])
         if variant.get("encoder", "lstm").startswith("transformer"):
@@ -198,11 +206,36 @@ def fingerprint(entry: dict) -> dict:
 
 
 def main() -> None:
-    if "--add-cpu" in sys.argv[1:]:  # this CPU kind's fingerprints of the fixture's entries, beside the others
+    args = sys.argv[1:]
+    if "--add-cpu" in args:  # this CPU kind's fingerprints of the fixture's entries, beside the others
         payload = json.loads(FIXTURE.read_text())
         if payload["environment"] != environment() or cpu_kind() == payload["cpu"]:
             raise SystemExit(f"--add-cpu: expected the fixture's environment on another CPU kind, got {cpu_kind()}")
         payload.setdefault("other_cpus", {})[cpu_kind()] = {entry_id(e): fingerprint(e) for e in payload["entries"]}
+    elif "--refresh" in args:  # the named models' entries, recomputed on this CPU kind alone
+        payload = json.loads(FIXTURE.read_text())
+        if payload["environment"] != environment():
+            raise SystemExit(f"--refresh: expected the fixture's environment {payload['environment']}")
+        models = set(args[args.index("--refresh") + 1].split(","))
+        known = {entry_id(e) for e in payload["entries"]}
+        payload["entries"] += [{**e, "fingerprint": None} for e in entries() if entry_id(e) not in known]
+        kinds = {payload["cpu"]: None, **payload.get("other_cpus", {})}
+        for entry in payload["entries"]:
+            name = entry_id(entry)
+            if entry["model"] not in models and name in known:
+                continue
+            here = fingerprint(entry)
+            recorded = entry["fingerprint"] if cpu_kind() == payload["cpu"] else kinds.get(cpu_kind(), {}).get(name)
+            if here == recorded:  # unchanged here: the other kinds' fingerprints stand
+                continue
+            for kind, table in kinds.items():
+                value = here if kind == cpu_kind() else None
+                if table is None:
+                    entry["fingerprint"] = value
+                elif value is None:
+                    table.pop(name, None)
+                else:
+                    table[name] = value
     else:
         all_entries = [{**e, "fingerprint": fingerprint(e)} for e in entries()]
         sizes = {"batch": BATCH, "input_steps": T_IN, "input_size": D_IN, "classes": K, "outputs": T_OUT}

@@ -48,7 +48,7 @@ def _np(p):
     return np.asarray(p[...], np.float64)
 
 
-def _reference(model, x, mask, t_out, cell):
+def _reference(model, x, mask, t_out, cell, activation="relu"):
     """float64 NumPy: the core over [x_t; 0] at the real input steps, then [0; 1] on t_out blank steps."""
     core = model.core
     wx, bx, wh, bh = _np(core.input_proj.kernel), _np(core.input_proj.bias), _np(core.hidden_proj.kernel), None
@@ -60,8 +60,8 @@ def _reference(model, x, mask, t_out, cell):
         h, c, hs = np.zeros(D), np.zeros(D), []
         for s in steps:
             z = s @ wx + bx + h @ wh + bh
-            if cell == "rnn":
-                h = np.tanh(z)
+            if cell == "rnn":  # Haiku's VanillaRNN: relu; Elman's: tanh
+                h = np.maximum(z, 0) if activation == "relu" else np.tanh(z)
             else:
                 sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
                 i, f, g, o = np.split(z, 4)
@@ -73,12 +73,16 @@ def _reference(model, x, mask, t_out, cell):
     return np.array(out)
 
 
-@pytest.mark.parametrize("name,cell", [("rnn", "rnn"), ("single_lstm", "lstm")])
-def test_recurrent_models_match_a_float64_transcription(name, cell):
-    model = build_model(name, input_size=D_IN, output_size=K, hidden=D)
+@pytest.mark.parametrize(
+    "name,cell,options",
+    [("rnn", "rnn", {}), ("rnn", "rnn", {"activation": "tanh"}), ("single_lstm", "lstm", {})],
+)
+def test_recurrent_models_match_a_float64_transcription(name, cell, options):
+    model = build_model(name, input_size=D_IN, output_size=K, hidden=D, **options)
     x, mask = _inputs()
     got = np.asarray(_jit(model)(x, mask, T_OUT))
-    np.testing.assert_allclose(got, _reference(model, np.asarray(x), np.asarray(mask), T_OUT, cell), atol=1e-5)
+    want = _reference(model, np.asarray(x), np.asarray(mask), T_OUT, cell, options.get("activation", "relu"))
+    np.testing.assert_allclose(got, want, atol=1e-5)
     if cell == "lstm":  # the forget gate's bias starts at 1, the others at 0
         bias = np.asarray(model.core.hidden_proj.bias[...])
         assert (bias[D : 2 * D] == 1).all() and (np.delete(bias, np.s_[D : 2 * D]) == 0).all()

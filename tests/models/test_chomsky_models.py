@@ -246,7 +246,8 @@ def test_configs_have_the_documented_defaults_and_reject_bad_values():
         stack.read_cells,
         stack.relu_output,
         stack.read_to_output,
-    ) == ("rnn", 256, 8, 30, 1, True, False)
+        stack.activation,
+    ) == ("rnn", 256, 8, 30, 1, True, False, "relu")
     assert (
         tape.controller,
         tape.hidden,
@@ -272,6 +273,14 @@ def test_configs_have_the_documented_defaults_and_reject_bad_values():
             r"\['rnn', 'feedforward', 'lstm', 'gru', 'transformer'\]",
         ),
         ("stack_rnn", dict(controller_layers=2), r"controller_layers: the 'rnn' controller has one layer, got 2"),
+        ("stack_rnn", dict(activation="sigmoid"), r"activation: expected one of \['relu', 'tanh'\], got 'sigmoid'"),
+        ("tape_rnn", dict(controller="lstm", activation="tanh"), r"activation: applies to the 'rnn' controller only"),
+        ("rnn", dict(activation="Tanh"), r"activation: expected one of \['relu', 'tanh'\], got 'Tanh'"),
+        (
+            "single_lstm",
+            dict(activation="tanh"),
+            r"unknown hyperparameter\(s\) \['activation'\] for model 'single_lstm'",
+        ),
         ("tape_rnn", dict(tape_size=2.0), r"tape_size: expected a positive integer, got 2.0"),
         ("tape_rnn", dict(value_layers=(8, 0)), r"value_layers: expected a sequence of positive integers"),
         ("tape_rnn", dict(value_layers=8), r"value_layers: expected a sequence of positive integers, got 8"),
