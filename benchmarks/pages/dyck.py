@@ -6,12 +6,73 @@ from typing import Any
 
 from benchmarks.accuracy import published
 from benchmarks.accuracy.criteria import fits
+from benchmarks.accuracy.dyck import LOSSES, READINGS, TRAIN_SETS
 from benchmarks.pages.records import GENERATED, Findings, Record
 from benchmarks.pages.tables import code, difference, mean_pm_std, number, plot_lines, provenance, table
 from benchmarks.pages.verdicts import Cell, summary_table
 
 DYCK_MODES = ("L+2", "2L", "4L", "8L")
 DYCK_MODELS = {"srnn": "SRNN", "panm_srnn": "PANM (on the SRNN)"}
+
+
+def _option(settings: dict[str, Any], key: str, meanings: dict[str, str], default: str) -> str:
+    """The short name of a setting the runner records by its meaning (``LOSSES`` etc.; absent: ``default``)."""
+    recorded = settings.get(key)
+    names = [name for name, meaning in meanings.items() if meaning == recorded]
+    return names[0] if names else default if recorded is None else str(recorded)
+
+
+def reading(record: Record, model: str) -> str:
+    """How a file's runs of ``model`` were made, in words: whose code, the loss, the training set, Adam's learning
+    rate and, for PANM, which of the paper's two descriptions (``benchmarks.accuracy.dyck``'s options)."""
+    s = record.settings
+    who = s.get("code", "ours")
+    parts = ["ours" if who == "ours" else f"Suzgun et al.'s code ({who.split('/')[-1][:15]})"]
+    parts.append(_option(s, "loss", LOSSES, "bce"))
+    parts.append(_option(s, "train_set", TRAIN_SETS, "distinct"))
+    parts.append(str(s.get("optimizer", "?")).split(",")[0].replace("adam", "Adam"))
+    if model == "panm_srnn":
+        parts.append({"decoder": "§3.2", "encoder": "App. D.2"}.get(_option(s, "panm_reading", READINGS, "decoder")))
+    return ", ".join(str(p) for p in parts)
+
+
+def _per_seed(runs: list[dict[str, Any]]) -> list[float]:
+    """Each seed's mean over its languages and test lengths."""
+    seeds = sorted({r["seed"] for r in runs})
+    return [statistics.mean(r[m] for r in runs if r["seed"] == s for m in DYCK_MODES) for s in seeds]
+
+
+def readings_table(files: list[Record]) -> list[str]:
+    """One row per file and model: the reading (``reading``), the runs that fit their training strings, the mean
+    sequence accuracy per test length (over languages and seeds) and per language, and the mean over both
+    (each seed's mean, then their mean ± std) beside the paper's Table 2."""
+    figures = published.dyck()
+    header = ["model", "reading", "seeds", "fit", *DYCK_MODES, "D2", "D3", "mean", "published", "ours - published"]
+    body = []
+    order = sorted(files, key=lambda r: (r.settings.get("code", "ours") == "ours", r.date, r.stem))  # theirs first
+    for record in order:
+        for model in dict.fromkeys(r["model"] for r in record.rows):
+            runs = [r for r in record.rows if r["model"] == model]
+            per_seed = _per_seed(runs)
+            by_language = {
+                lang: statistics.mean(r[m] for r in runs if r["language"] == lang for m in DYCK_MODES)
+                for lang in dict.fromkeys(r["language"] for r in runs)
+            }
+            fit = [r["fit"] for r in runs if "fit" in r]
+            body.append(
+                [
+                    DYCK_MODELS.get(model, model),
+                    reading(record, model),
+                    str(len(per_seed)),
+                    f"{sum(fit)} of {len(runs)}" if len(fit) == len(runs) else "-",
+                    *(number(statistics.mean(r[m] for r in runs)) for m in DYCK_MODES),
+                    *(number(by_language[lang]) if lang in by_language else "" for lang in ("D2", "D3")),
+                    mean_pm_std(per_seed),
+                    number(figures.get(model, "")),
+                    difference(statistics.mean(per_seed), figures.get(model)),
+                ]
+            )
+    return [table(header, body), ""]
 
 
 def dyck_tables(record: Record) -> list[str]:
@@ -90,11 +151,12 @@ def glance(files: list[Record]) -> list[str]:
         for model in dict.fromkeys(r["model"] for r in record.rows):
             runs = [r for r in record.rows if r["model"] == model]
             seeds = sorted({r["seed"] for r in runs})
-            per_seed = [statistics.mean(r[m] for r in runs if r["seed"] == s for m in DYCK_MODES) for s in seeds]
+            per_seed = _per_seed(runs)
             trained = [r["train_sequence_accuracy"] for r in runs if "train_sequence_accuracy" in r]
             cells.append(
                 Cell(
-                    f"{DYCK_MODELS.get(model, model)} ({', '.join(dict.fromkeys(r['language'] for r in runs))})",
+                    f"{DYCK_MODELS.get(model, model)} "
+                    f"({', '.join(dict.fromkeys(r['language'] for r in runs))}; {reading(record, model)})",
                     published.dyck().get(model),
                     statistics.mean(per_seed),
                     statistics.stdev(per_seed) if len(per_seed) > 1 else 0.0,
@@ -124,6 +186,7 @@ def dyck_page(records: dict[str, Record], results: Path, findings: Findings, ima
         (r for r in records.values() if r.runner == "benchmarks.accuracy.dyck"), key=lambda r: (r.date, r.stem)
     )
     out += ["## At a glance", "", *glance(files), *findings.take("intro")]
+    out += ["## The readings side by side", "", *findings.take("readings"), *readings_table(files)]
     for record in files:
         out += [f"## {code(record.stem)} ({record.machine}, {record.date})", "", *findings.take(record.key)]
         planned, done = record.settings.get("planned_runs"), len(record.rows)

@@ -13,11 +13,12 @@ width ``W`` (``kernels.srnn``)::
     s_t      = a_push [n_t; s_{t-1}[:-1]] + a_pop [s_{t-1}[1:]; 0]      (kernels.srnn)
 
 with ``h_0 = 0`` and an empty (all-zero) stack. The model returns the logits ``W_y h_t + b_y``; the
-sigmoid is the task's (Dyck's loss is sigmoid cross-entropy, its metrics threshold the sigmoid at
-0.5). Defaults are Suzgun et al.'s code's (``n_hidden = 8``, ``memory_size = 104``,
-``memory_dim = 5``). ``W_sh`` has a bias, as in their code; ``W_a`` and ``W_n`` are one linear map
-to the kernel's raw interface ``[a-logits; n pre-activation]``. Initialisation is this library's
-(``nnx.Linear``: LeCun normal, zero biases), not PyTorch's.
+sigmoid is the task's (Dyck's loss is sigmoid cross-entropy, or with its option ``loss = "mse"``
+the mean squared error of the sigmoids; its metrics threshold the sigmoid at 0.5). Defaults are
+Suzgun et al.'s code's (``n_hidden = 8``, ``memory_size = 104``, ``memory_dim = 5``). ``W_sh``
+has a bias, as in their code; ``W_a`` and ``W_n`` are one linear map to the kernel's raw interface
+``[a-logits; n pre-activation]``. Initialisation is this library's (``nnx.Linear``: LeCun normal,
+zero biases), not PyTorch's.
 
 **PANM on the SRNN** (``panm_srnn``). Le et al. 2024 (Plug, Play, and Generalize: Length
 Extrapolation with Pointer-Augmented Neural Memory, TMLR), §3.2: "we do not need to use any
@@ -41,6 +42,23 @@ every Pointer Unit starts at the base address ``a_B`` (the end address ``a_E`` o
 reveal the length of the string, and at ``t = 0`` the prefix ends at ``a_B``); the SRNN reads the
 pointer values as extra input and the output layer reads them as PANM's ``g^o`` does; there is no
 ``h^c_0 = sum_i M[i]`` (it would read the future): the SRNN starts from zero.
+
+**The other reading** (``panm_srnn`` with ``reading = "encoder"``). Le et al. 2024 describe the
+setup a second time, differently (App. D.2): "PANM adopts SRNN (an auto-regressive model) as the
+encoder and does not stack the Controller on any decoder models", with ``z_t = y^_{t-1}``. Read
+so: the SRNN runs over the input, its hidden states fill the memory, and PANM's own Controller GRU
+(Eq. 7) and ``g^o`` make the outputs, the causal mask as above::
+
+    h_n       = SRNN(x_0 .. x_n)                        the SRNN (its own sizes), no output layer
+    M[n]      = E h_n                                   E a learned linear map to D
+    h^a_t, w^a_t, p^a_t, *p^a_t, q_t, w^c_t, *p^c_t     Eq. 1-6 over m_t, as above
+    h^c_t     = GRU_c([*p^a_t; *p^c_t; z_t], h^c_{t-1})     Eq. 7, z_t = x_t (the token the step reads)
+    y_t       = sigmoid(g^o([*p^a_t; *p^c_t; h^c_t]))
+
+Choices where the paper is silent: ``z_t`` is the token read at step ``t`` (the "previous output"
+of an autoregressive model is the symbol it is given next, teacher-forced); ``h^c_0 = 0`` (not
+``sum_i M[i]``, which would read the future); the pointers start at ``a_B`` as above. The default
+``reading = "decoder"`` is the §3.2 model above, unchanged.
 
 Both models have the aligned mode (one output per input step, Dyck) and the after-input mode (read
 the input, then emit ``num_outputs`` outputs on blank, zero-input steps). On an input padding step
@@ -93,6 +111,8 @@ class PANMSRNNConfig(DecoderConfig):
     srnn_hidden: int = option(8, checks.positive_int)  # the SRNN's width (Suzgun et al.'s code)
     stack_depth: int = option(104, checks.positive_int)  # S (Suzgun et al.'s code)
     stack_width: int = option(5, checks.positive_int)  # W (Suzgun et al.'s code)
+    # "decoder": §3.2 (tokens in M, the SRNN as controller); "encoder": App. D.2 (module docstring)
+    reading: str = option("decoder", checks.one_of, ("decoder", "encoder"))
 
 
 class SRNNTrace(NamedTuple):
@@ -208,13 +228,9 @@ class CausalSRNNDecoder(PANMDecoder):
 
     def start_state(self, context: _Context) -> _Carry:
         """``h^a_0 = 0``, every ``p^a_0 = bin(a_B)`` (module docstring), ``h_0 = 0``, an empty stack."""
-        memory, base = context.memory, context.base
-        b, bits, heads = memory.shape[0], self.config.address_bits, self.config.pointer_heads
-        p0 = jax.vmap(lambda a: pointer.address_bits(a, bits, dtype=memory.dtype))(base)  # [B, A]
+        pu_hidden, pointers = _start_pointers(self, context)
         return _Carry(
-            pu_hidden=jnp.zeros((b, heads, self.hidden), memory.dtype),
-            pointers=jnp.broadcast_to(p0[:, None], (b, heads, bits)),
-            srnn=self.srnn.init_carry(b, memory.dtype),
+            pu_hidden=pu_hidden, pointers=pointers, srnn=self.srnn.init_carry(pu_hidden.shape[0], pu_hidden.dtype)
         )
 
     def causal_step(self, carry: _Carry, t: jax.Array, x: jax.Array, real: jax.Array, context: _Context):
@@ -234,6 +250,46 @@ class CausalSRNNDecoder(PANMDecoder):
         return new, (logits, (w_a, p_a, w_c), actions)
 
 
+def _start_pointers(decoder: PANMDecoder, context: _Context) -> tuple[jax.Array, jax.Array]:
+    """``(h^a_0 = 0 [B, H^a, D], p^a_0 [B, H^a, A])``, every pointer at ``bin(a_B)`` (module docstring)."""
+    memory, base = context.memory, context.base
+    b, bits, heads = memory.shape[0], decoder.config.address_bits, decoder.config.pointer_heads
+    p0 = jax.vmap(lambda a: pointer.address_bits(a, bits, dtype=memory.dtype))(base)  # [B, A]
+    return jnp.zeros((b, heads, decoder.hidden), memory.dtype), jnp.broadcast_to(p0[:, None], (b, heads, bits))
+
+
+class CausalPANMDecoder(PANMDecoder):
+    """App. D.2's reading (``reading = "encoder"``): Eq. 1-6 over the causal prefix of the memory the SRNN
+    encoder filled, then PANM's own Controller GRU (Eq. 7, ``z_t = x_t``) and ``g^o``."""
+
+    def __init__(self, config: PANMSRNNConfig, input_size: int, num_classes: int, *, rngs: nnx.Rngs):
+        super().__init__(config, num_classes, input_features=input_size, rngs=rngs)
+
+    def start_state(self, context: _Context) -> PANMCarry:
+        """``h^a_0 = 0``, every ``p^a_0 = bin(a_B)``, ``h^c_0 = 0`` (module docstring)."""
+        pu_hidden, pointers = _start_pointers(self, context)
+        return PANMCarry(pu_hidden, pointers, jnp.zeros((pu_hidden.shape[0], self.hidden), pu_hidden.dtype))
+
+    def causal_step(self, carry: PANMCarry, t: jax.Array, x: jax.Array, real: jax.Array, context: _Context):
+        """Step ``t``: Eq. 1-6 over ``causal_mask(mask, t)``, then Eq. 7 on ``[reads; x_t]`` and ``g^o``.
+
+        Returns ``(carry_t, (logits_t [B, K], (w^a_t, p^a_t, w^c_t)))``; where ``real`` ``[B]`` is false (an
+        input padding step) the carry is kept.
+        """
+        prefix = pointer.causal_mask(context.mask, t)  # [B, L]
+        now = dataclasses.replace(context, mask=prefix, candidates=prefix)
+        pu_hidden, w_a, p_a = self.point(carry, now)  # Eq. 1-3
+        values, w_c = self.read(w_a, now)  # Mode 1, Eq. 4-6
+        ctrl_hidden, logits = self.control(carry.ctrl_hidden, values, x, now)  # Eq. 7, g^o
+        keep = real[:, None]
+        new = PANMCarry(
+            jnp.where(keep[..., None], pu_hidden, carry.pu_hidden),
+            jnp.where(keep[..., None], p_a, carry.pointers),
+            jnp.where(keep, ctrl_hidden, carry.ctrl_hidden),
+        )
+        return new, (logits, (w_a, p_a, w_c))
+
+
 class PANMSRNN(nnx.Module):
     """PANM on the SRNN (module docstring) behind the one model interface (``models.registry``).
 
@@ -244,8 +300,28 @@ class PANMSRNN(nnx.Module):
 
     def __init__(self, config: PANMSRNNConfig, input_size: int, output_size: int, *, rngs: nnx.Rngs):
         self.config, self.input_size = config, input_size
+        if config.reading == "encoder":  # App. D.2: M[n] = E h_n, PANM's Controller
+            c = config
+            self.encoder = SRNNCell(input_size, c.srnn_hidden, c.stack_depth, c.stack_width, rngs=rngs)
+            self.embedding = nnx.Linear(c.srnn_hidden, c.hidden, use_bias=False, rngs=rngs)  # E
+            self.decoder = CausalPANMDecoder(config, input_size, output_size, rngs=rngs)
+            return
         self.embedding = nnx.Linear(input_size, config.hidden, use_bias=False, rngs=rngs)  # E: M[n] = E x_n
         self.decoder = CausalSRNNDecoder(config, input_size, output_size, rngs=rngs)
+
+    def encode(self, inputs: jax.Array, input_mask: jax.Array) -> tuple[jax.Array, jax.Array | None]:
+        """``(M [B, L, D], the encoder's actions [B, L, 2] or None)``: ``E x_n`` (``reading = "decoder"``) or
+        ``E h_n`` with ``h_n`` the SRNN encoder's state after ``x_0 .. x_n`` (``"encoder"``)."""
+        if self.config.reading != "encoder":
+            return self.embedding(inputs), None
+
+        def step(carry, x):
+            x_t, m_t = x
+            return self.encoder(carry, x_t, m_t)
+
+        xs = (jnp.swapaxes(inputs, 0, 1), jnp.swapaxes(input_mask.astype(bool), 0, 1))
+        _, (hs, actions) = scan(step, self.encoder.init_carry(inputs.shape[0], inputs.dtype), xs)
+        return self.embedding(jnp.swapaxes(hs, 0, 1)), jnp.swapaxes(actions, 0, 1)
 
     def __call__(self, inputs, input_mask, num_outputs, *, aligned=False, train=False, key=None, return_traces=False):
         inputs, input_mask = prepare_inputs(inputs, input_mask, num_outputs, self.input_size, aligned=aligned)
@@ -256,7 +332,7 @@ class PANMSRNN(nnx.Module):
         if train and key is None:
             raise UserError("key: expected a PRNG key to draw the base addresses (train=True), got None")
         base = jax.random.randint(key, (b,), 0, 2**bits, jnp.int32) if train else jnp.zeros((b,), jnp.int32)
-        memory = self.embedding(inputs)  # [B, L, D], raw token embeddings (padding rows are masked)
+        memory, encoder_actions = self.encode(inputs, input_mask)  # [B, L, D] (padding rows are masked)
         context = self.decoder.context(memory, input_mask, base)
         xs, mask = _steps(inputs, input_mask, num_outputs, aligned)
 
@@ -265,13 +341,13 @@ class PANMSRNN(nnx.Module):
             return self.decoder.causal_step(carry, t, x_t, m_t, context)
 
         steps = jnp.arange(xs.shape[0], dtype=jnp.int32)
-        _, (logits, trace, actions) = scan(
-            step, self.decoder.start_state(context), (steps, xs, mask), remat=self.config.remat
-        )
+        _, outs = scan(step, self.decoder.start_state(context), (steps, xs, mask), remat=self.config.remat)
+        logits, trace = outs[0], outs[1]
         logits = _outputs(logits, mask, num_outputs)
         if not return_traces:
             return logits
-        return logits, (tuple(jnp.swapaxes(x, 0, 1) for x in trace), jnp.swapaxes(actions, 0, 1))
+        actions = jnp.swapaxes(outs[2], 0, 1) if encoder_actions is None else encoder_actions
+        return logits, (tuple(jnp.swapaxes(x, 0, 1) for x in trace), actions)
 
 
 def _build_srnn(config: SRNNConfig, input_size: int, output_size: int, rngs: nnx.Rngs) -> SRNN:

@@ -70,6 +70,12 @@ fewer distinct strings than requested (``D_2`` has only 1,618 strings of length
 2..10, so the paper's 5,000 unique strings cannot exist), the set is every
 string of the range, enumerated and shuffled; ``dataset_size(split)`` reports
 the size.
+
+Two options follow Suzgun et al.'s code where the defaults do not: ``loss="mse"`` trains with the
+mean squared error of the sigmoid outputs (``losses.sigmoid_mean_squared_error``; default
+``"bce"``, the sigmoid cross-entropy), and ``train_set="sampled"`` makes the training set
+``num_train`` strings of their generator with repeats kept (default ``"distinct"``, the unique
+strings above).
 """
 
 from __future__ import annotations
@@ -82,6 +88,7 @@ from typing import Any
 import numpy as np
 
 from panm_jax import checks
+from panm_jax.tasks import losses as _losses
 from panm_jax.tasks import metrics as _metrics
 from panm_jax.tasks.base import (
     Batch,
@@ -298,6 +305,8 @@ class DyckTask(Task):
       num_test: unique strings per test bin (default 5000).
       data_seed: the seed of the fixed datasets (default 0).
       max_length: the longest string ``sample`` accepts (default 1024).
+      loss: ``"bce"`` (sigmoid cross-entropy, default) or ``"mse"`` (Suzgun et al.'s code's).
+      train_set: ``"distinct"`` (unique strings, default) or ``"sampled"`` (repeats kept).
     """
 
     name = "dyck"
@@ -306,7 +315,20 @@ class DyckTask(Task):
     metric_names = ("sequence_accuracy", "step_accuracy")
     length_sampling = "per_example"
 
-    _OPTIONS = ("n", "p", "q", "max_train_length", "num_train", "num_test", "data_seed", "max_length")
+    _OPTIONS = (
+        "n",
+        "p",
+        "q",
+        "max_train_length",
+        "num_train",
+        "num_test",
+        "data_seed",
+        "max_length",
+        "loss",
+        "train_set",
+    )
+    LOSSES = ("bce", "mse")
+    TRAIN_SETS = ("distinct", "sampled")
 
     def __init__(
         self,
@@ -318,6 +340,8 @@ class DyckTask(Task):
         num_test: int = 5000,
         data_seed: int = 0,
         max_length: int = 1024,
+        loss: str = "bce",
+        train_set: str = "distinct",
         **unknown: Any,
     ):
         check_option_names(self.name, unknown, self._OPTIONS)
@@ -336,6 +360,8 @@ class DyckTask(Task):
         num_test = check_int_option(self.name, "num_test", num_test, 1)
         data_seed = check_int_option(self.name, "data_seed", data_seed, 0)
         max_length = check_int_option(self.name, "max_length", max_length, 2)
+        loss = check_option(self.name, "loss", checks.one_of, loss, self.LOSSES)
+        train_set = check_option(self.name, "train_set", checks.one_of, train_set, self.TRAIN_SETS)
         L -= L % 2  # strings have even length
         self._options: dict[str, Any] = {
             "n": n,
@@ -346,6 +372,8 @@ class DyckTask(Task):
             "num_test": num_test,
             "data_seed": data_seed,
             "max_length": max_length,
+            "loss": loss,
+            "train_set": train_set,
         }
         self.n = n
         self._datasets: dict[str, tuple[tuple[int, ...], ...]] = {}
@@ -412,8 +440,16 @@ class DyckTask(Task):
                     break
         return list(seen)
 
+    def _sampled(self, rng: np.random.Generator, lengths: LengthRange, count: int) -> list[tuple[int, ...]]:
+        """``count`` strings of Suzgun et al.'s generator over ``lengths``, repeats kept."""
+        return [
+            tuple(self.grammar.sample(rng, int(m), cap=lengths.hi))
+            for m in self.grammar.sample_length(rng, lengths, count)
+        ]
+
     def dataset(self, split: str) -> tuple[tuple[int, ...], ...]:
-        """The fixed unique strings of ``split`` (``"train"`` or a test mode), from ``data_seed``.
+        """The fixed unique strings of ``split`` (``"train"`` or a test mode), from ``data_seed`` (the training
+        strings keep their repeats with ``train_set="sampled"``).
 
         Built on first use and kept; each split has its own generator
         ``default_rng([data_seed, split index])``, so one split does not depend
@@ -424,7 +460,10 @@ class DyckTask(Task):
             count = self._options["num_train" if split == "train" else "num_test"]
             names = ["train", *self.test_modes]
             rng = np.random.default_rng([self._options["data_seed"], names.index(split)])
-            self._datasets[split] = tuple(self._unique(rng, lengths, count))
+            if split == "train" and self._options["train_set"] == "sampled":
+                self._datasets[split] = tuple(self._sampled(rng, lengths, count))
+            else:
+                self._datasets[split] = tuple(self._unique(rng, lengths, count))
         return self._datasets[split]
 
     def dataset_size(self, split: str) -> int:
@@ -451,6 +490,12 @@ class DyckTask(Task):
             yield self.encode(data[i : min(i + batch_size, stop)])
 
     # --------------------------------------------------------------- scoring
+
+    def loss(self, logits, batch: Batch):
+        """The option ``loss``: sigmoid cross-entropy (``"bce"``) or mean squared error of the sigmoids (``"mse"``)."""
+        if self._options["loss"] == "mse":
+            return _losses.sigmoid_mean_squared_error(logits, batch)
+        return super().loss(logits, batch)
 
     def metrics(self, logits, batch: Batch) -> dict[str, Any]:
         return {

@@ -3,9 +3,11 @@
 * ``softmax_cross_entropy`` for class targets ``[B, T_out]`` (the algorithmic
   tasks, M10AE, transduction);
 * ``sigmoid_cross_entropy`` for multi-hot targets ``[B, T_out, K]`` (Dyck:
-  Suzgun et al. 2019 train the next-bracket set with a sigmoid per unit).
+  Suzgun et al. 2019 train the next-bracket set with a sigmoid per unit);
+* ``sigmoid_mean_squared_error`` for multi-hot targets: the loss of Suzgun et al.'s
+  code (Dyck's option ``loss="mse"``).
 
-Both average over scored steps (``target_mask``), so padding contributes
+Each averages over scored steps (``target_mask``), so padding contributes
 nothing and a bucket-padded batch has the same loss as the unpadded one.
 """
 
@@ -15,7 +17,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["check_batch", "check_loss_arguments", "sigmoid_cross_entropy", "softmax_cross_entropy"]
+__all__ = [
+    "check_batch",
+    "check_loss_arguments",
+    "sigmoid_cross_entropy",
+    "sigmoid_mean_squared_error",
+    "softmax_cross_entropy",
+]
 
 
 def _concrete(x) -> bool:
@@ -114,3 +122,15 @@ def sigmoid_cross_entropy(logits, batch):
     y = jnp.asarray(batch.targets, jnp.float32)
     bce = -(y * jax.nn.log_sigmoid(logits) + (1.0 - y) * jax.nn.log_sigmoid(-logits))
     return _mean_over_mask(jnp.sum(bce, axis=-1), batch.target_mask)
+
+
+def sigmoid_mean_squared_error(logits, batch):
+    """Mean over scored steps of the mean over units of ``(sigmoid(logits) - targets)^2``.
+
+    For one string this is PyTorch's ``nn.MSELoss()`` of the sigmoid outputs ``[T, K]`` against the
+    multi-hot targets, the loss of Suzgun et al.'s code (github.com/suzgunmirac/marnns, ``main.py``).
+    """
+    check_loss_arguments(logits, batch, "multi_hot")
+    y = jnp.asarray(batch.targets, jnp.float32)
+    error = jnp.square(jax.nn.sigmoid(jnp.asarray(logits, jnp.float32)) - y)
+    return _mean_over_mask(jnp.mean(error, axis=-1), batch.target_mask)
