@@ -38,8 +38,11 @@ from pathlib import Path
 import jax
 from rich.console import Console
 
-from panm_jax.checks import did_you_mean, positive_int
+from panm_jax import checks
+from panm_jax.checks import did_you_mean
 from panm_jax.errors import UserError
+
+INT32_WHY = "JAX indexes arrays with int32"
 
 __all__ = ["DEFAULT_EXAMPLES_PER_LENGTH", "parse_lengths", "register"]
 
@@ -108,19 +111,19 @@ def register(subparsers) -> None:
 def _eval(args) -> int:
     from panm_jax.train.checkpoint import Checkpointer
     from panm_jax.train.config import TrainConfig, read_config_file
-    from panm_jax.train.loop import Run, note
+    from panm_jax.train.loop import Run, check_workdir_path, note
 
     console = Console()
     _check_checkpoint_arg(args.checkpoint)
     lengths = _check_range_args(args)  # before anything is read: a mistyped range fails at once
     if not args.workdir.strip():
         raise UserError(f"--workdir: expected a run folder, got {args.workdir!r}")
-    workdir = Path(args.workdir)
+    workdir = check_workdir_path(args.workdir, "--workdir")
     config_path = workdir / "config.json"
     if not config_path.is_file():
         raise UserError(f"--workdir: expected a run folder with config.json, got {str(workdir)!r}")
     if args.examples is not None:
-        positive_int("--examples", args.examples)
+        checks.integer("--examples", args.examples, 1, checks.INT32_MAX, why=INT32_WHY)
     config = TrainConfig.from_dict(read_config_file(config_path, what="--workdir"))
     # Read-only: evaluating never moves or deletes a checkpoint nor takes the lock (a run may be training here).
     ckpt = Checkpointer(
@@ -242,7 +245,9 @@ def _check_range_args(args) -> tuple[int, int] | None:
             "give them without --lengths"
         )
     if args.examples_per_length is not None:
-        positive_int("--examples-per-length", args.examples_per_length)
+        checks.integer(
+            "--examples-per-length", args.examples_per_length, 1, checks.INT32_MAX, why="JAX indexes arrays with int32"
+        )
     return lengths
 
 

@@ -71,7 +71,7 @@ complete.
 
 A checkpoint without its ``checksums.sha256`` is damaged too: every checkpoint
 this code writes has one (a process killed between orbax's commit and the
-checksums leaves one without, which ``_save`` removes when it can). Only with
+checksums leaves one without, which ``Checkpointer._save`` removes when it can). Only with
 ``allow_unverified=True`` (``--allow-unverified``) is such a checkpoint read,
 unverified, with a note saying so. A checkpoint whose folder name is not the
 step recorded inside it (a folder renamed by hand) is damaged as well: taken
@@ -109,8 +109,11 @@ import errno
 import hashlib
 import json
 import logging
+import os
+import re
 import shutil
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -291,6 +294,52 @@ class _Corrupt(Exception):
         self.unfinished = unfinished
 
 
+# The suffix of the temporary folder orbax writes a checkpoint into before renaming it to its step.
+ORBAX_TMP_SUFFIX = ".orbax-checkpoint-tmp"
+# How tensorstore (orbax's file store) gives the operating system's error of a failed write.
+_OS_ERROR_CODE = re.compile(r"os_error_code=(\d+)")
+# How long an interrupted save waits for orbax's threads to end before removing what they wrote.
+ORBAX_THREADS_WAIT_SECONDS = 60.0
+
+
+def _wait_for_orbax_threads(timeout: float = ORBAX_THREADS_WAIT_SECONDS) -> None:
+    """Wait (up to ``timeout`` seconds in all) for orbax's threads to end. A save interrupted in the main
+    thread (Ctrl-C, SIGTERM) leaves them writing, and renaming the temporary folder to the step's, after
+    the interrupt: what they wrote can be removed only once they are done."""
+    deadline = time.monotonic() + timeout
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and type(thread).__module__.startswith("orbax."):
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def _discard_unfinished(path: Path) -> None:
+    """After a save of ``path`` (``folder/step``) failed or was interrupted part-way: once orbax's threads are
+    done, remove what they wrote of it, so that only whole, verified checkpoints are ever kept: orbax's
+    temporary folder (orbax leaves it behind on an error) and the step's folder where it has no checksums
+    (the interrupt may have come after orbax renamed it, before the checksums)."""
+    _wait_for_orbax_threads()
+    if not is_primary():
+        return
+    for tmp in path.parent.glob(f"{path.name}{ORBAX_TMP_SUFFIX}*"):
+        shutil.rmtree(tmp, ignore_errors=True)
+    if path.is_dir() and not (path / CHECKSUM_FILE).is_file():
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _os_error(err: BaseException, path: Path) -> OSError | None:
+    """The operating system's error of a failed save as an ``OSError`` naming ``path`` (``folder/step``), where
+    ``err`` names no path or a file of the removed temporary folder, or is one of tensorstore's errors that carry
+    an ``os_error_code`` (a full disk: ``RESOURCE_EXHAUSTED ... No space left on device [os_error_code=28]``);
+    ``None`` for any other error."""
+    if isinstance(err, OSError) and (err.filename is None or ORBAX_TMP_SUFFIX in str(err.filename)):
+        return OSError(err.errno, err.strerror or str(err), str(path))
+    code = _OS_ERROR_CODE.search(str(err)) if isinstance(err, (ValueError, RuntimeError)) else None
+    if code is None:
+        return None
+    number = int(code.group(1))
+    return OSError(number, os.strerror(number), str(path))
+
+
 class Checkpointer:
     """Latest-k and best-on-validation checkpoints of one run (see the module docstring).
 
@@ -367,12 +416,12 @@ class Checkpointer:
             manager.wait_until_finished()
             if is_primary():
                 write_checksums(path)  # after orbax's commit: of the final bytes
-        except BaseException:
-            # Interrupted (Ctrl-C) or failed (a full disk) part-way: discard this checkpoint, so that only
-            # whole, verified ones are ever kept. Orbax's temporary folder is removed by orbax itself.
-            if is_primary() and path.is_dir() and not (path / CHECKSUM_FILE).is_file():
-                shutil.rmtree(path, ignore_errors=True)
-            raise
+        except BaseException as err:
+            _discard_unfinished(path)
+            named = _os_error(err, path)
+            if named is None:
+                raise
+            raise named from err
         barrier(f"panm_jax: checksums of {path.parent.name}/{step}")  # several processes: none reads before
         # Only now, the new checkpoint whole and verified, do the oldest go.
         self._remove(manager, sorted(manager.all_steps())[: -self._keep[path.parent.name]], "rotating")

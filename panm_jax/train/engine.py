@@ -45,10 +45,6 @@ did before seeds were batched, and with several they are ``jit(vmap(...))``.
 from __future__ import annotations
 
 import json
-import os
-import re
-import shutil
-import threading
 import time
 from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
@@ -60,7 +56,6 @@ import numpy as np
 from panm_jax.train import evaluate as evaluation
 from panm_jax.train import report
 from panm_jax.train.checkpoint import Checkpointer, CheckpointError
-from panm_jax.train.checksums import CHECKSUM_FILE
 from panm_jax.train.config import TrainConfig
 from panm_jax.train.io import append_jsonl, atomic_write_text
 from panm_jax.train.provenance import segment_record
@@ -228,9 +223,7 @@ def training(
                         append_jsonl(logs[s], {"step": pos[s], "validation": val[s]})
                     if score > best_scores[s]:
                         best_scores[s] = score
-                        _save(
-                            ckpts[s].save_best,
-                            workdirs[s] / "best",
+                        ckpts[s].save_best(
                             pos[s],
                             pieces.unstack(state, s),
                             {
@@ -242,9 +235,7 @@ def training(
                             },
                         )
             for s in save_now:
-                _save(
-                    ckpts[s].save,
-                    workdirs[s] / "checkpoints",
+                ckpts[s].save(
                     pos[s],
                     pieces.unstack(state, s),
                     {
@@ -286,51 +277,6 @@ def training(
 
 
 COST_KEYS = ("wall_seconds", "compile_seconds", "timed_steps")
-
-# How tensorstore (orbax's file store) gives the operating system's error of a failed write.
-_OS_ERROR_CODE = re.compile(r"os_error_code=(\d+)")
-# How long an interrupted save waits for orbax's threads to end before removing what they wrote.
-ORBAX_THREADS_WAIT_SECONDS = 60.0
-
-
-def _wait_for_orbax_threads(timeout: float = ORBAX_THREADS_WAIT_SECONDS) -> None:
-    """Wait (up to ``timeout`` seconds in all) for orbax's threads to end. A save interrupted in the main
-    thread (Ctrl-C, SIGTERM) leaves them writing, and renaming the temporary folder to the step's, after
-    the interrupt: what they wrote can be removed only once they are done."""
-    deadline = time.monotonic() + timeout
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and type(thread).__module__.startswith("orbax."):
-            thread.join(max(0.0, deadline - time.monotonic()))
-
-
-def _save(save: Callable[..., None], folder: Path, step: int, state, meta: dict[str, Any]) -> None:
-    """``save(step, state, meta)`` (``Checkpointer.save`` or ``save_best``) into ``folder``. When it fails or
-    is interrupted, orbax's threads are waited for, then what they wrote of the step goes: its temporary
-    folder, and its folder where it has no checksums (an unfinished checkpoint: the interrupt may have
-    come before orbax renamed it, after ``Checkpointer`` discarded what it could). An error of the
-    operating system comes out as an ``OSError`` naming ``folder/step``: one that names no path or a
-    file of the removed temporary folder, and tensorstore's errors that carry an ``os_error_code`` (a
-    full disk is ``RESOURCE_EXHAUSTED ... No space left on device [os_error_code=28]``)."""
-    from panm_jax.train.loop import ORBAX_TMP_SUFFIX
-
-    try:
-        save(step, state, meta)
-    except BaseException as err:
-        _wait_for_orbax_threads()
-        if is_primary():
-            for tmp in folder.glob(f"{step}{ORBAX_TMP_SUFFIX}*"):
-                shutil.rmtree(tmp, ignore_errors=True)
-            unfinished = folder / str(step)
-            if unfinished.is_dir() and not (unfinished / CHECKSUM_FILE).is_file():
-                shutil.rmtree(unfinished, ignore_errors=True)
-        path = str(folder / str(step))
-        if isinstance(err, OSError) and (err.filename is None or ORBAX_TMP_SUFFIX in str(err.filename)):
-            raise OSError(err.errno, err.strerror or str(err), path) from err
-        code = _OS_ERROR_CODE.search(str(err)) if isinstance(err, (ValueError, RuntimeError)) else None
-        if code is not None:
-            number = int(code.group(1))
-            raise OSError(number, os.strerror(number), path) from err
-        raise
 
 
 class _Clock:

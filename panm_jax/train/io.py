@@ -22,10 +22,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["append_jsonl", "atomic_write_bytes", "atomic_write_text", "read_jsonl"]
+__all__ = ["append_jsonl", "atomic_write_bytes", "atomic_write_text", "read_jsonl", "with_path"]
 
 
-def _renamed(err: OSError, path: Path, tmp: str | None = None) -> OSError | None:
+def with_path(err: OSError, path: str | Path, tmp: str | None = None) -> OSError | None:
     """The error ``err`` naming ``path``, where it names no path or the temporary file ``tmp``; else ``None``."""
     if err.filename is not None and err.filename != tmp:
         return None
@@ -44,7 +44,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as err:
-        if (renamed := _renamed(err, path)) is None:
+        if (renamed := with_path(err, path)) is None:
             raise
         raise renamed from err
     try:
@@ -57,7 +57,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     except BaseException as err:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        if isinstance(err, OSError) and (renamed := _renamed(err, path, tmp)) is not None:
+        if isinstance(err, OSError) and (renamed := with_path(err, path, tmp)) is not None:
             raise renamed from err
         raise
     _fsync_dir(path.parent)
@@ -106,7 +106,7 @@ def append_jsonl(path: str | Path, record: dict[str, Any]) -> None:
             f.flush()
             os.fsync(f.fileno())
     except OSError as err:  # write and fsync name no path (a full disk)
-        if (renamed := _renamed(err, path)) is None:
+        if (renamed := with_path(err, path)) is None:
             raise
         raise renamed from err
 

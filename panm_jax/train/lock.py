@@ -39,6 +39,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from panm_jax.train.io import with_path
+
 __all__ = ["LOCK_FILE", "WorkdirBusy", "WorkdirLock", "live_holder", "run_lock"]
 
 LOCK_FILE = ".lock"
@@ -117,9 +119,14 @@ class WorkdirLock:
                     raise WorkdirBusy(self._busy_message((pid, host))) from None
             pid, _ = _parse(os.pread(fd, 256, 0).decode(errors="replace"))
             self.stale_pid = pid if pid != os.getpid() else None
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
-            os.fsync(fd)
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+                os.fsync(fd)
+            except OSError as err:  # a full disk: write() and fsync() name no path
+                if (named := with_path(err, self.path)) is None:
+                    raise
+                raise named from err
         except BaseException:
             os.close(fd)
             raise

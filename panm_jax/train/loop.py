@@ -62,7 +62,7 @@ from panm_jax.tasks.buckets import fitted_buckets, pad_to_bucket, training_lengt
 from panm_jax.tasks.losses import check_batch
 from panm_jax.train import engine
 from panm_jax.train import evaluate as evaluation
-from panm_jax.train.checkpoint import Checkpointer, CheckpointError
+from panm_jax.train.checkpoint import ORBAX_TMP_SUFFIX, Checkpointer, CheckpointError
 from panm_jax.train.config import TrainConfig, resume_differences
 from panm_jax.train.io import append_jsonl
 from panm_jax.train.lock import LOCK_FILE, run_lock
@@ -92,8 +92,6 @@ __all__ = [
 # What a run writes in its folder: these folders, and these files.
 RUN_FOLDERS = ("checkpoints", "best")
 RUN_FILES = ("config.json", "metrics.jsonl", "results.json", "results.csv", "results.md", "accuracy.png", LOCK_FILE)
-# The suffix of the temporary folder orbax writes a checkpoint into before renaming it to its step.
-ORBAX_TMP_SUFFIX = ".orbax-checkpoint-tmp"
 
 
 class NonFiniteLossError(RuntimeError):

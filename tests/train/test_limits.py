@@ -29,6 +29,7 @@ from panm_jax.errors import UserError
 from panm_jax.models import build_model
 from panm_jax.train import checkpoint as checkpoint_module
 from panm_jax.train import engine, io
+from panm_jax.train import lock as lock_module
 from panm_jax.train.checkpoint import Checkpointer
 from panm_jax.train.config import SEED_MAX, STEP_MAX, ConfigError, load_config
 from panm_jax.train.loop import check_run_folder, check_workdir_path, train_and_evaluate
@@ -255,6 +256,15 @@ def test_a_write_that_fills_the_disk_names_its_file_and_keeps_the_old_one(tmp_pa
     with pytest.raises(OSError) as caught:
         io.append_jsonl(tmp_path / "metrics.jsonl", {"step": 1})
     assert (caught.value.errno, caught.value.filename) == (errno.ENOSPC, str(tmp_path / "metrics.jsonl"))
+
+
+def test_a_full_disk_when_the_lock_is_taken_names_the_lock_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(lock_module.os, "fsync", _full_disk)
+    with pytest.raises(OSError) as caught:
+        lock_module.WorkdirLock(tmp_path).acquire()
+    assert (caught.value.errno, caught.value.filename) == (errno.ENOSPC, str(tmp_path / ".lock"))
+    monkeypatch.undo()
+    lock_module.WorkdirLock(tmp_path).acquire().release()  # nothing held: the next run takes it
 
 
 def test_a_full_disk_in_orbax_names_the_checkpoint_and_leaves_no_temporary_folder(tmp_path, monkeypatch, capsys):

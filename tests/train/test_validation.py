@@ -259,11 +259,27 @@ def test_eval_names_the_nearest_mode_of_a_misspelled_one(finished_run, capsys):
     assert err[0].endswith("did you mean '2L+1'?"), err
 
 
-@pytest.mark.parametrize("examples", ["0", "-5"])
-def test_eval_refuses_a_non_positive_number_of_examples(finished_run, examples, capsys):
-    assert main(["eval", "--workdir", str(finished_run), "--examples", examples]) == 2
+@pytest.mark.parametrize("examples", ["0", "-5", "2147483648"])
+@pytest.mark.parametrize("flag", ["--examples", "--examples-per-length"])
+def test_eval_refuses_a_number_of_examples_out_of_range_by_its_flag(finished_run, flag, examples, capsys):
+    extra = ["--lengths", "3-4"] if flag == "--examples-per-length" else []
+    assert main(["eval", "--workdir", str(finished_run), flag, examples, *extra]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"error: --examples: expected a positive integer, got {examples}"]
+    want = f"error: {flag}: expected an integer in [1, 2147483647] (JAX indexes arrays with int32), got {examples}"
+    assert err == [want]
+
+
+@pytest.mark.parametrize("name", ["a[b]", "run-\udcff"], ids=["glob", "not-utf8"])
+def test_eval_refuses_a_workdir_that_orbax_cannot_read_by_name(tmp_path, name, capsys):
+    folder = tmp_path / name
+    try:
+        folder.mkdir()
+    except (OSError, UnicodeEncodeError):
+        pytest.skip(f"this file system cannot hold the name {name!r}")
+    (folder / "config.json").write_text("{}")
+    assert main(["eval", "--workdir", str(folder)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --workdir: expected a folder path that orbax can"), err
 
 
 def test_debug_prints_the_traceback_too(tmp_path, capsys):
