@@ -20,6 +20,7 @@ import numpy as np
 
 from panm_jax.checks import nonnegative_int
 from panm_jax.errors import UserError
+from panm_jax.kernels.validation import check_mask
 
 __all__ = ["batch_shape_of", "batched_step", "broadcast_state", "check_batch_shape", "over_leading"]
 
@@ -77,8 +78,10 @@ def batched_step(one: Callable, lead: tuple[int, ...], state: Any, controls: Any
 
     ``lead`` comes from the state (``batch_shape_of``); every field of
     ``controls`` and ``mask`` (when given) must carry the same leading axes.
-    Without leading axes ``one`` is called directly.
+    Without leading axes ``one`` is called directly. A given ``mask`` must be 0 or 1 (``check_mask``).
     """
+    if mask is not None:
+        check_mask(mask)
     if not lead:
         return one(state, controls, mask)
     _check_leading("state", state, lead)

@@ -44,6 +44,7 @@ from panm_jax.kernels.validation import (
     check_floating,
     check_floating_fields,
     check_in_range,
+    check_mask,
     check_shape,
     check_state_sizes,
 )
@@ -285,6 +286,7 @@ def step(
     _check_controls(controls, lead, width)
     if mask is not None:
         check_shape("mask", mask, lead, _dims(lead, ""))
+        check_mask(mask)
     dtype = state.values.dtype
     values, strengths, size, dropped, read = core(*_to_compute_dtype((state, controls), dtype))
     new = state._replace(values=values, strengths=strengths, size=size, overflow=state.overflow | dropped)

@@ -55,6 +55,34 @@ def compute_dtype(dtype) -> jnp.dtype:
     return jnp.promote_types(dtype, jnp.float32)
 
 
+def widen(x: jax.Array, dtype) -> jax.Array:
+    """``x.astype(dtype)`` for a 16-bit ``x`` stepped in a wider ``dtype`` (``compute_dtype``), whose gradient
+    is rounded back to ``x``'s dtype saturating at its largest finite value: a cotangent beyond float16's range
+    (65504; a sharp, strong content read of a near-zero memory reaches it) would otherwise become infinite in
+    the 16-bit state's gradient. Any other ``x`` is cast plainly."""
+    x = jnp.asarray(x)
+    if not jnp.issubdtype(x.dtype, jnp.floating) or jnp.dtype(x.dtype).itemsize >= jnp.dtype(dtype).itemsize:
+        return x.astype(dtype)
+    return _widen(x, jnp.dtype(dtype))
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+def _widen(x: jax.Array, dtype) -> jax.Array:
+    return x.astype(dtype)
+
+
+def _widen_fwd(x, dtype):
+    return x.astype(dtype), jnp.zeros((), x.dtype)  # the residual carries x's dtype
+
+
+def _widen_bwd(dtype, narrow, g):
+    largest = float(jnp.finfo(narrow.dtype).max)
+    return (jnp.clip(g, -largest, largest).astype(narrow.dtype),)
+
+
+_widen.defvjp(_widen_fwd, _widen_bwd)
+
+
 def oneplus(x: jax.Array) -> jax.Array:
     """``oneplus(x) = 1 + log(1 + e^x)``, in ``[1, inf)``.
 

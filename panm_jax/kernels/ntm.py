@@ -352,7 +352,7 @@ def _step_one(state: NTMState, controls: NTMControls, mask: jax.Array | None) ->
     # float16's sums of squares, sharpening logits and reciprocals leave its range.
     dtype = state.memory.dtype
     work = addressing.compute_dtype(dtype)
-    up = functools.partial(jax.tree.map, lambda x: jnp.asarray(x).astype(work))
+    up = functools.partial(jax.tree.map, lambda x: addressing.widen(x, work))  # 16-bit: saturating gradient
     keep = jnp.ones((), work) if mask is None else jnp.asarray(mask).astype(work)
     # (1)-(4) in memory_step: the same equations as address, write and read, with the
     # hand-written VJP of _ntm_vjp.py.

@@ -96,6 +96,20 @@ def is_concrete(value) -> bool:
     return not isinstance(value, jax.core.Tracer)
 
 
+def check_mask(mask) -> None:
+    """Raise ``UserError`` unless a step's ``mask`` is a bool, integer or real floating array (trace time) whose
+    entries, where concrete (``is_concrete``), are 0 or 1: a complex mask would lose its imaginary part, a NaN
+    or a 2 would count as a real step in some kernels and blend states in others."""
+    dt = jnp.result_type(mask)
+    if not (dt == jnp.bool_ or jnp.issubdtype(dt, jnp.integer) or jnp.issubdtype(dt, jnp.floating)):
+        raise UserError(f"mask: expected a bool, integer or real floating array, got dtype {dt}")
+    if is_concrete(mask) and dt != jnp.bool_:
+        values = np.ravel(np.asarray(mask, np.float64))
+        wrong = values[(values != 0) & (values != 1)]
+        if wrong.size:
+            raise UserError(f"mask: expected 0 (a padding step) or 1 (a real step), got {float(wrong[0])}")
+
+
 # Slack of the range checks: values computed in float arithmetic (a usage
 # u + (1 - u) w, a sigmoid) may leave their range by a rounding; a user's
 # mistake (a push of 5, a usage of 2) is far outside.

@@ -4,8 +4,9 @@ Every ``controls_from_interface`` bounds raw values to ``+-validation.raw_limit`
 (``1e4``; ``128`` in float16) before its activations (``validation.bound_raw``). Each kernel runs a short
 rollout from raw interfaces of random signs at the bound and far beyond it
 (``1e30``; float16's largest finite value, ``65504``, in float16), one magnitude
-per example of a batch, and the rollout's value and its gradient with respect to
-the raw interfaces must be finite. Before the bound, NTM gradients overflowed in
+per example of a batch, and the rollout's value and its gradients with respect to
+the raw interfaces and to the initial state must be finite (a 16-bit NTM state's gradient saturates at
+float16's largest value: ``addressing.widen``). Before the bound, NTM gradients overflowed in
 float32 from ``|raw| ~ 1e18`` and DNC gradients from ``1e30``.
 """
 
@@ -73,17 +74,21 @@ def test_value_and_gradient_are_finite_at_the_bound_and_beyond(name, dtype):
     raw = jnp.asarray(signs * np.asarray(magnitudes)[None, :, None], dtype)  # [T, M, P]: example m at magnitude m
     assert np.all(np.isfinite(np.asarray(raw, np.float32)))
 
-    def loss(raw):
+    def loss(start, raw):
         def body(state, x):
             return step(state, activate(x))
 
-        final, reads = jax.lax.scan(body, init((len(magnitudes),), dtype), raw)
+        final, reads = jax.lax.scan(body, start, raw)
         leaves = [x for x in jax.tree.leaves((final, reads)) if jnp.issubdtype(x.dtype, jnp.floating)]
         return sum(jnp.sum(jnp.sin(x.astype(jnp.float32))) for x in leaves)
 
-    value, grad = jax.jit(jax.value_and_grad(loss))(raw)
+    start = init((len(magnitudes),), dtype)
+    value, (d_start, d_raw) = jax.jit(jax.value_and_grad(loss, argnums=(0, 1), allow_int=True))(start, raw)
     assert np.isfinite(float(value))
-    assert np.all(np.isfinite(np.asarray(grad, np.float32))), name
+    assert np.all(np.isfinite(np.asarray(d_raw, np.float32))), name
+    for path, leaf in jax.tree_util.tree_leaves_with_path(d_start):  # the initial state's gradient too
+        if jnp.issubdtype(leaf.dtype, jnp.floating):
+            assert np.all(np.isfinite(np.asarray(leaf, np.float32))), f"{name}: d state{jax.tree_util.keystr(path)}"
 
 
 def test_the_bound_is_1e4_and_128_in_float16():

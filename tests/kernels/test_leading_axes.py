@@ -115,3 +115,28 @@ def test_a_batched_step_is_the_program_of_vmap(name):
     init, size, _, step = KERNELS[name]
     state, controls = init((4,)), _controls(name, jnp.zeros((4, size)))
     assert str(jax.make_jaxpr(step)(state, controls)) == str(jax.make_jaxpr(jax.vmap(step))(state, controls))
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_a_mask_other_than_0_or_1_is_refused_by_name(name):
+    init, size, _, step = KERNELS[name]
+    raw = jnp.asarray(np.random.default_rng(3).normal(size=(size,)), jnp.float32)
+    state, controls = init(()), _controls(name, raw)
+    for good in (True, 0, 1, 1.0, jnp.asarray(0.0, jnp.bfloat16)):
+        step(state, controls, jnp.asarray(good))
+    bad = {
+        "complex": (jnp.asarray(1 + 0j), r"mask: expected a bool, integer or real floating array, got dtype complex"),
+        "nan": (
+            jnp.asarray(np.nan, jnp.float32),
+            r"mask: expected 0 \(a padding step\) or 1 \(a real step\), got .*nan",
+        ),
+        "two": (jnp.asarray(2), r"mask: expected 0 \(a padding step\) or 1 \(a real step\), got .*2"),
+        "half": (jnp.asarray(0.5), r"mask: expected 0 \(a padding step\) or 1 \(a real step\), got .*0\.5"),
+    }
+    for mask, message in bad.values():
+        with pytest.raises(UserError, match=message):
+            step(state, controls, mask)
+    batched = init(LEAD)
+    controls = _controls(name, jnp.broadcast_to(raw, (*LEAD, size)))
+    with pytest.raises(UserError, match=r"mask: expected 0 \(a padding step\) or 1"):
+        step(batched, controls, jnp.ones(LEAD).at[1, 2].set(-1.0))
