@@ -17,13 +17,17 @@ in ``panm_jax.kernels.validation``.
 
 from __future__ import annotations
 
+import collections.abc
 import difflib
 import math
-from collections.abc import Iterable
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
-from panm_jax.errors import UnknownNameError, UserError
+from panm_jax.errors import ConfigError, UnknownNameError, UserError
 
 __all__ = [
     "INT32_MAX",
@@ -207,3 +211,55 @@ def unknown_name(argument: str, name, known: Iterable[str]) -> UnknownNameError:
     """
     known = list(known)
     return UnknownNameError(f"{argument}: expected one of {known}, got {name!r}{did_you_mean(name, known)}")
+
+
+# ---- type hints (a config's fields, a model's options) ----
+
+
+def _describe(hint) -> str:
+    """``hint`` in words, for messages: ``an integer``, ``a finite number or null``."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    origin = origin if isinstance(origin, type) or origin is typing.Union else None
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(a) for a in args)
+    if hint is type(None):
+        return "null"
+    if isinstance(origin, type) and issubclass(origin, collections.abc.Mapping):
+        return "a table"
+    if isinstance(origin, type) and issubclass(origin, collections.abc.Sequence):
+        return f"a list of {_describe(args[0]).removeprefix('a ').removeprefix('an ')}s" if args else "a list"
+    words = {bool: "a boolean (true or false)", int: "an integer", float: "a finite number", str: "a string"}
+    return words.get(hint, f"a {getattr(hint, '__name__', hint)}")
+
+
+def _fits(value, hint) -> bool:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    origin = origin if isinstance(origin, type) or origin is typing.Union else None  # Literal etc.: not checked
+    if hint is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, a) for a in args)
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:  # bools are ints in Python, not here
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if isinstance(origin, type) and issubclass(origin, collections.abc.Mapping):
+        return isinstance(value, Mapping)
+    if isinstance(origin, type) and issubclass(origin, collections.abc.Sequence):
+        return (
+            isinstance(value, (list, tuple)) and not isinstance(value, str) and all(_fits(v, args[0]) for v in value)
+            if args
+            else True
+        )
+    return isinstance(value, hint) if isinstance(hint, type) else True
+
+
+def check_type(name: str, value, hint) -> None:
+    """Raise ``ConfigError`` unless ``value`` fits the type hint ``hint`` (``int``, ``float | None``,
+    ``Sequence[int]``, ``Mapping[str, Any]``, a class...): a bool is not an integer, a float must be finite."""
+    if not _fits(value, hint):
+        raise ConfigError(name, f"expected {_describe(hint)}, got {value!r}")

@@ -2,8 +2,9 @@
 
 ``UserError``: a mistake in what the user gave (an argument, a setting, a
 file). ``UnknownNameError``: a name that no registry holds (a model, a task, an
-optimiser), one type whatever the registry. The ``panm-jax`` command line
-prints either as one line, ``error: ...``, and exits with code 2 (with
+optimiser), one type whatever the registry. ``ConfigError``: a setting of a config, named by its
+dotted field. The ``panm-jax`` command line
+prints each as one line, ``error: ...``, and exits with code 2 (with
 ``--debug``, the traceback too); any other exception is a bug and keeps its
 traceback. Messages name the argument, field or file, what was expected and
 what was given.
@@ -11,7 +12,7 @@ what was given.
 
 from __future__ import annotations
 
-__all__ = ["UnknownNameError", "UserError"]
+__all__ = ["ConfigError", "UnknownNameError", "UserError"]
 
 
 class UserError(ValueError):
@@ -20,3 +21,12 @@ class UserError(ValueError):
 
 class UnknownNameError(UserError):
     """A name that no registry holds; the message lists the known ones."""
+
+
+class ConfigError(UserError):
+    """An invalid setting; ``field`` is its dotted name (``optimizer.learning_rate``)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message

@@ -49,7 +49,7 @@ import numpy as np
 from flax import nnx
 
 from panm_jax._lazy import load
-from panm_jax.checks import did_you_mean, nonnegative_int, positive_int, unknown_name
+from panm_jax.checks import check_type, did_you_mean, nonnegative_int, positive_int, unknown_name
 from panm_jax.errors import UserError
 
 __all__ = [
@@ -389,12 +389,10 @@ def _check_types(name: str, hparams: dict[str, Any]) -> None:
     """Each of ``hparams`` against the type hint of its field of model ``name``'s config.
 
     The check a training config's ``model_options`` get
-    (``panm_jax.train.config.check_type``), so that ``build_model("panm", ...,
+    (``panm_jax.checks.check_type``), so that ``build_model("panm", ...,
     remat="no")`` is refused as the config file's ``remat = "no"`` is:
     ``remat: expected a boolean (true or false), got 'no'`` (a ``ConfigError``).
     """
-    from panm_jax.train.config import check_type  # light: no JAX
-
     hints = typing.get_type_hints(_config_cls(name))
     for field, value in hparams.items():
         check_type(field, value, hints[field])

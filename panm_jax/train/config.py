@@ -37,21 +37,19 @@ clipped at 10, 50,000 steps, checkpoint selection on the L+1 validation set.
 
 from __future__ import annotations
 
-import collections.abc
 import dataclasses
 import functools
 import inspect
 import json
-import math
 import tomllib
-import types
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from panm_jax import checks
-from panm_jax.errors import UnknownNameError, UserError
+from panm_jax.checks import check_type
+from panm_jax.errors import ConfigError, UnknownNameError, UserError
 
 if TYPE_CHECKING:
     from panm_jax.tasks.base import Task
@@ -62,7 +60,6 @@ __all__ = [
     "ConfigError",
     "OptimizerConfig",
     "TrainConfig",
-    "check_type",
     "load_config",
     "parse_overrides",
     "resume_differences",
@@ -86,15 +83,6 @@ SEED_MAX = 2**32 - 1
 # Why each integer field is bounded, for its message (STEP_MAX, SEED_MAX, or int32 array sizes).
 _STEPS_WHY = "the step counter is int32"
 _SIZE_WHY = "JAX indexes arrays with int32"
-
-
-class ConfigError(UserError):
-    """An invalid setting; ``field`` is its dotted name (``optimizer.learning_rate``)."""
-
-    def __init__(self, field: str, message: str):
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
 
 
 @dataclasses.dataclass(frozen=True)
@@ -323,55 +311,6 @@ def _check_fields(where: str, data: Mapping[str, Any], cls) -> None:
         raise ConfigError(
             where, f"unknown field(s) {unknown}; known: {sorted(known)}{checks.did_you_mean(unknown, known)}"
         )
-
-
-def _describe(hint) -> str:
-    """``hint`` in words, for messages: ``an integer``, ``a finite number or null``."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    origin = origin if isinstance(origin, type) or origin is typing.Union else None
-    if origin in (typing.Union, types.UnionType):
-        return " or ".join(_describe(a) for a in args)
-    if hint is type(None):
-        return "null"
-    if origin is not None and issubclass(origin, collections.abc.Mapping):
-        return "a table"
-    if origin is not None and issubclass(origin, collections.abc.Sequence):
-        return f"a list of {_describe(args[0]).removeprefix('a ').removeprefix('an ')}s" if args else "a list"
-    words = {bool: "a boolean (true or false)", int: "an integer", float: "a finite number", str: "a string"}
-    return words.get(hint, f"a {getattr(hint, '__name__', hint)}")
-
-
-def _fits(value, hint) -> bool:
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    origin = origin if isinstance(origin, type) or origin is typing.Union else None  # Literal etc.: not checked
-    if hint is Any:
-        return True
-    if origin in (typing.Union, types.UnionType):
-        return any(_fits(value, a) for a in args)
-    if hint is type(None):
-        return value is None
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:  # bools are ints in Python, not here
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if origin is not None and issubclass(origin, collections.abc.Mapping):
-        return isinstance(value, Mapping)
-    if origin is not None and issubclass(origin, collections.abc.Sequence):
-        return (
-            isinstance(value, (list, tuple)) and not isinstance(value, str) and all(_fits(v, args[0]) for v in value)
-            if args
-            else True
-        )
-    return isinstance(value, hint) if isinstance(hint, type) else True
-
-
-def check_type(name: str, value, hint) -> None:
-    """Raise ``ConfigError`` unless ``value`` fits the type hint ``hint`` (``int``, ``float | None``,
-    ``Sequence[int]``, ``Mapping[str, Any]``, a class...): a bool is not an integer, a float must be finite."""
-    if not _fits(value, hint):
-        raise ConfigError(name, f"expected {_describe(hint)}, got {value!r}")
 
 
 def _check_field_types(prefix: str, instance) -> None:

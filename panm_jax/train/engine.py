@@ -9,7 +9,9 @@ on a leading axis, ``train/seeds.py``), through the same steps:
    checkpoint's score;
 2. step the seeds that stand lowest (all of them, once they stand at the same
    step): draw each one's batch of ``(seed, step)``, run the jitted step; every
-   ``log_every`` steps append the metrics to each ``metrics.jsonl``; every
+   ``log_every`` steps append the metrics to each ``metrics.jsonl`` (which holds each step once: a resumed
+   part first drops the records of the steps after its checkpoint, logged by the part cut short, and its
+   opening ``"resumed"`` record says how many, ``dropped``, where any); every
    ``eval_every`` steps evaluate on the validation sets and keep each seed's
    best checkpoint on ``select_mode`` (ties broken by the lower validation
    loss); every ``checkpoint_every`` steps and at the end save a checkpoint;
@@ -33,8 +35,8 @@ It yields records (plain dicts) of what a display shows: ``{"event": "note",
 "description": ..., "total": ..., "completed": ...}`` once, and ``{"event":
 "progress", "completed": ..., "loss": ..., "accuracy": (lo, hi), "rate": ...}``
 at every log step; it returns (``StopIteration.value``) each seed's results
-record. The progress bar that shows them is the command line's
-(``panm_jax/cli/progress.py``); ``run_to_end`` consumes the records with any
+record. The progress bar that shows them is
+``panm_jax/train/progress.py``'s; ``run_to_end`` consumes the records with any
 ``on_record`` callback.
 
 The pieces answer one interface (``Pieces``); with one seed its programs are a
@@ -57,7 +59,7 @@ from panm_jax.train import evaluate as evaluation
 from panm_jax.train import report
 from panm_jax.train.checkpoint import Checkpointer, CheckpointError
 from panm_jax.train.config import TrainConfig
-from panm_jax.train.io import append_jsonl, atomic_write_text
+from panm_jax.train.io import append_jsonl, atomic_write_text, read_jsonl
 from panm_jax.train.provenance import segment_record
 from panm_jax.train.range_eval import CompileCounter
 from panm_jax.train.sharding import all_agree, barrier, is_primary
@@ -160,7 +162,10 @@ def training(
         watches.append(LossWatch(configs[s], ckpts[s], workdirs[s] / "metrics.jsonl", primary=primary, skipped=skipped))
         if primary:
             started = ("resumed", meta["step"]) if restored is not None else ("started", 0)
-            append_jsonl(workdirs[s] / "metrics.jsonl", segment_record(*started))
+            dropped = _forget_later_steps(workdirs[s] / "metrics.jsonl", started[1])
+            append_jsonl(
+                workdirs[s] / "metrics.jsonl", segment_record(*started) | ({"dropped": dropped} if dropped else {})
+            )
             atomic_write_text(workdirs[s] / "config.json", json.dumps(configs[s].to_dict(), indent=2) + "\n")
     state = pieces.place(states)
     pos = [int(st.step) for st in states]  # each seed's steps taken
@@ -277,6 +282,18 @@ def training(
 
 
 COST_KEYS = ("wall_seconds", "compile_seconds", "timed_steps")
+
+
+def _forget_later_steps(log: Path, step: int) -> int:
+    """Drop from the metrics log ``log`` the records of steps after ``step``, the step this part of the run starts
+    from (they were logged by a part cut short after its last checkpoint, and are trained and logged again), so
+    that the log holds each step once; returns how many went. The file is rewritten atomically, and only when
+    there is something to drop."""
+    records = read_jsonl(log)
+    kept = [r for r in records if not (isinstance(r.get("step"), int) and r["step"] > step)]
+    if len(kept) < len(records):
+        atomic_write_text(log, "".join(json.dumps(r) + "\n" for r in kept))
+    return len(records) - len(kept)
 
 
 class _Clock:

@@ -67,6 +67,7 @@ from panm_jax.train.config import TrainConfig, resume_differences
 from panm_jax.train.io import append_jsonl
 from panm_jax.train.lock import LOCK_FILE, run_lock
 from panm_jax.train.optim import make_optimizer
+from panm_jax.train.progress import ProgressDisplay
 from panm_jax.train.provenance import environment
 from panm_jax.train.sharding import (
     all_agree,
@@ -486,8 +487,6 @@ def train_and_evaluate(
 
 
 def display(console: Console, progress: bool):
-    """The ``on_record`` of ``engine.run_to_end`` (a context manager): the command line's progress bar and
-    notes (``panm_jax.cli.progress``) on ``console``."""
-    from panm_jax.cli.progress import ProgressDisplay
-
+    """The ``on_record`` of ``engine.run_to_end`` (a context manager): the progress bar and notes
+    (``panm_jax.train.progress``) on ``console``."""
     return ProgressDisplay(console, enabled=progress)

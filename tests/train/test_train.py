@@ -278,6 +278,10 @@ def test_kill_9_then_resume_is_bit_identical(tmp_path):
     assert "resumed from step" in done.stdout
     resumed = _last_per_step(killed_dir / "metrics.jsonl")
     assert sorted(resumed) == sorted(straight) == list(range(1, 17))
+    log = read_jsonl(killed_dir / "metrics.jsonl")  # each step once: the steps after the checkpoint were dropped
+    assert [r["step"] for r in log if "loss" in r] == list(range(1, 17))
+    (part,) = [r for r in log if r.get("event") == "resumed"]
+    assert part["dropped"] >= before - part["step"] > 0
     for step in straight:  # bit-identical: float equality of every logged metric
         for key in ("loss", "token_accuracy", "grad_norm"):
             assert resumed[step][key] == straight[step][key], (step, key, kill_at)

@@ -411,8 +411,8 @@ def test_every_models_defaults_fit_their_type_hints():
     import dataclasses
     import typing
 
+    from panm_jax.checks import check_type
     from panm_jax.models.registry import get_config, list_models
-    from panm_jax.train.config import check_type
 
     for name in list_models():
         config = get_config(name)
