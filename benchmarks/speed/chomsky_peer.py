@@ -159,14 +159,36 @@ def _versions(names: Sequence[str]) -> dict[str, str]:
     return out
 
 
+def example_pieces(task, peer_model: str, peer_kwargs: dict[str, Any]):
+    """``(model, loss_fn, accuracy_fn)`` for one of their tasks, as ``experiments/example.py``'s ``main`` builds
+    them (non-autoregressive, ``computation_steps_mult`` 0): the model of ``constants.MODEL_BUILDERS`` wrapped by
+    ``utils.make_model_with_empty_targets`` and transformed, and the two closures of that ``main`` (they cannot
+    be imported, so they are written out the same here). Runs under the peer's Python, its repository on the path."""
+    import haiku as hk
+    import jax.numpy as jnp
+    from neural_networks_chomsky_hierarchy.experiments import constants, utils
+
+    single_output = task.output_length(10) == 1
+    model = constants.MODEL_BUILDERS[peer_model](output_size=task.output_size, return_all_outputs=True, **peer_kwargs)
+    model = hk.transform(utils.make_model_with_empty_targets(model, task, 0, single_output))
+
+    def loss_fn(output, target):
+        loss = jnp.mean(jnp.sum(task.pointwise_loss_fn(output, target), axis=-1))
+        return loss, {}
+
+    def accuracy_fn(output, target):
+        mask = task.accuracy_mask(target)
+        return jnp.sum(mask * task.accuracy_fn(output, target)) / jnp.sum(mask)
+
+    return model, loss_fn, accuracy_fn
+
+
 def peer_worker(arch_key: str, repo: str, steps: int, repeats: int, curriculum_repeats: int) -> dict[str, Any]:
     """(c), (b), (a) of the module docstring with the peer's code (runs under ``--peer-python``)."""
     sys.path.insert(0, _peer_import_root(repo))
     t_import = time.perf_counter()
-    import haiku as hk
     import jax
-    import jax.numpy as jnp
-    from neural_networks_chomsky_hierarchy.experiments import constants, training, utils
+    from neural_networks_chomsky_hierarchy.experiments import constants, training
     from neural_networks_chomsky_hierarchy.experiments import curriculum as curriculum_lib
 
     import_s = time.perf_counter() - t_import
@@ -182,22 +204,8 @@ def peer_worker(arch_key: str, repo: str, steps: int, repeats: int, curriculum_r
     training._update_parameters = spy
 
     t0 = time.perf_counter()
-    # experiments/example.py's main, non-autoregressive, computation_steps_mult 0:
     task = constants.TASK_BUILDERS[TASK]()
-    single_output = task.output_length(10) == 1
-    model = constants.MODEL_BUILDERS[arch.peer](
-        output_size=task.output_size, return_all_outputs=True, **arch.peer_kwargs
-    )
-    model = hk.transform(utils.make_model_with_empty_targets(model, task, 0, single_output))
-
-    def loss_fn(output, target):
-        loss = jnp.mean(jnp.sum(task.pointwise_loss_fn(output, target), axis=-1))
-        return loss, {}
-
-    def accuracy_fn(output, target):
-        mask = task.accuracy_mask(target)
-        return jnp.sum(mask * task.accuracy_fn(output, target)) / jnp.sum(mask)
-
+    model, loss_fn, accuracy_fn = example_pieces(task, arch.peer, arch.peer_kwargs)
     params = training.ClassicTrainingParams(
         seed=0,
         model_init_seed=0,
