@@ -257,6 +257,16 @@ def _train(args) -> int:
         f"[bold]panm-jax train[/] {config.model} on {config.task} -> {workdir} "
         f"({jax.device_count()} x {jax.devices()[0].device_kind})"
     )
+    finished = _finished_record(config, workdir)
+    if finished is not None:  # the same command again: the run's own table, nothing trained or evaluated again
+        console.print(
+            f"[dim]{workdir} finished this run (step {finished['step']}): its table, read from "
+            f"{workdir / 'results.json'}; panm-jax eval --workdir {workdir} --recompute evaluates again[/dim]",
+            highlight=False,
+            soft_wrap=True,
+        )
+        report.print_results(finished, console)
+        return _failed([finished])
     results = _guarded(
         lambda: [
             train_and_evaluate(
@@ -275,6 +285,19 @@ def _train(args) -> int:
     report.print_results(results, console)
     console.print(f"wrote {workdir / 'results.json'} (.csv, .md) and {workdir / 'accuracy.png'}")
     return _failed([results])
+
+
+def _finished_record(config, workdir: Path) -> dict | None:
+    """The results record of ``workdir`` when it is the end of this very run (the same configuration, at its
+    ``num_steps``), else ``None``: a run is then trained (or resumed) and evaluated as usual."""
+    from panm_jax.train import report
+
+    try:
+        record = report.load_results(workdir / "results.json")
+    except UserError:  # none, or not a record
+        return None
+    wanted = json.loads(json.dumps(config.to_dict()))  # as a record holds it (lists, not tuples)
+    return record if record.get("config") == wanted and record.get("step") == config.num_steps else None
 
 
 def _parse_seeds(args) -> list[int] | None:

@@ -406,3 +406,23 @@ def test_a_raw_train_step_refuses_a_learning_rate_it_cannot_train_at(raw_step, r
     _, at_rate, state, batch = raw_step
     with pytest.raises(ValueError, match=message):
         at_rate(state, batch, rate)
+
+
+# ---- the same command again on a finished run ---------------------------------------------------------
+
+
+def test_the_same_train_command_on_a_finished_run_reprints_its_table(tmp_path, capsys):
+    args = _train_args(tmp_path, "--set", "num_steps=4", "--set", "eval_every=4", "--set", "checkpoint_every=4")
+    assert main(args) == 0
+    first = capsys.readouterr().out
+    log, results = (tmp_path / "metrics.jsonl").read_text(), (tmp_path / "results.json").read_text()
+    assert main(args) == 0
+    again = capsys.readouterr().out
+    assert "finished this run (step 4)" in again and "--recompute evaluates again" in again
+    table = [line for line in first.splitlines() if line.startswith("│")]
+    assert table and table == [line for line in again.splitlines() if line.startswith("│")]
+    assert (tmp_path / "metrics.jsonl").read_text() == log  # nothing trained, resumed or evaluated again
+    assert (tmp_path / "results.json").read_text() == results
+    longer = _train_args(tmp_path, "--set", "num_steps=6", "--set", "eval_every=4", "--set", "checkpoint_every=4")
+    assert main(longer) == 0  # another configuration: the run goes on
+    assert "resumed from step 4" in capsys.readouterr().out
