@@ -7,7 +7,8 @@ from benchmarks.pages.algorithmic import summary
 from benchmarks.pages.records import GENERATED, MACHINES, Findings, Record
 from benchmarks.pages.tables import code, table
 
-# Every page: its file, its title, what it compares, and the runner whose records it renders.
+# Every page: its file, its title, what it compares, and the runner whose records it renders (further runners whose
+# records a page renders as well: EXTRA_RUNNERS).
 PAGES = (
     ("algorithmic.md", "The algorithmic tasks", "Le et al. 2024, Tables 3 and 13-18", "benchmarks.accuracy.reproduce"),
     ("ablations.md", "Ablations of PANM", "Le et al. 2024, Tables 13-14, Fig. 8-9", "benchmarks.accuracy.ablation"),
@@ -24,6 +25,14 @@ PAGES = (
     ("m10ae.md", "M10AE", "nothing published for these models", "benchmarks.accuracy.m10ae"),
     ("dyck.md", "Dyck languages", "Le et al. 2024, Table 2 and Fig. 3a", "benchmarks.accuracy.dyck"),
 )
+
+EXTRA_RUNNERS = {"benchmarks.accuracy.chomsky_peer": "chomsky.md"}
+
+
+def page_runners(name: str, runner: str) -> set[str]:
+    """The runners whose records page ``name`` renders: its own and those of ``EXTRA_RUNNERS``."""
+    return {runner, *(r for r, page in EXTRA_RUNNERS.items() if page == name)}
+
 
 # The papers' experiments that cannot run offline, and why: each needs a download the library does not make.
 NOT_RUN = (
@@ -53,7 +62,7 @@ def index_page(records: dict[str, Record], results: Path, findings: Findings, pa
     out += ["## The pages", ""]
     body = []
     for name, title, compares, runner in PAGES:
-        n = sum(r.runner == runner for r in records.values())
+        n = sum(r.runner in page_runners(name, runner) for r in records.values())
         body.append([f"[{title}]({name})", compares, str(n), verdict_tally(pages.get(name, "")) or "no verdicts"])
     out += [table(["page", "compares with", "records", "verdicts of its opening summary"], body), ""]
     out += [
@@ -90,13 +99,14 @@ def index_page(records: dict[str, Record], results: Path, findings: Findings, pa
     out += ["## The algorithmic tasks in the README", "", summary(records, "algorithmic.md"), ""]
     out += ["## The records of each page", ""]
     body = []
-    runners = {runner: name for name, _, _, runner in PAGES}
+    runners = {r for name, _, _, runner in PAGES for r in page_runners(name, runner)}
     for device in sorted({r.device for r in records.values()}):
         mine = [r for r in records.values() if r.device == device]
         for name, _, _, runner in PAGES:
-            n = sum(r.runner == runner for r in mine)
-            if n:
-                body.append([MACHINES.get(device, device), code(runner), str(n), f"[{name}]({name})"])
+            for each in sorted(page_runners(name, runner)):
+                n = sum(r.runner == each for r in mine)
+                if n:
+                    body.append([MACHINES.get(device, device), code(each), str(n), f"[{name}]({name})"])
         rest = sorted(r.stem for r in mine if r.runner not in runners)
         if rest:
             body.append(

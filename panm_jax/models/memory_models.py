@@ -94,7 +94,9 @@ Defaults and their sources (our choices are marked as such):
   - Stack-RNN (Joulin & Mikolov 2015, "Inferring Algorithmic Patterns with
     Stack-Augmented Recurrent Nets"): ``S = 30`` cells, ``k = 1`` top cell
     fed back (``read_cells``; Joulin & Mikolov's ``s^k``); actions and pushed
-    value one linear layer of ``h_t`` (softmax, sigmoid: the kernel's).
+    value one linear layer of ``h_t`` (softmax, sigmoid: the kernel's, Joulin &
+    Mikolov's; Delétang et al.'s released code pushes the linear map itself,
+    unsquashed: a difference of ours, not yet an option).
     The stack is fixed-size (not ``T_in + T_out`` as the Stack-LSTM's): a
     push past the bottom drops the bottom cell, so it keeps the last ``S``
     pushed values only, and a task whose test inputs are longer (the Chomsky range
@@ -102,7 +104,8 @@ Defaults and their sources (our choices are marked as such):
   - Tape-RNN: ``S = 40`` circular cells (the tape size of their released
     example), five actions from one linear layer, the written value from an
     MLP with hidden layers ``value_layers = (64, 64)`` (ReLU; the kernel's
-    tanh on its output), and the jump length ``L`` of each example its
+    tanh on its output, where Delétang et al.'s code writes the MLP's linear
+    output: a difference of ours, not yet an option), and the jump length ``L`` of each example its
     number of real input steps (the sum of its ``input_mask``; padding does
     not count), as Delétang et al. jump by the input length
     (``jump_to_input_length=False``: ``L = 1``).
