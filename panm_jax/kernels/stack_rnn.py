@@ -56,6 +56,7 @@ import jax
 import jax.numpy as jnp
 
 from panm_jax.checks import positive_int
+from panm_jax.errors import UserError
 from panm_jax.kernels import _batch, _soft_actions
 from panm_jax.kernels._batch import check_batch_shape
 from panm_jax.kernels.validation import check_float_dtype, check_floating_fields, check_shape, check_state_sizes
@@ -209,11 +210,15 @@ def interface_size(width: int) -> int:
     return len(ACTIONS) + positive_int("width", width)
 
 
-def controls_from_interface(raw: jax.Array, width: int) -> Controls:
+PUSH_ACTIVATIONS = ("sigmoid", "linear")  # the pushed value: Joulin & Mikolov's sigmoid, or D h_t as it is
+
+
+def controls_from_interface(raw: jax.Array, width: int, push: str = "sigmoid") -> Controls:
     """Split and activate a raw controller output into ``Controls``.
 
     Joulin & Mikolov 2015, §3: ``a_t = softmax(A h_t)`` (Eq. 3) and the pushed
-    value ``sigmoid(D h_t)`` (Eq. 4).
+    value ``sigmoid(D h_t)`` (Eq. 4); ``push="linear"`` pushes ``D h_t`` itself
+    (Delétang et al. 2023's released Stack-RNN, whose pushed value is a linear layer's output).
 
     Layout of ``raw`` (last axis, ``3 + W`` values): ``raw[..., 0:3]`` the
     logits of (push, pop, no-op), ``raw[..., 3:3+W]`` the value's
@@ -222,6 +227,7 @@ def controls_from_interface(raw: jax.Array, width: int) -> Controls:
     Args:
       raw: ``[..., 3 + W]`` (leading axes, e.g. a batch, are kept).
       width: ``W``.
+      push: ``"sigmoid"`` (default) or ``"linear"``: the pushed value's activation.
 
     Returns:
       ``Controls`` whose fields carry the leading axes of ``raw``:
@@ -230,5 +236,8 @@ def controls_from_interface(raw: jax.Array, width: int) -> Controls:
     Raises:
       ValueError: naming ``width`` or ``raw`` when invalid.
     """
-    actions, value = _soft_actions.split_interface(raw, interface_size(width), len(ACTIONS), jax.nn.sigmoid)
+    if push not in PUSH_ACTIVATIONS:
+        raise UserError(f"push: expected one of {list(PUSH_ACTIVATIONS)}, got {push!r}")
+    value_fn = jax.nn.sigmoid if push == "sigmoid" else (lambda v: v)
+    actions, value = _soft_actions.split_interface(raw, interface_size(width), len(ACTIONS), value_fn)
     return Controls(actions=actions, value=value)

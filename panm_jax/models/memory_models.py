@@ -96,7 +96,7 @@ Defaults and their sources (our choices are marked as such):
     fed back (``read_cells``; Joulin & Mikolov's ``s^k``); actions and pushed
     value one linear layer of ``h_t`` (softmax, sigmoid: the kernel's, Joulin &
     Mikolov's; Delétang et al.'s released code pushes the linear map itself,
-    unsquashed: a difference of ours, not yet an option).
+    unsquashed: ``push="linear"``).
     The stack is fixed-size (not ``T_in + T_out`` as the Stack-LSTM's): a
     push past the bottom drops the bottom cell, so it keeps the last ``S``
     pushed values only, and a task whose test inputs are longer (the Chomsky range
@@ -126,6 +126,7 @@ from flax import nnx
 from panm_jax.checks import did_you_mean, nonnegative_int, one_of, positive_int
 from panm_jax.errors import UserError
 from panm_jax.kernels.scan import scan, select
+from panm_jax.kernels.stack_rnn import PUSH_ACTIVATIONS
 from panm_jax.models.registry import prepare_inputs
 from panm_jax.modules.controllers import CONTROLLER_KINDS, make_controller
 from panm_jax.modules.memory import DNCMemory, MemoryModule, NTMMemory, StackMemory, StackRNNMemory, TapeRNNMemory
@@ -308,10 +309,12 @@ class StackRNNConfig(_RNNMemoryConfig):
 
     stack_size: int = 30  # S cells (Delétang et al. 2023: 30)
     read_cells: int = 1  # k, the top cells fed back (Delétang et al. 2023: 1; Joulin & Mikolov 2015's s^k)
+    push: str = "sigmoid"  # the pushed value: sigmoid (Joulin & Mikolov 2015) or linear (Delétang et al.'s code)
 
     def __post_init__(self):
         super().__post_init__()
         _positive_ints(self, "stack_size", "read_cells")
+        one_of("push", self.push, PUSH_ACTIVATIONS)
         if self.read_cells > self.stack_size:
             raise ValueError(
                 f"read_cells: expected at most stack_size = {self.stack_size} cells, got {self.read_cells}"
@@ -501,7 +504,9 @@ def build_memory_model(name: str, config, input_size: int, output_size: int, rng
         return MemoryModel(config, input_size, output_size, memory, rngs=rngs)
     if name in ("stack_rnn", "tape_rnn"):
         if name == "stack_rnn":
-            memory = StackRNNMemory(config.hidden, config.stack_size, config.width, config.read_cells, rngs=rngs)
+            memory = StackRNNMemory(
+                config.hidden, config.stack_size, config.width, config.read_cells, config.push, rngs=rngs
+            )
         else:
             memory = TapeRNNMemory(
                 config.hidden,

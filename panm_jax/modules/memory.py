@@ -420,10 +420,14 @@ class StackRNNMemory(MemoryModule):
     Args:
       hidden: ``D``. stack_size: ``S`` cells (fixed). width: ``W``, a cell's width.
       read_cells: ``k``, ``1 <= k <= S``.
+      push: the pushed value, ``"sigmoid"`` (Joulin & Mikolov's Eq. 4) or ``"linear"`` (Delétang et al.'s code).
     """
 
-    def __init__(self, hidden: int, stack_size: int, width: int, read_cells: int = 1, *, rngs: nnx.Rngs):
+    def __init__(
+        self, hidden: int, stack_size: int, width: int, read_cells: int = 1, push: str = "sigmoid", *, rngs: nnx.Rngs
+    ):
         self.hidden = positive_int("hidden", hidden)
+        self.push = push  # the pushed value's activation (stack_rnn.controls_from_interface)
         self.stack_size = positive_int("stack_size", stack_size)
         self.width = positive_int("width", width)
         self.read_cells = positive_int("read_cells", read_cells)
@@ -441,7 +445,7 @@ class StackRNNMemory(MemoryModule):
     def controls(self, h: jax.Array) -> stack_rnn_kernel.Controls:
         """``h [..., D] -> Controls`` (``actions [..., 3]``, ``value [..., W]``)."""
         _check_hidden(h, self.hidden)
-        return stack_rnn_kernel.controls_from_interface(self.projection(h), self.width)
+        return stack_rnn_kernel.controls_from_interface(self.projection(h), self.width, self.push)
 
     def step(self, state: stack_rnn_kernel.State, controls: stack_rnn_kernel.Controls, mask: jax.Array | None = None):
         """``stack_rnn.step`` over the leading axes; returns ``(state, read [..., k W])``."""

@@ -332,3 +332,13 @@ def test_value_checks_are_eager_only():
     chex.assert_shape(new.stack, (4, W))
     with pytest.raises(ValueError, match=r"^controls\.value: expected shape \[W\]"):
         jax.jit(K.step)(state, bad._replace(value=jnp.zeros(2)))
+
+
+def test_push_linear_pushes_the_value_as_it_is_and_a_wrong_push_is_named():
+    raw = jnp.asarray([[1.0, -2.0, 0.5, -3.0, 2.0, 5e3, -7.0], [0.0, 0.0, 0.0, 1e9, -1e9, 0.0, 0.25]], jnp.float32)
+    linear, squashed = K.controls_from_interface(raw, 4, "linear"), K.controls_from_interface(raw, 4)
+    np.testing.assert_array_equal(linear.actions, squashed.actions)  # the actions do not change
+    np.testing.assert_allclose(squashed.value, jax.nn.sigmoid(raw[:, 3:]), rtol=1e-6)
+    np.testing.assert_array_equal(linear.value, [[-3.0, 2.0, 5e3, -7.0], [1e4, -1e4, 0.0, 0.25]])  # bounded at 1e4
+    with pytest.raises(ValueError, match=r"push: expected one of \['sigmoid', 'linear'\], got 'tanh'"):
+        K.controls_from_interface(raw, 4, "tanh")

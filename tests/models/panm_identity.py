@@ -165,6 +165,7 @@ def entries() -> list[dict]:
     out += [
         {"model": name, "options": {**SMALL[name], "activation": "tanh"}} for name in ("rnn", "stack_rnn", "tape_rnn")
     ]
+    out.append({"model": "stack_rnn", "options": {**SMALL["stack_rnn"], "push": "linear"}})
     for variant in recorded_panm_variants() + single_options():
         small = dict(SMALL["panm"])
         if variant.get("encoder", "lstm").startswith("transformer"):

@@ -247,7 +247,8 @@ def test_configs_have_the_documented_defaults_and_reject_bad_values():
         stack.relu_output,
         stack.read_to_output,
         stack.activation,
-    ) == ("rnn", 256, 8, 30, 1, True, False, "relu")
+        stack.push,
+    ) == ("rnn", 256, 8, 30, 1, True, False, "relu", "sigmoid")
     assert (
         tape.controller,
         tape.hidden,
@@ -273,6 +274,7 @@ def test_configs_have_the_documented_defaults_and_reject_bad_values():
             r"\['rnn', 'feedforward', 'lstm', 'gru', 'transformer'\]",
         ),
         ("stack_rnn", dict(controller_layers=2), r"controller_layers: the 'rnn' controller has one layer, got 2"),
+        ("stack_rnn", dict(push="tanh"), r"push: expected one of \['sigmoid', 'linear'\], got 'tanh'"),
         ("stack_rnn", dict(activation="sigmoid"), r"activation: expected one of \['relu', 'tanh'\], got 'sigmoid'"),
         ("tape_rnn", dict(controller="lstm", activation="tanh"), r"activation: applies to the 'rnn' controller only"),
         ("rnn", dict(activation="Tanh"), r"activation: expected one of \['relu', 'tanh'\], got 'Tanh'"),
