@@ -72,6 +72,8 @@ def readings_table(files: list[Record]) -> list[str]:
                     difference(statistics.mean(per_seed), figures.get(model)),
                 ]
             )
+    models = list(DYCK_MODELS.values())
+    body.sort(key=lambda row: models.index(row[0]) if row[0] in models else len(models))  # stable: theirs first
     return [table(header, body), ""]
 
 
