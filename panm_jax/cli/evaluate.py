@@ -31,7 +31,6 @@ missing run, an unknown mode or a malformed range raises an error that
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -176,7 +175,7 @@ def _recorded(args, config, ckpt, workdir: Path) -> tuple[Path, dict] | None:
         modes = args.modes.split(",")
     else:
         modes = list(config.eval_modes) or list(config.build_task().test_modes)
-    wanted = json.loads(json.dumps(config.to_dict()))  # as a record holds it (lists, not tuples)
+    wanted = report.recorded_config(config)
     for path in (workdir / "results.json", workdir / "eval.json"):
         try:
             record = report.load_results(path)

@@ -296,7 +296,7 @@ def _finished_record(config, workdir: Path) -> dict | None:
         record = report.load_results(workdir / "results.json")
     except UserError:  # none, or not a record
         return None
-    wanted = json.loads(json.dumps(config.to_dict()))  # as a record holds it (lists, not tuples)
+    wanted = report.recorded_config(config)
     return record if record.get("config") == wanted and record.get("step") == config.num_steps else None
 
 

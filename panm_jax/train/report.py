@@ -94,6 +94,12 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def recorded_config(config) -> dict[str, Any]:
+    """``config`` (a ``TrainConfig``) as a results record holds it, JSON's way (lists, not tuples): what a record's
+    ``"config"`` is compared with to tell whether it is this very run's."""
+    return json.loads(json.dumps(config.to_dict()))
+
+
 def load_results(path: str | Path) -> dict[str, Any]:
     """The record in a results file, or in ``results.json`` of a run folder; a missing, unreadable or
     malformed file raises ``UserError`` naming it."""
