@@ -172,20 +172,36 @@ _LOST_PEER = re.compile(r"Gloo|heartbeat|Connection (reset|refused|closed)|UNAVA
 
 def _lost_peer(err: BaseException) -> bool:
     """Whether ``err`` says that another process of a multi-process run is gone."""
-    return jax.process_count() > 1 and isinstance(err, jax.errors.JaxRuntimeError) and bool(_LOST_PEER.search(str(err)))
+    return (
+        jax.process_count() > 1
+        and isinstance(err, (jax.errors.JaxRuntimeError, ValueError))  # ValueError: process_allgather's
+        and bool(_LOST_PEER.search(str(err)))
+    )
 
 
 def _lost_processes() -> list[int]:
-    """The processes the coordination service no longer hears from (empty when it cannot tell)."""
-    try:
-        from jax._src import distributed
+    """The processes of the run that the coordination service no longer hears from, asked until it names one
+    (it does once the lost one has missed its heartbeats: ``PANM_JAX_HEARTBEAT_TIMEOUT``; JAX may end this
+    process before that, and the supervising parent then names it, ``cli/supervise.py``); ``[0]`` when the
+    service itself, run by process 0, no longer answers; empty when it cannot tell."""
+    import time
 
-        client = distributed.global_state.client
-        everyone = list(range(jax.process_count()))
-        live = set(client.get_live_nodes(everyone))
-        return [i for i in everyone if i not in live]
-    except Exception:  # noqa: BLE001 - the service itself may be gone (process 0 lost): say what is known
-        return []
+    from jax._src import distributed  # the client of JAX's coordination service (no public handle)
+
+    from panm_jax.train.sharding import HEARTBEAT_TIMEOUT_S, distributed_settings
+
+    everyone = list(range(jax.process_count()))
+    patience = (distributed_settings() or {}).get("heartbeat_timeout_seconds", HEARTBEAT_TIMEOUT_S) + 5
+    until = time.monotonic() + patience
+    while True:
+        try:
+            live = set(distributed.global_state.client.get_live_nodes(everyone))
+        except Exception:  # noqa: BLE001 - the service is gone with process 0, or JAX's API changed
+            return [0] if jax.process_index() != 0 else []
+        lost = [i for i in everyone if i not in live]
+        if lost or time.monotonic() > until:
+            return lost
+        time.sleep(0.5)
 
 
 def _stop_lost(err: BaseException, workdirs: list[Path]) -> None:
@@ -195,16 +211,16 @@ def _stop_lost(err: BaseException, workdirs: list[Path]) -> None:
     import os
 
     from panm_jax.cli import EXIT_CODES
+    from panm_jax.cli.supervise import lost_line
 
     lost = _lost_processes()
     who = f"process {', '.join(map(str, lost))}" if lost else "another process"
     reason = " ".join(str(err).split())[:160]
-    _error(
-        f"process {jax.process_index()} of {jax.process_count()}: {who} of this run was lost ({reason}); every "
-        f"process stops; the same command on every process resumes {_resume_points(workdirs)}",
-        code=EXIT_CODES["process lost"],
-    )
+    line = lost_line(jax.process_index(), jax.process_count(), who, reason, _resume_points(workdirs))
     sys.stdout.flush()
+    sys.stderr.flush()
+    # One write: JAX may log its own fatal report from another thread at this very moment.
+    os.write(sys.stderr.fileno(), f"error: {line}\n".encode())
     os._exit(EXIT_CODES["process lost"])
 
 
@@ -240,19 +256,24 @@ def _failed(records: list[dict]) -> int:
 
 
 def _train(args) -> int:
+    from panm_jax.cli.supervise import needs_supervisor, supervise
     from panm_jax.train import report
     from panm_jax.train.loop import train_and_evaluate
-    from panm_jax.train.sharding import is_primary, maybe_initialize_distributed
+    from panm_jax.train.sharding import distributed_settings, is_primary, maybe_initialize_distributed
 
     _check_workdir_arg(args.workdir)
     seeds = _parse_seeds(args)
     rates = _parse_learning_rates(args)
     config = _config_from_args(args)  # the whole config is checked before anything is created
+    if needs_supervisor():  # one process of several: train in a child that JAX may end (cli/supervise.py)
+        settings = distributed_settings() or {}
+        workdirs = _workdirs(args, config, seeds, rates)
+        return supervise(lambda: _resume_points(workdirs), settings.get("process_id"), settings.get("num_processes"))
     maybe_initialize_distributed()  # before the first JAX call below (a multi-process run: docs/distributed.md)
     console = Console(quiet=not is_primary())  # with several processes, process 0 alone prints
     if seeds is not None or rates is not None:
         return _train_seeds(args, config, seeds or [config.seed], rates, console)
-    workdir = Path(args.workdir or f"runs/{config.task}-{config.model}-s{config.seed}")
+    (workdir,) = _workdirs(args, config, seeds, rates)
     console.print(
         f"[bold]panm-jax train[/] {config.model} on {config.task} -> {workdir} "
         f"({jax.device_count()} x {jax.devices()[0].device_kind})"
@@ -341,29 +362,43 @@ def _parse_learning_rates(args) -> list[float] | None:
     return rates
 
 
+def _members(config, seeds: list[int], rates: list[float] | None) -> list:
+    """The configs of the runs trained together: one per seed, or with ``rates`` every rate x every seed."""
+    import dataclasses
+
+    if rates is None:
+        return [config.replace(seed=s) for s in seeds]
+    return [
+        config.replace(seed=s, optimizer=dataclasses.replace(config.optimizer, learning_rate=r))
+        for r in rates
+        for s in seeds
+    ]
+
+
+def _workdirs(args, config, seeds: list[int] | None, rates: list[float] | None) -> list[Path]:
+    """The run folder of each run of this command: ``--workdir`` (or ``runs/TASK-MODEL-sSEED``) for one run;
+    with ``--seeds`` or ``--learning-rates``, member (r, s) in ``W/lr<r>/s<s>`` (``rate_name``), or ``W/s<s>``
+    without rates (``runs/TASK-MODEL-lr<r>-s<s>`` without ``--workdir``)."""
+    from panm_jax.train.seeds import rate_name
+
+    if seeds is None and rates is None:
+        return [Path(args.workdir or f"runs/{config.task}-{config.model}-s{config.seed}")]
+    seeds = seeds or [config.seed]
+    names = [f"s{s}" for s in seeds] if rates is None else [f"{rate_name(r)}/s{s}" for r in rates for s in seeds]
+    if args.workdir:
+        return [Path(args.workdir) / name for name in names]
+    return [Path(f"runs/{config.task}-{config.model}-{name.replace('/', '-')}") for name in names]
+
+
 def _train_seeds(args, config, seeds: list[int], rates: list[float] | None, console: Console) -> int:
     """Train ``seeds`` together; with ``rates``, the grid of every rate x every seed, member (r, s) in
     ``W/lr<r>/s<s>`` (``rate_name``)."""
-    import dataclasses
-
     from panm_jax.train import report
     from panm_jax.train.loop import check_workdir_path
-    from panm_jax.train.seeds import rate_name, train_seeds
+    from panm_jax.train.seeds import train_seeds
 
-    if rates is None:
-        configs = [config.replace(seed=s) for s in seeds]
-        names = [f"s{s}" for s in seeds]
-    else:
-        configs = [
-            config.replace(seed=s, optimizer=dataclasses.replace(config.optimizer, learning_rate=r))
-            for r in rates
-            for s in seeds
-        ]
-        names = [f"{rate_name(r)}/s{s}" for r in rates for s in seeds]
-    if args.workdir:
-        workdirs = [Path(args.workdir) / name for name in names]
-    else:
-        workdirs = [Path(f"runs/{config.task}-{config.model}-{name.replace('/', '-')}") for name in names]
+    configs = _members(config, seeds, rates)
+    workdirs = _workdirs(args, config, seeds, rates)
     for w in workdirs:  # before any folder's lock is taken
         check_workdir_path(w, "--workdir" if args.workdir else "workdir")
     grid = "" if rates is None else f" x learning rates {','.join(f'{r:g}' for r in rates)}"

@@ -29,6 +29,7 @@ process all four are trivial and touch no device.
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -41,6 +42,7 @@ from panm_jax.errors import UserError
 
 __all__ = [
     "DATA_AXIS",
+    "HEARTBEAT_TIMEOUT_S",
     "all_agree",
     "all_same",
     "barrier",
@@ -53,6 +55,8 @@ __all__ = [
 ]
 
 DATA_AXIS = "data"
+# Seconds without a heartbeat after which the coordination service takes a process for lost (JAX's: 100).
+HEARTBEAT_TIMEOUT_S = 30
 _initialized = False
 
 
@@ -77,7 +81,10 @@ def distributed_settings(environ: Mapping[str, str] | None = None) -> dict[str, 
     ``num_processes`` (``JAX_NUM_PROCESSES``) and ``process_id``
     (``JAX_PROCESS_ID``) are ``None`` when their variable is unset: JAX then
     detects them (SLURM, Open MPI, Cloud TPU). ``JAX_LOCAL_DEVICE_IDS`` is read by
-    JAX itself. Raises ``UserError`` (a ``ValueError``) naming a variable that is not a valid number.
+    JAX itself. ``heartbeat_timeout_seconds`` (``PANM_JAX_HEARTBEAT_TIMEOUT``,
+    default ``HEARTBEAT_TIMEOUT_S``) is how long the coordination service waits
+    for a silent process before it ends the run as lost. Raises ``UserError``
+    (a ``ValueError``) naming a variable that is not a valid number.
     """
     environ = os.environ if environ is None else environ
     address = environ.get("JAX_COORDINATOR_ADDRESS", "").strip() or None
@@ -91,7 +98,13 @@ def distributed_settings(environ: Mapping[str, str] | None = None) -> dict[str, 
         num,
         "an integer in [0, JAX_NUM_PROCESSES)" if num is not None else "a non-negative integer",
     )
-    return {"coordinator_address": address, "num_processes": num, "process_id": pid}
+    heartbeat = _int_env(environ, "PANM_JAX_HEARTBEAT_TIMEOUT", 1, None, "a positive number of seconds")
+    return {
+        "coordinator_address": address,
+        "num_processes": num,
+        "process_id": pid,
+        "heartbeat_timeout_seconds": HEARTBEAT_TIMEOUT_S if heartbeat is None else heartbeat,
+    }
 
 
 def maybe_initialize_distributed() -> bool:
@@ -102,6 +115,8 @@ def maybe_initialize_distributed() -> bool:
         return True
     settings = distributed_settings()
     if settings is not None:
+        if "heartbeat_timeout_seconds" not in inspect.signature(jax.distributed.initialize).parameters:
+            settings.pop("heartbeat_timeout_seconds")  # jax < 0.7 has none: its own (100 s) holds
         jax.distributed.initialize(**settings)
         _initialized = True
     return _initialized

@@ -9,13 +9,26 @@ device counts, the SHA-256 of the state it handed to each checkpoint save
 (``{step: digest}``: each process's own copy of the replicated state), the
 results record it computed, and the CLI's exit code. The training code is not
 changed: the two hooks only record what passes through them.
+
+``panm-jax train`` of a multi-process run runs the command again as its
+training child (``panm_jax.cli.supervise``), so this module runs twice per
+process: the child trains (with the hooks) and writes ``OUT.json``; the
+supervising parent writes only its exit code, to ``OUT.json.code``.
+
+``PANM_TEST_LOSE=PROCESS:POINT:N`` makes process ``PROCESS`` lose itself (SIGKILL
+to its child and its parent, as a lost host) at its ``N``-th training step
+(``POINT`` = ``train``), evaluation (``eval``) or checkpoint save (``save``),
+first writing the time to ``OUT.json.lost``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
 import sys
+import time
 
 import jax
 import numpy as np
@@ -31,10 +44,47 @@ def _digest(tree) -> str:
     return h.hexdigest()
 
 
-def main(out: str, argv: list[str]) -> int:
-    from panm_jax import cli
+def _lose_at(out: str, point: str, n: int) -> None:
+    """Wrap the training step, the evaluation or the checkpoint save so that its ``n``-th call kills this
+    process and its supervising parent."""
     from panm_jax.train import loop
     from panm_jax.train.checkpoint import Checkpointer
+
+    owner, name = {
+        "train": (loop.Run, "advance"),
+        "eval": (loop.Run, "evaluate_seeds"),
+        "save": (Checkpointer, "save"),
+    }[point]
+    original, calls = getattr(owner, name), [0]
+
+    def doomed(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] == n:
+            with open(f"{out}.lost", "w") as f:
+                f.write(repr(time.time()))
+            os.kill(os.getppid(), signal.SIGKILL)
+            os.kill(os.getpid(), signal.SIGKILL)
+        return original(*args, **kwargs)
+
+    setattr(owner, name, doomed)
+
+
+def main(out: str, argv: list[str]) -> int:
+    from panm_jax import cli
+    from panm_jax.cli.supervise import needs_supervisor
+    from panm_jax.train import loop
+    from panm_jax.train.checkpoint import Checkpointer
+
+    if needs_supervisor():  # the parent: it trains nothing (its child runs this module again)
+        code = cli.main(argv)
+        with open(f"{out}.code", "w") as f:
+            f.write(str(code))
+        return code
+    lose = os.environ.get("PANM_TEST_LOSE")
+    if lose:
+        process, point, n = lose.split(":")
+        if os.environ.get("JAX_PROCESS_ID") == process:
+            _lose_at(out, point, int(n))
 
     record: dict = {"saved": {}, "results": None}
     save, results_record = Checkpointer.save, loop.results_record

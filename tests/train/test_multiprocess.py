@@ -30,7 +30,7 @@ from panm_jax.train.checksums import verify_checksums
 from panm_jax.train.config import load_config
 from panm_jax.train.io import read_jsonl
 from panm_jax.train.lock import WorkdirBusy, WorkdirLock, run_lock
-from panm_jax.train.sharding import distributed_settings
+from panm_jax.train.sharding import HEARTBEAT_TIMEOUT_S, distributed_settings
 from tests.train.tiny import TINY
 
 REPO = Path(__file__).resolve().parents[2]
@@ -225,13 +225,22 @@ def test_distributed_settings_from_the_environment():
     assert distributed_settings({}) is None
     assert distributed_settings({"JAX_NUM_PROCESSES": "2"}) is None  # no coordinator asked for
     env = {"JAX_COORDINATOR_ADDRESS": "10.0.0.1:1234", "JAX_NUM_PROCESSES": "4", "JAX_PROCESS_ID": "3"}
-    assert distributed_settings(env) == {"coordinator_address": "10.0.0.1:1234", "num_processes": 4, "process_id": 3}
+    assert distributed_settings(env) == {
+        "coordinator_address": "10.0.0.1:1234",
+        "num_processes": 4,
+        "process_id": 3,
+        "heartbeat_timeout_seconds": HEARTBEAT_TIMEOUT_S,
+    }
+    assert distributed_settings({**env, "PANM_JAX_HEARTBEAT_TIMEOUT": "5"})["heartbeat_timeout_seconds"] == 5
     # PANM_JAX_DISTRIBUTED=1 alone: JAX detects the rest (SLURM, Open MPI, Cloud TPU).
     assert distributed_settings({"PANM_JAX_DISTRIBUTED": "1"}) == {
         "coordinator_address": None,
         "num_processes": None,
         "process_id": None,
+        "heartbeat_timeout_seconds": HEARTBEAT_TIMEOUT_S,
     }
+    with pytest.raises(ValueError, match=r"PANM_JAX_HEARTBEAT_TIMEOUT: expected a positive number of seconds, got '0'"):
+        distributed_settings({**env, "PANM_JAX_HEARTBEAT_TIMEOUT": "0"})
     with pytest.raises(ValueError, match=r"JAX_NUM_PROCESSES: expected a positive integer, got 'two'"):
         distributed_settings({**env, "JAX_NUM_PROCESSES": "two"})
     with pytest.raises(
