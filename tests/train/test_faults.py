@@ -254,7 +254,7 @@ def test_eval_refuses_an_edited_config_json_unless_asked(run_copy, capsys):
 # ---- a lost process of a multi-process run --------------------------------------------------------
 
 
-def test_a_lost_process_stops_this_one_with_one_line_and_exit_code_4(tmp_path, monkeypatch, capsys):
+def test_a_lost_process_stops_this_one_with_one_line_and_exit_code_4(tmp_path, monkeypatch, capfd):
     # The survivors of a killed process get this from their next collective (measured with 2 local CPU
     # processes, one killed with SIGKILL); the coordination service then names the lost one.
     from panm_jax.cli import train as train_cli
@@ -267,15 +267,39 @@ def test_a_lost_process_stops_this_one_with_one_line_and_exit_code_4(tmp_path, m
     assert not train_cli._lost_peer(err)  # one process: no peer to lose, a bug like any other
     monkeypatch.setattr(jax, "process_count", lambda: 2)
     assert train_cli._lost_peer(err) and not train_cli._lost_peer(jax.errors.JaxRuntimeError("INTERNAL: bad shape"))
+    # process_allgather (the processes' agreement on a flag) raises a ValueError for the same loss.
+    assert train_cli._lost_peer(ValueError("UNKNOWN: Gloo AllGather failed: ... Connection reset by peer"))
     monkeypatch.setattr(train_cli, "_lost_processes", lambda: [1])
     exits = []
     monkeypatch.setattr("os._exit", exits.append)
     train_cli._stop_lost(err, [tmp_path])
     assert exits == [EXIT_CODES["process lost"]]
-    lines = _error_lines(capsys.readouterr().err)
+    lines = _error_lines(capfd.readouterr().err)
     assert len(lines) == 1 and re.fullmatch(
         r"error: process 0 of 2: process 1 of this run was lost \(UNKNOWN: Gloo all-reduce failed: .*Connection "
         rf"closed by peer .*\); every process stops; the same command on every process resumes {re.escape(str(tmp_path))} "
         r"from step 50",
         lines[0],
     ), lines
+
+
+def test_the_lost_process_is_asked_of_the_coordination_service(monkeypatch):
+    from jax._src import distributed
+
+    from panm_jax.cli import train as train_cli
+
+    class Service:
+        def __init__(self, live):
+            self.live = live
+
+        def get_live_nodes(self, everyone):
+            if self.live is None:
+                raise jax.errors.JaxRuntimeError("UNAVAILABLE: Failed to send RPC to coordination service")
+            return self.live
+
+    monkeypatch.setattr(jax, "process_count", lambda: 3)
+    monkeypatch.setattr(jax, "process_index", lambda: 1)
+    monkeypatch.setattr(distributed.global_state, "client", Service([0, 1]))
+    assert train_cli._lost_processes() == [2]
+    monkeypatch.setattr(distributed.global_state, "client", Service(None))  # gone with process 0, its host
+    assert train_cli._lost_processes() == [0]
