@@ -5,7 +5,9 @@ import nothing heavy when imported; each public name loads its defining module
 the first time it is read and is then cached in the package's namespace
 (``lazy_exports``). The task and model registries name each entry by where it is
 defined, ``"module:attribute"``, and import it when it is first looked up
-(``load``, ``LazyTable``): listing the names imports nothing.
+(``load``, ``LazyTable``): listing the names imports nothing. A name of the
+form ``"module:attribute"`` that is not registered names a task or model of the
+user's own (``import_named``).
 """
 
 from __future__ import annotations
@@ -52,6 +54,26 @@ def load(path: str) -> Any:
     """The object ``path`` names, ``"package.module:attribute"``, importing its module."""
     module, _, attribute = path.partition(":")
     return getattr(importlib.import_module(module), attribute)
+
+
+def import_named(path: str, what: str) -> tuple[Any, str]:
+    """``(module, attribute)`` for ``path`` = ``"package.module:attribute"``, a task or model of one's own:
+    the module imported, and the attribute's name (the module may define it, or register it on import).
+
+    Raises ``UserError`` naming ``what`` (``"task"``, ``"model"``) when the module cannot be imported.
+    """
+    from panm_jax.errors import UserError
+
+    module, _, attribute = path.partition(":")
+    if not module or not attribute:
+        raise UserError(f"{what}: expected a registered name or 'package.module:NAME', got {path!r}")
+    try:
+        return importlib.import_module(module), attribute
+    except ImportError as err:
+        raise UserError(
+            f"{what}: cannot import {module!r} (of {path!r}): {err}; a module of your own must be importable "
+            "(installed, or its folder on PYTHONPATH)"
+        ) from None
 
 
 class _Path(str):

@@ -32,7 +32,10 @@ its config is first read or the model first built. The task registry
 (``panm_jax.tasks.registry.TASKS``) is written the same way. A decorator in each
 model's module, run by importing it, would spread the names over the modules and
 need every model's module (JAX, Flax and all) imported just to list them.
-``register_model`` adds a model at run time.
+``register_model`` adds a model at run time. A model of one's own is named
+``"package.module:NAME"`` wherever a model name goes: the module is imported at
+the first look-up and the model it registers under ``NAME`` (or whose builder
+function is called ``NAME``) is registered under the whole name.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from panm_jax._lazy import load
+from panm_jax._lazy import import_named, load
 from panm_jax.checks import check_type, did_you_mean, nonnegative_int, positive_int, unknown_name
 from panm_jax.errors import UserError
 
@@ -356,10 +359,28 @@ def list_models() -> dict[str, str]:
 
 
 def _spec(name: str) -> ModelSpec:
+    if isinstance(name, str) and ":" in name and name not in MODELS:
+        _register_own(name)
     try:
         return MODELS[name]
     except (KeyError, TypeError):
         raise unknown_name("name", name, sorted(MODELS)) from None
+
+
+def _register_own(path: str) -> None:
+    """Register ``"package.module:NAME"`` under that very name: the model that the module registers with
+    ``register_model`` when imported, under ``NAME`` or with ``NAME`` its builder function."""
+    module, attribute = import_named(path, "model")
+    builder = getattr(module, attribute, None)
+    found = [
+        spec for key, spec in MODELS.items() if key == attribute or (builder is not None and spec.builder is builder)
+    ]
+    if not found:
+        raise UserError(
+            f"model: module {module.__name__!r} registers no model {attribute!r} (a model of one's own is a builder "
+            "decorated with panm_jax.models.register_model(name, ConfigClass, description))"
+        )
+    MODELS[path] = found[0]
 
 
 def _resolve(spec: ModelSpec, attribute: str | Any) -> Any:

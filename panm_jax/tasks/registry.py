@@ -18,6 +18,14 @@ imports no other task's module. The model registry (``panm_jax.models.registry``
 is written the same way; a decorator run by importing each module would hide
 the names in the modules and need every module imported to list them.
 ``register_task`` adds an entry at run time.
+
+**A task of one's own** is named ``"package.module:NAME"`` wherever a task name
+goes (``get_task``, a config's ``task``, ``panm-jax train --task``): ``NAME`` is
+a ``Task`` class (or a function returning a ``Task``) defined in that module, or
+a name the module registers with ``register_task`` when imported. The module is
+imported at the first look-up and the task registered under the whole name, so
+a run's ``config.json`` names it the same way when the run resumes or is
+evaluated.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-from panm_jax._lazy import LazyTable
+from panm_jax._lazy import LazyTable, import_named
 from panm_jax.checks import unknown_name
 from panm_jax.tasks.base import Task
 
@@ -84,6 +92,8 @@ def list_tasks() -> list[str]:
 
 
 def _factory(name: str) -> Callable[..., Task]:
+    if isinstance(name, str) and ":" in name and name not in TASKS:
+        _register_own(name)
     try:
         return TASKS[name]
     except (KeyError, TypeError):
@@ -136,6 +146,23 @@ def task_options(name: str) -> dict[str, inspect.Parameter]:
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
             break
     return options
+
+
+def _register_own(path: str) -> None:
+    """Register ``"package.module:NAME"`` under that very name: ``NAME`` is a ``Task`` class (or a function
+    that returns a ``Task``) of that module, or a task name the module registers when imported."""
+    from panm_jax.errors import UserError
+
+    module, attribute = import_named(path, "task")
+    factory = getattr(module, attribute, None)
+    if factory is None and attribute in TASKS:  # registered by the module's import
+        factory = TASKS[attribute]
+    if not callable(factory):
+        raise UserError(
+            f"task: module {module.__name__!r} has no task class or factory {attribute!r} "
+            f"(got {type(factory).__name__})"
+        )
+    register_task(path, factory)
 
 
 def register_task(name: str, factory: Callable[..., Task]) -> None:

@@ -1,0 +1,94 @@
+"""``docs/extending.md``: its two modules, written out as they stand on the page, are a task and a model of one's own.
+
+The page's Python blocks are saved as ``my_tasks.py`` and ``my_models.py`` in a
+folder put on ``sys.path`` (as ``PYTHONPATH=.`` does), then named
+``"my_tasks:Rotate"`` and ``"my_models:mean_readout"`` through the library and
+through ``panm-jax train`` and ``panm-jax eval``. Names that cannot be resolved
+are one-line errors naming the argument.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from panm_jax import cli
+from panm_jax.errors import UserError
+from panm_jax.models import build_model
+from panm_jax.models.registry import MODELS, model_options
+from panm_jax.tasks import get_task
+from panm_jax.tasks.registry import TASKS
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "extending.md"
+
+
+@pytest.fixture(scope="module")
+def own_modules(tmp_path_factory):
+    """The page's modules on ``sys.path``; the registrations they add are removed afterwards."""
+    folder = tmp_path_factory.mktemp("own")
+    blocks = re.findall(r"```python\n(# (\w+)\.py\n.*?)```", PAGE.read_text(), re.S)
+    assert [name for _, name in blocks] == ["my_tasks", "my_models"]
+    for code, name in blocks:
+        (folder / f"{name}.py").write_text(code)
+    sys.path.insert(0, str(folder))
+    tasks, models = set(TASKS), set(MODELS)
+    yield folder
+    sys.path.remove(str(folder))
+    for key in set(TASKS) - tasks:
+        del TASKS[key]
+    for key in set(MODELS) - models:
+        del MODELS[key]
+    for name in ("my_tasks", "my_models"):
+        sys.modules.pop(name, None)
+
+
+def test_a_task_of_ones_own_by_module_and_class(own_modules):
+    task = get_task("my_tasks:Rotate", max_train_length=5)
+    batch = task.example([1, 2, 3, 4])
+    np.testing.assert_array_equal(batch.targets[0], [2, 3, 4, 1])
+    assert task.sample(np.random.default_rng(0), 4, 5).targets.shape[0] == 4
+    assert "my_tasks:Rotate" in TASKS  # registered under the whole name
+
+
+def test_a_model_of_ones_own_by_module_and_registered_name(own_modules):
+    model = build_model("my_models:mean_readout", input_size=12, output_size=10, hidden=16)
+    logits = model(np.zeros((2, 5, 12), np.float32), np.ones((2, 5), bool), 3)
+    assert logits.shape == (2, 3, 10)
+    # The builder function's name finds the same model.
+    assert model_options("my_models:build_mean_readout") == model_options("my_models:mean_readout")
+    assert MODELS["my_models:build_mean_readout"] is MODELS["my_models:mean_readout"]
+
+
+def test_train_and_eval_name_them_on_the_command_line(own_modules, tmp_path, capsys):
+    workdir = tmp_path / "rotate"
+    args = ["--task", "my_tasks:Rotate", "--model", "my_models:mean_readout", "--steps", "2", "--no-progress"]
+    sets = ["task_options.max_train_length=3", "model_options.hidden=8", "batch_size=8", "eval_examples=8"]
+    sets += ["eval_batch_size=8", 'eval_modes=["L"]', 'select_mode="L"']
+    argv = ["train", *args, "--workdir", str(workdir)] + [x for s in sets for x in ("--set", s)]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    config = json.loads((workdir / "config.json").read_text())
+    assert (config["task"], config["model"]) == ("my_tasks:Rotate", "my_models:mean_readout")
+    assert cli.main(["eval", "--workdir", str(workdir), "--modes", "L"]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("no_such_module_here:Task", r"task: cannot import 'no_such_module_here' \(of 'no_such_module_here:Task'\)"),
+        ("my_tasks:Nothing", r"task: module 'my_tasks' has no task class or factory 'Nothing'"),
+        (":Rotate", r"task: expected a registered name or 'package.module:NAME', got ':Rotate'"),
+    ],
+)
+def test_a_task_name_that_cannot_be_resolved_is_one_line(own_modules, name, message):
+    with pytest.raises(UserError, match=message):
+        get_task(name)
+
+
+def test_a_module_that_registers_no_such_model_is_named(own_modules):
+    with pytest.raises(UserError, match=r"model: module 'my_models' registers no model 'nothing'"):
+        build_model("my_models:nothing", input_size=3, output_size=2)
