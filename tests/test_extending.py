@@ -1,4 +1,5 @@
-"""``docs/extending.md``: its two modules, written out as they stand on the page, are a task and a model of one's own.
+"""``docs/extending.md``: its two modules, written out as they stand on the page, are a task and a model of one's own;
+a model built on Flax's ``nnx.RNN`` trains, and one with state the trainer would never update is refused.
 
 The page's Python blocks are saved as ``my_tasks.py`` and ``my_models.py`` in a
 folder put on ``sys.path`` (as ``PYTHONPATH=.`` does), then named
@@ -9,20 +10,24 @@ are one-line errors naming the argument.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import sys
 from pathlib import Path
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import nnx
 
 from panm_jax import cli
 from panm_jax.errors import UserError
-from panm_jax.models import build_model
+from panm_jax.models import build_model, register_model
 from panm_jax.models.registry import MODELS, model_options
 from panm_jax.tasks import get_task
 from panm_jax.tasks.registry import TASKS
+from panm_jax.train.io import read_jsonl
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "extending.md"
 
@@ -92,3 +97,60 @@ def test_a_task_name_that_cannot_be_resolved_is_one_line(own_modules, name, mess
 def test_a_module_that_registers_no_such_model_is_named(own_modules):
     with pytest.raises(UserError, match=r"model: module 'my_models' registers no model 'nothing'"):
         build_model("my_models:nothing", input_size=3, output_size=2)
+
+
+class _Recurrent(nnx.Module):
+    """A model built the usual Flax way, on ``nnx.RNN`` (which holds an ``nnx.Rngs``), with an optional
+    ``nnx.BatchNorm`` (state the trainer refuses)."""
+
+    def __init__(self, input_size, output_size, rngs, batch_norm=False):
+        self.rnn = nnx.RNN(nnx.GRUCell(input_size, 8, rngs=rngs), rngs=rngs)
+        self.norm = nnx.BatchNorm(8, rngs=rngs) if batch_norm else None
+        self.readout = nnx.Linear(8, output_size, rngs=rngs)
+
+    def __call__(self, inputs, input_mask, num_outputs, *, aligned=False, train=False, key=None, return_traces=False):
+        h = self.rnn(inputs, seq_lengths=input_mask.sum(-1))  # [B, T_in, 8]
+        last = h[:, -1]
+        if self.norm is not None:
+            last = self.norm(last)
+        logits = jnp.repeat(self.readout(last)[:, None], num_outputs, axis=1)
+        return (logits, {}) if return_traces else logits
+
+
+@dataclasses.dataclass(frozen=True)
+class _RecurrentConfig:
+    batch_norm: bool = False
+
+
+@pytest.fixture
+def recurrent():
+    name = "test_extending_recurrent"
+    register_model(name, _RecurrentConfig, "nnx.RNN over the input")(
+        lambda config, input_size, output_size, rngs: _Recurrent(input_size, output_size, rngs, config.batch_norm)
+    )
+    yield name
+    del MODELS[name]
+
+
+def test_a_model_on_flaxs_nnx_rnn_trains_and_resumes(recurrent, tmp_path):
+    from panm_jax.train.config import load_config
+    from panm_jax.train.loop import train_and_evaluate
+
+    settings = [f'model="{recurrent}"', "task_options.max_train_length=3", "batch_size=8", "eval_examples=8"]
+    settings += ["eval_batch_size=8", 'eval_modes=["L"]', 'select_mode="L"', "checkpoint_every=2", "eval_every=2", "log_every=1"]
+    first = train_and_evaluate(load_config(None, settings + ["num_steps=2"]), tmp_path / "run", progress=False)
+    again = train_and_evaluate(load_config(None, settings + ["num_steps=4"]), tmp_path / "run", progress=False)
+    assert (first["step"], again["step"]) == (2, 4)
+    losses = [r["loss"] for r in read_jsonl(tmp_path / "run" / "metrics.jsonl") if "loss" in r]
+    assert len(losses) == 4 and np.all(np.isfinite(losses))
+
+
+def test_a_model_with_state_the_trainer_would_never_update_is_refused_by_name(recurrent, tmp_path, capsys):
+    argv = ["train", "--task", "copy", "--model", recurrent, "--steps", "1", "--workdir", str(tmp_path / "bn")]
+    argv += ["--set", "model_options.batch_norm=true", "--no-progress"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "error: model: expected its state to be nnx.Param variables (trained) and random-number streams (kept as "
+        "built), got norm.mean (BatchStat), norm.var (BatchStat): the trainer would never update these"
+    ]

@@ -52,6 +52,7 @@ from flax import nnx
 from benchmarks import common
 from panm_jax import enable_compile_cache
 from panm_jax.tasks.algorithmic import EXTRA_CHANNEL, ID_WIDTH, NUM_SYMBOLS
+from panm_jax.train.steps import merge_model
 
 MODES = ("2L+1", "4L+1", "8L+1")
 
@@ -161,7 +162,7 @@ def diagnose(workdir: Path, modes, examples: int, pointer: str = "auto"):
     if restored is None:
         raise SystemExit(f"run folder: no selected checkpoint under {workdir / 'best'}")
     state, meta = restored
-    model = nnx.merge(run.graphdef, state.params)
+    model = merge_model(run.graphdef, state.params)
     # The key draws the base addresses of a run with ``random_base_at_eval`` (fixed: a rerun sees the same
     # bases); a run with base address 0 at evaluation does not use it.
     forward = nnx.jit(lambda m, x, mask, steps, key: m(x, mask, steps, key=key, return_traces=True), static_argnums=3)

@@ -77,7 +77,7 @@ from panm_jax.models import build_model
 from panm_jax.tasks import get_task
 from panm_jax.train.optim import paper_optimizer
 from panm_jax.train.sharding import make_mesh, replicate, shard_batch
-from panm_jax.train.steps import cast_floating, init_train_state, make_train_step
+from panm_jax.train.steps import cast_floating, init_train_state, make_train_step, merge_model
 
 
 @dataclass(frozen=True)
@@ -247,7 +247,7 @@ def build_case(case: Case, compute_dtype: str = "float32"):
             params, inputs = state.params, batch.inputs
             if compute_dtype != "float32":
                 params, inputs = cast_floating(params, compute_dtype), inputs.astype(compute_dtype)
-            m = nnx.merge(graphdef, params)
+            m = merge_model(graphdef, params)
             return m(inputs, batch.input_mask, batch.targets.shape[1])
     else:
         fn = make_train_step(graphdef, optimizer, task, compute_dtype=compute_dtype)

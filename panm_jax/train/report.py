@@ -301,10 +301,11 @@ def plot_run_traces(run, params, mode: str, out: str | Path) -> Path | None:
     trace ``trace_panels`` keeps. Returns the image's path, or ``None`` when the model traces no per-step
     attention."""
     import jax
-    from flax import nnx
+
+    from panm_jax.train.steps import merge_model
 
     batch = next(iter(run.task.eval_batches(mode, 1, 1, seed=0)))
-    model = nnx.merge(run.graphdef, jax.device_get(params))
+    model = merge_model(run.graphdef, jax.device_get(params))
     aligned = run.task.output_mode == "aligned"
     _, traces = model(batch.inputs, batch.input_mask, batch.targets.shape[1], aligned=aligned, return_traces=True)
     panels = trace_panels(traces, 0)

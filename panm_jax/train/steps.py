@@ -48,16 +48,21 @@ import optax
 from flax import nnx
 
 from panm_jax import checks
+from panm_jax.errors import UserError
 from panm_jax.train.config import COMPUTE_DTYPES  # the dtypes a forward pass may compute in
 
 __all__ = [
     "COMPUTE_DTYPES",
+    "ModelDef",
+    "ModelStateError",
     "TrainState",
     "cast_floating",
     "check_step_arguments",
     "init_train_state",
     "make_eval_step",
     "make_train_step",
+    "merge_model",
+    "split_model",
 ]
 
 
@@ -70,9 +75,53 @@ class TrainState(NamedTuple):
     key: jax.Array  # [2] uint32 PRNG key for training randomness (PANM's base addresses)
 
 
+class ModelDef(NamedTuple):
+    """A model split for training that holds random-number streams besides its parameters (e.g. Flax's
+    ``nnx.RNN``): its static graph and those streams (``nnx.RngState``), kept as built: not trained, not
+    checkpointed (the same model built again has them again), not advanced by a forward pass. A model
+    with parameters only is split into a plain ``nnx.GraphDef``; ``merge_model`` takes either."""
+
+    graph: Any  # nnx.GraphDef
+    fixed: Any  # nnx.State of the model's nnx.RngState variables
+
+
+class ModelStateError(UserError):
+    """A model holds state that the trainer would hold fixed although the model means it to change."""
+
+
+def split_model(model: nnx.Module):
+    """``(graphdef, params)``: the model's ``nnx.Param`` state and the rest of it (``ModelDef``).
+
+    Raises ``ModelStateError`` naming each variable that is neither a parameter nor a random-number
+    stream (e.g. ``nnx.BatchNorm``'s ``BatchStat``): the train step is a pure function of the parameters
+    and would silently never update it.
+    """
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    other = [
+        f"{'.'.join(map(str, path))} ({type(v).__name__})"
+        for path, v in nnx.to_flat_state(rest)
+        if not isinstance(v, nnx.RngState)
+    ]
+    if other:
+        raise ModelStateError(
+            f"model: expected its state to be nnx.Param variables (trained) and random-number streams (kept as "
+            f"built), got {', '.join(other)}: the trainer would never update these"
+        )
+    return (graphdef if not nnx.to_flat_state(rest) else ModelDef(graphdef, rest)), params
+
+
+def merge_model(graphdef, params) -> nnx.Module:
+    """The model of ``split_model``'s ``graphdef`` with ``params``."""
+    if isinstance(graphdef, ModelDef):
+        # New variables in this trace: a stream drawn from in the forward pass (nnx.RNN's carry) advances
+        # its own copy, discarded after the call.
+        return nnx.merge(graphdef.graph, params, jax.tree_util.tree_map(lambda x: x, graphdef.fixed))
+    return nnx.merge(graphdef, params)
+
+
 def init_train_state(model: nnx.Module, optimizer: optax.GradientTransformation, seed: int = 0):
-    """Split ``model`` once; returns ``(graphdef, TrainState)``."""
-    graphdef, params = nnx.split(model, nnx.Param)
+    """Split ``model`` once (``split_model``); returns ``(graphdef, TrainState)``."""
+    graphdef, params = split_model(model)
     return graphdef, TrainState(
         params=params,
         opt_state=optimizer.init(params),
@@ -149,7 +198,7 @@ def _forward(graphdef, params, batch, *, aligned: bool, train: bool, key, comput
     inputs = batch.inputs
     if dtype != jnp.float32:
         params, inputs = cast_floating(params, dtype), jnp.asarray(inputs).astype(dtype)
-    model = nnx.merge(graphdef, params)
+    model = merge_model(graphdef, params)
     num_outputs = batch.targets.shape[1]
     extra = {"targets": batch.targets} if train and is_teacher_forced(model) else {}
     logits = model(inputs, batch.input_mask, num_outputs, aligned=aligned, train=train, key=key, **extra)
