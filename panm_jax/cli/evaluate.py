@@ -5,6 +5,8 @@
     panm-jax eval --workdir runs/copy-panm --checkpoint 48000   # a kept checkpoint other than the best
     panm-jax eval --workdir runs/reverse_string-lstm-s0 --lengths 41-500 --examples-per-length 64
 
+The evaluation is ``panm_jax.train.run_eval``'s (``evaluate_run``,
+``evaluate_run_range``); this command prints and writes what it returns.
 An evaluation the run has already recorded is not computed again: where
 ``results.json`` (written by ``panm-jax train``) or ``eval.json`` (by an
 earlier ``panm-jax eval``) holds the same evaluation (the same config, the
@@ -34,18 +36,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import jax
 from rich.console import Console
 
 from panm_jax import checks
-from panm_jax.checks import did_you_mean
 from panm_jax.errors import UserError
-
-INT32_WHY = "JAX indexes arrays with int32"
+from panm_jax.train.run_eval import DEFAULT_EXAMPLES_PER_LENGTH
 
 __all__ = ["DEFAULT_EXAMPLES_PER_LENGTH", "parse_lengths", "register"]
-
-DEFAULT_EXAMPLES_PER_LENGTH = 64
 
 
 def register(subparsers) -> None:
@@ -107,87 +104,42 @@ def register(subparsers) -> None:
     e.set_defaults(func=_eval)
 
 
+# The names of run_eval's arguments as this command's flags, for its error messages.
+FLAGS = {
+    "workdir": "--workdir",
+    "checkpoint": "--checkpoint",
+    "modes": "--modes",
+    "examples": "--examples",
+    "lengths": "--lengths",
+    "examples_per_length": "--examples-per-length",
+    "ignore_config_json": "--ignore-config-json",
+}
+
+
 def _eval(args) -> int:
-    from panm_jax.train.checkpoint import Checkpointer
-    from panm_jax.train.config import TrainConfig, read_config_file
-    from panm_jax.train.loop import Run, check_workdir_path, note
+    from panm_jax.train.run_eval import evaluate_run, evaluate_run_range
 
     console = Console()
-    _check_checkpoint_arg(args.checkpoint)
     lengths = _check_range_args(args)  # before anything is read: a mistyped range fails at once
-    if not args.workdir.strip():
-        raise UserError(f"--workdir: expected a run folder, got {args.workdir!r}")
-    workdir = check_workdir_path(args.workdir, "--workdir")
-    config_path = workdir / "config.json"
-    if not config_path.is_file():
-        raise UserError(f"--workdir: expected a run folder with config.json, got {str(workdir)!r}")
-    if args.examples is not None:
-        checks.integer("--examples", args.examples, 1, checks.INT32_MAX, why=INT32_WHY)
-    config = TrainConfig.from_dict(read_config_file(config_path, what="--workdir"))
-    # Read-only: evaluating never moves or deletes a checkpoint nor takes the lock (a run may be training here).
-    ckpt = Checkpointer(
-        workdir, keep=config.keep_checkpoints, read_only=True, notify=note, allow_unverified=args.allow_unverified
+    common = dict(
+        checkpoint=args.checkpoint,
+        ignore_config_json=args.ignore_config_json,
+        allow_unverified=args.allow_unverified,
+        names=FLAGS,
     )
-    try:
-        config = _stored_config(args, config, ckpt, config_path)
-        if args.examples is not None:
-            config = config.replace(eval_examples=args.examples)
-        recorded = None if lengths is not None else _recorded(args, config, ckpt, workdir)
-        if recorded is not None:
-            return _reprint(*recorded, console)
-        run = Run(config)
-        if lengths is not None:
-            return _evaluate_range(args, lengths, run, ckpt, workdir, console)
-        return _evaluate_checkpoint(args, run, ckpt, workdir, console)
-    finally:
-        ckpt.close()
-
-
-def _stored_config(args, given, ckpt, config_path: Path):
-    """The configuration stored in the run's checkpoints (the best's, else the latest's), checked against
-    ``config.json``'s (``given``): a difference is refused, naming the fields, unless ``--ignore-config-json``.
-    ``given`` when no checkpoint can be read (the evaluation then says there is none)."""
-    from panm_jax.train.config import TrainConfig, resume_differences
-
-    meta = ckpt.stored_record()
-    if meta is None or "config" not in meta:
-        return given
-    stored = TrainConfig.from_dict(meta["config"])
-    diff = resume_differences(stored, given)
-    if diff and not args.ignore_config_json:
-        shown = "; ".join(f"{name}: {old!r} stored, {new!r} in config.json" for name, old, new in diff[:4])
-        raise UserError(
-            f"--workdir: {config_path} differs from the configuration stored in the checkpoints "
-            f"({shown}); restore the file, or pass --ignore-config-json to evaluate with the stored one"
-        )
-    return stored
-
-
-def _recorded(args, config, ckpt, workdir: Path) -> tuple[Path, dict] | None:
-    """``(path, record)`` of the run's record of this very evaluation, or None (module docstring)."""
-    from panm_jax.train import report
-
-    if args.recompute or args.with_traces or args.out or args.checkpoint != "best":
-        return None
-    step = ckpt.newest_step("best")
-    step = ckpt.newest_step("checkpoints") if step is None else step  # what --checkpoint best evaluates
-    if args.modes:
-        modes = args.modes.split(",")
-    else:
-        modes = list(config.eval_modes) or list(config.build_task().test_modes)
-    wanted = report.recorded_config(config)
-    for path in (workdir / "results.json", workdir / "eval.json"):
-        try:
-            record = report.load_results(path)
-        except UserError:  # none, or not a record
-            continue
-        if (
-            record.get("config") == wanted
-            and record["step"] == step
-            and [row.get("mode") for row in record["modes"]] == modes
-        ):
-            return path, record
-    return None
+    if lengths is not None:
+        ev = evaluate_run_range(args.workdir, lengths, examples_per_length=args.examples_per_length, **common)
+        return _show_range(ev, Path(args.workdir), console)
+    ev = evaluate_run(
+        args.workdir,
+        modes=args.modes.split(",") if args.modes else None,
+        examples=args.examples,
+        recompute=bool(args.recompute or args.with_traces or args.out),  # they ask for what no record holds
+        **common,
+    )
+    if ev.recorded_in is not None:
+        return _reprint(ev.recorded_in, ev.record, console)
+    return _show_checkpoint(args, ev, console)
 
 
 def _reprint(path: Path, record: dict, console: Console) -> int:
@@ -255,63 +207,16 @@ def _check_checkpoint_arg(value: str) -> None:
         raise UserError(f"--checkpoint: expected best, latest or a step number, got {value!r}")
 
 
-def _restore_params(args, run, ckpt, workdir: Path):
-    """The parameters of the checkpoint ``--checkpoint`` names (the latest when the best is missing or
-    unreadable), replicated on the run's mesh, and its metadata."""
-    from panm_jax.train.loop import note
-    from panm_jax.train.sharding import replicate
-
-    template = jax.device_get(run.state)
-    restored = None
-    if args.checkpoint not in ("best", "latest"):
-        step, kept = int(args.checkpoint), ckpt.kept_steps()
-        if step not in kept:
-            raise UserError(
-                f"--checkpoint: expected best, latest or the step of a checkpoint kept in {str(workdir)!r} "
-                f"({kept}), got {step}"
-            )
-        restored = ckpt.restore_step(step, template)  # no fallback: a corrupt one is the CheckpointError
-    elif args.checkpoint == "best" and ckpt.newest_step("best") is None:
-        note(f"no best checkpoint in {workdir / 'best'}; evaluating the latest checkpoint instead")
-    elif args.checkpoint == "best":
-        restored = ckpt.restore_best(template, then="evaluating the latest checkpoint instead")
-    if restored is None:
-        restored = ckpt.restore_latest(template)  # a CheckpointError is the user's: panm_jax.cli.main prints it
-    if restored is None:
-        raise UserError(f"--workdir: no readable checkpoint in {str(workdir)!r}")
-    state, meta = restored
-    return replicate(state.params, run.mesh), meta
-
-
-def _evaluate_range(args, lengths: tuple[int, int], run, ckpt, workdir: Path, console: Console) -> int:
+def _show_range(ev, workdir: Path, console: Console) -> int:
+    """Print a range evaluation and write ``range.*`` in the run folder (process 0)."""
     from panm_jax.train import report
-    from panm_jax.train.loop import results_record
-    from panm_jax.train.range_eval import range_evaluate
     from panm_jax.train.sharding import is_primary
 
-    lo, hi = lengths
-    task = run.task
-    if not (task.lengths.contains(lo) and task.lengths.contains(hi)):
-        raise UserError(
-            f"--lengths: expected lengths of task {task.name!r} ({task.lengths.expected()}), got {args.lengths!r}"
-        )
-    examples = args.examples_per_length or DEFAULT_EXAMPLES_PER_LENGTH
-    batch_size = min(run.config.eval_batch_size, examples)
-    devices = int(run.mesh.devices.size)
-    if batch_size % devices:
-        raise UserError(
-            f"--examples-per-length: expected a multiple of the {devices} devices (or at least "
-            f"eval_batch_size, {run.config.eval_batch_size}), got {examples}"
-        )
-    params, meta = _restore_params(args, run, ckpt, workdir)
+    record, run = ev.record, ev.run
     console.print(
-        f"[bold]range evaluation[/] {run.config.model} on {task.name} (step {meta['step']}): lengths "
-        f"{lo}..{hi}, {examples} examples each"
+        f"[bold]range evaluation[/] {run.config.model} on {run.task.name} (step {record['step']}): lengths "
+        f"{record['lengths'].replace('-', '..')}, {record['examples_per_length']} examples each"
     )
-    result = range_evaluate(run, params, range(lo, hi + 1), examples_per_length=examples, batch_size=batch_size)
-    record = result.with_step(meta["step"]).to_record()
-    base = results_record(run, {}, meta["step"])
-    record.update(config=base["config"], environment=base["environment"])
     report.print_range(record, console)
     if is_primary():
         paths = report.write_range(record, workdir / "range")
@@ -320,26 +225,20 @@ def _evaluate_range(args, lengths: tuple[int, int], run, ckpt, workdir: Path, co
     return 0
 
 
-def _evaluate_checkpoint(args, run, ckpt, workdir: Path, console: Console) -> int:
-    from panm_jax.train import evaluate as evaluation
+def _show_checkpoint(args, ev, console: Console) -> int:
+    """Print the results of a checkpoint's evaluation, write them (``--out``, else ``eval`` or ``eval-STEP`` in
+    the run folder) and, with ``--with-traces``, plot one example's traces."""
     from panm_jax.train import report
-    from panm_jax.train.loop import results_record
 
-    modes = tuple(args.modes.split(",")) if args.modes else run.modes
-    unknown = [m for m in modes if m not in run.task.test_modes]
-    if unknown:
-        known = list(run.task.test_modes)
-        raise UserError(f"--modes: unknown mode(s) {unknown}; the task has {known}{did_you_mean(unknown, known)}")
-    params, meta = _restore_params(args, run, ckpt, workdir)
-    per_mode = run.evaluate(params, modes, evaluation.TEST_SEED)
-    results = results_record(run, per_mode, meta["step"])
+    results, run = ev.record, ev.run
     default = "eval" if args.checkpoint in ("best", "latest") else f"eval-{int(args.checkpoint)}"
-    stem = Path(args.out) if args.out else workdir / default
+    stem = Path(args.out) if args.out else Path(args.workdir) / default
     paths = report.write_results(results, stem)
     report.print_results(results, console)
     console.print("wrote " + ", ".join(str(p) for p in paths))
     if args.with_traces:
-        out = report.plot_run_traces(run, params, modes[-1], stem.with_name(stem.name + "_traces.png"))
+        modes = [row["mode"] for row in results["modes"]]
+        out = report.plot_run_traces(run, ev.params, modes[-1], stem.with_name(stem.name + "_traces.png"))
         if out is None:
             raise UserError(f"--with-traces: model {run.config.model!r} returned no per-step attention to plot")
         console.print(f"wrote {out}")

@@ -21,6 +21,8 @@ Modules:
   ``panm_jax.train.evaluate.evaluate``).
 * ``range_eval``: evaluation at every length of a range, one compilation per
   length bucket.
+* ``run_eval``: ``evaluate_run`` and ``evaluate_run_range``, a run folder's
+  checkpoint evaluated (what ``panm-jax eval`` does).
 * ``report``: results tables and plots (a model's traces too).
 * ``sharding``: data parallelism over a ``jax.sharding.Mesh``, one or several
   processes (see ``docs/distributed.md``).
@@ -49,6 +51,7 @@ _EXPORTS = {
     **dict.fromkeys(["make_optimizer", "paper_optimizer"], "panm_jax.train.optim"),
     **dict.fromkeys(["CheckpointError", "Checkpointer"], "panm_jax.train.checkpoint"),
     **dict.fromkeys(["RangeResult", "range_evaluate"], "panm_jax.train.range_eval"),
+    **dict.fromkeys(["Evaluation", "evaluate_run", "evaluate_run_range"], "panm_jax.train.run_eval"),
     **dict.fromkeys(["load_results", "plot_accuracy"], "panm_jax.train.report"),
     "make_mesh": "panm_jax.train.sharding",
     "WorkdirBusy": "panm_jax.train.lock",
@@ -66,6 +69,7 @@ if TYPE_CHECKING:
     from panm_jax.train.optim import make_optimizer, paper_optimizer
     from panm_jax.train.range_eval import RangeResult, range_evaluate
     from panm_jax.train.report import load_results, plot_accuracy
+    from panm_jax.train.run_eval import Evaluation, evaluate_run, evaluate_run_range
     from panm_jax.train.seeds import train_seeds
     from panm_jax.train.sharding import make_mesh
     from panm_jax.train.steps import TrainState, init_train_state, make_eval_step, make_train_step
