@@ -137,7 +137,14 @@ def test_a_model_on_flaxs_nnx_rnn_trains_and_resumes(recurrent, tmp_path):
     from panm_jax.train.loop import train_and_evaluate
 
     settings = [f'model="{recurrent}"', "task_options.max_train_length=3", "batch_size=8", "eval_examples=8"]
-    settings += ["eval_batch_size=8", 'eval_modes=["L"]', 'select_mode="L"', "checkpoint_every=2", "eval_every=2", "log_every=1"]
+    settings += [
+        "eval_batch_size=8",
+        'eval_modes=["L"]',
+        'select_mode="L"',
+        "checkpoint_every=2",
+        "eval_every=2",
+        "log_every=1",
+    ]
     first = train_and_evaluate(load_config(None, settings + ["num_steps=2"]), tmp_path / "run", progress=False)
     again = train_and_evaluate(load_config(None, settings + ["num_steps=4"]), tmp_path / "run", progress=False)
     assert (first["step"], again["step"]) == (2, 4)

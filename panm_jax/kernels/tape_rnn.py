@@ -43,7 +43,8 @@ Conventions and choices (the paper describes the actions in words):
 * The read, what the controller sees at the next step, is the cell under the
   head of the new tape, ``T_t[0]``.
 * The written value goes through a tanh in ``controls_from_interface`` (the
-  library's choice: zero-centred, like the all-zero empty tape); the step
+  library's choice: zero-centred, like the all-zero empty tape; ``write="linear"``
+  leaves it as it is, as Delétang et al.'s released code does); the step
   accepts any real ``w_t``.
 
 API: ``State``, ``Controls``, ``init_state``, ``step``, ``update``,
@@ -66,6 +67,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from panm_jax.checks import nonnegative_int, positive_int
+from panm_jax.errors import UserError
 from panm_jax.kernels import _batch, _soft_actions
 from panm_jax.kernels.validation import (
     check_float_dtype,
@@ -235,12 +237,17 @@ def interface_size(width: int) -> int:
     return len(ACTIONS) + positive_int("width", width)
 
 
-def controls_from_interface(raw: jax.Array, width: int) -> Controls:
+WRITE_ACTIVATIONS = ("tanh", "linear")  # the written value: tanh (the library's) or as it is (Delétang et al.'s code)
+
+
+def controls_from_interface(raw: jax.Array, width: int, write: str = "tanh") -> Controls:
     """Split and activate a raw controller output into ``Controls``.
 
     The actions are a softmax over the five action logits (as the Stack-RNN's,
     Joulin & Mikolov 2015 Eq. 3, which Delétang et al.'s Tape-RNN follows); the
-    written value is a tanh (the library's choice, see the module docstring).
+    written value is a tanh (the library's choice, see the module docstring);
+    ``write="linear"`` writes the pre-activation itself (Delétang et al. 2023's
+    released Tape-RNN, which writes its value MLP's linear output).
 
     Layout of ``raw`` (last axis, ``5 + W`` values): ``raw[..., 0:5]`` the
     logits of (write-stay, write-left, write-right, jump-left, jump-right),
@@ -249,13 +256,17 @@ def controls_from_interface(raw: jax.Array, width: int) -> Controls:
     Args:
       raw: ``[..., 5 + W]`` (leading axes, e.g. a batch, are kept).
       width: ``W``.
+      write: ``"tanh"`` (default) or ``"linear"``: the written value's activation.
 
     Returns:
       ``Controls`` whose fields carry the leading axes of ``raw``:
       ``actions [..., 5]``, ``value [..., W]``.
 
     Raises:
-      ValueError: naming ``width`` or ``raw`` when invalid.
+      ValueError: naming ``width``, ``raw`` or ``write`` when invalid.
     """
-    actions, value = _soft_actions.split_interface(raw, interface_size(width), len(ACTIONS), jnp.tanh)
+    if write not in WRITE_ACTIVATIONS:
+        raise UserError(f"write: expected one of {list(WRITE_ACTIVATIONS)}, got {write!r}")
+    value_fn = jnp.tanh if write == "tanh" else (lambda v: v)
+    actions, value = _soft_actions.split_interface(raw, interface_size(width), len(ACTIONS), value_fn)
     return Controls(actions=actions, value=value)

@@ -105,7 +105,7 @@ Defaults and their sources (our choices are marked as such):
     example), five actions from one linear layer, the written value from an
     MLP with hidden layers ``value_layers = (64, 64)`` (ReLU; the kernel's
     tanh on its output, where Delétang et al.'s code writes the MLP's linear
-    output: a difference of ours, not yet an option), and the jump length ``L`` of each example its
+    output: ``write="linear"``), and the jump length ``L`` of each example its
     number of real input steps (the sum of its ``input_mask``; padding does
     not count), as Delétang et al. jump by the input length
     (``jump_to_input_length=False``: ``L = 1``).
@@ -127,6 +127,7 @@ from panm_jax.checks import did_you_mean, nonnegative_int, one_of, positive_int
 from panm_jax.errors import UserError
 from panm_jax.kernels.scan import scan, select
 from panm_jax.kernels.stack_rnn import PUSH_ACTIVATIONS
+from panm_jax.kernels.tape_rnn import WRITE_ACTIVATIONS
 from panm_jax.models.registry import prepare_inputs
 from panm_jax.modules.controllers import CONTROLLER_KINDS, make_controller
 from panm_jax.modules.memory import DNCMemory, MemoryModule, NTMMemory, StackMemory, StackRNNMemory, TapeRNNMemory
@@ -328,6 +329,7 @@ class TapeRNNConfig(_RNNMemoryConfig):
     tape_size: int = 40  # S cells, circular (Delétang et al. 2023's released example: 40)
     value_layers: tuple[int, ...] = (64, 64)  # hidden widths of the write-value MLP (Delétang et al. 2023)
     jump_to_input_length: bool = True  # L = the example's input length (Delétang et al. 2023); False: L = 1
+    write: str = "tanh"  # the written value: tanh of the MLP's output (ours) or linear (Delétang et al.'s code)
 
     def __post_init__(self):
         super().__post_init__()
@@ -342,6 +344,7 @@ class TapeRNNConfig(_RNNMemoryConfig):
             raise wrong from None
         object.__setattr__(self, "value_layers", layers)
         _check_bool("jump_to_input_length", self.jump_to_input_length)
+        one_of("write", self.write, WRITE_ACTIVATIONS)
 
 
 def _make_controller(config: _ControllerConfig, in_features: int, rngs: nnx.Rngs) -> nnx.Module:
@@ -514,6 +517,7 @@ def build_memory_model(name: str, config, input_size: int, output_size: int, rng
                 config.width,
                 config.value_layers,
                 jump_to_input_length=config.jump_to_input_length,
+                write=config.write,
                 rngs=rngs,
             )
         return MemoryModel(

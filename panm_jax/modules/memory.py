@@ -487,6 +487,7 @@ class TapeRNNMemory(MemoryModule):
       value_layers: widths of the value MLP's hidden layers (each positive).
       jump_to_input_length: ``init_sequence_state``'s ``L``: the example's input
         length (True, Delétang et al. 2023) or 1 (False).
+      write: the written value, ``"tanh"`` of the MLP's output (ours) or ``"linear"`` (Delétang et al.'s code).
     """
 
     def __init__(
@@ -497,9 +498,11 @@ class TapeRNNMemory(MemoryModule):
         value_layers: tuple[int, ...] = (64, 64),
         *,
         jump_to_input_length: bool = True,
+        write: str = "tanh",
         rngs: nnx.Rngs,
     ):
         self.hidden = positive_int("hidden", hidden)
+        self.write = write  # the written value's activation (tape_rnn.controls_from_interface)
         self.tape_size = positive_int("tape_size", tape_size)
         self.width = positive_int("width", width)
         if isinstance(value_layers, (str, bytes)) or not hasattr(value_layers, "__iter__"):
@@ -553,7 +556,7 @@ class TapeRNNMemory(MemoryModule):
 
     def controls(self, h: jax.Array) -> tape_rnn_kernel.Controls:
         """``h [..., D] -> Controls`` (``actions [..., 5]``, ``value [..., W]``)."""
-        return tape_rnn_kernel.controls_from_interface(self.raw_interface(h), self.width)
+        return tape_rnn_kernel.controls_from_interface(self.raw_interface(h), self.width, self.write)
 
     def step(self, state: tape_rnn_kernel.State, controls: tape_rnn_kernel.Controls, mask: jax.Array | None = None):
         """``tape_rnn.step`` over the leading axes; returns ``(state, read [..., W])``."""

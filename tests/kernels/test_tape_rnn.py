@@ -361,3 +361,13 @@ def test_value_checks_are_eager_only():
     chex.assert_shape(new.tape, (4, W))
     with pytest.raises(ValueError, match=r"^state\.jump: expected an integer array"):
         jax.jit(K.step)(state._replace(jump=jnp.float32(1)), bad)
+
+
+def test_write_linear_writes_the_value_as_it_is_and_a_wrong_write_is_named():
+    raw = jnp.asarray([[1.0, -2.0, 0.5, 0.0, 3.0, -3.0, 2.0, 5e3], [0.0] * 5 + [1e9, -1e9, 0.25]], jnp.float32)
+    linear, squashed = K.controls_from_interface(raw, 3, "linear"), K.controls_from_interface(raw, 3)
+    np.testing.assert_array_equal(linear.actions, squashed.actions)  # the actions do not change
+    np.testing.assert_allclose(squashed.value, np.tanh(np.clip(np.asarray(raw[:, 5:]), -1e4, 1e4)), rtol=1e-6)
+    np.testing.assert_array_equal(linear.value, [[-3.0, 2.0, 5e3], [1e4, -1e4, 0.25]])  # bounded at 1e4
+    with pytest.raises(ValueError, match=r"write: expected one of \['tanh', 'linear'\], got 'relu'"):
+        K.controls_from_interface(raw, 3, "relu")

@@ -166,6 +166,7 @@ def entries() -> list[dict]:
         {"model": name, "options": {**SMALL[name], "activation": "tanh"}} for name in ("rnn", "stack_rnn", "tape_rnn")
     ]
     out.append({"model": "stack_rnn", "options": {**SMALL["stack_rnn"], "push": "linear"}})
+    out.append({"model": "tape_rnn", "options": {**SMALL["tape_rnn"], "write": "linear"}})
     for variant in recorded_panm_variants() + single_options():
         small = dict(SMALL["panm"])
         if variant.get("encoder", "lstm").startswith("transformer"):

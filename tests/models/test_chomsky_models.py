@@ -257,7 +257,8 @@ def test_configs_have_the_documented_defaults_and_reject_bad_values():
         tape.value_layers,
         tape.jump_to_input_length,
         tape.relu_output,
-    ) == ("rnn", 256, 8, 40, (64, 64), True, True)
+        tape.write,
+    ) == ("rnn", 256, 8, 40, (64, 64), True, True, "tanh")
     assert get_config("tape_rnn", value_layers=[16]).value_layers == (16,)  # a JSON list becomes a tuple
     assert get_config("tape_rnn", value_layers=()).value_layers == ()
     assert get_config("stack_rnn", controller="gru").controller == "gru"
@@ -275,6 +276,7 @@ def test_configs_have_the_documented_defaults_and_reject_bad_values():
         ),
         ("stack_rnn", dict(controller_layers=2), r"controller_layers: the 'rnn' controller has one layer, got 2"),
         ("stack_rnn", dict(push="tanh"), r"push: expected one of \['sigmoid', 'linear'\], got 'tanh'"),
+        ("tape_rnn", dict(write="sigmoid"), r"write: expected one of \['tanh', 'linear'\], got 'sigmoid'"),
         ("stack_rnn", dict(activation="sigmoid"), r"activation: expected one of \['relu', 'tanh'\], got 'sigmoid'"),
         ("tape_rnn", dict(controller="lstm", activation="tanh"), r"activation: applies to the 'rnn' controller only"),
         ("rnn", dict(activation="Tanh"), r"activation: expected one of \['relu', 'tanh'\], got 'Tanh'"),
