@@ -51,6 +51,11 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 # Generated task data (the Mathematics pools) kept for the session only, not in ~/.cache.
 _session_dir("PANM_JAX_CACHE_DIR", "panm_jax_test_data_")
+# The processes of the multi-process runs (tests/train/test_multiprocess.py, test_lost_process.py) keep
+# their compiled programs in a cache folder of their own, for the session only: an executable compiled for
+# one process of a multi-process run is never offered to a test's own process. (A CI run whose suite had
+# just run them lost a worker to a SIGSEGV inside XLA's loading of a cached executable, jax 0.10.2.)
+_session_dir("PANM_JAX_TEST_MULTIPROCESS_CACHE", "panm_jax_test_multiprocess_xla_")
 # Fast compilation for the session and for the subprocesses the tests start (they
 # inherit the environment): the tests compile hundreds of small programs and run each
 # for a few steps, so compiling dominates. XLA's backend optimisation level 0 (the whole

@@ -50,6 +50,7 @@ def _launch(name: str, workdir: Path, tmp: Path, lose: str | None = None) -> lis
             "JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}",
             "JAX_NUM_PROCESSES": "2",
             "JAX_PROCESS_ID": str(i),
+            "JAX_COMPILATION_CACHE_DIR": os.environ["PANM_JAX_TEST_MULTIPROCESS_CACHE"],  # tests/conftest.py
             "PANM_JAX_HEARTBEAT_TIMEOUT": str(HEARTBEAT_S),
         }
         env.pop("PANM_JAX_DISTRIBUTED", None)

@@ -75,6 +75,7 @@ def _launch(
             "JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}",
             "JAX_NUM_PROCESSES": str(processes),
             "JAX_PROCESS_ID": str(i),
+            "JAX_COMPILATION_CACHE_DIR": os.environ["PANM_JAX_TEST_MULTIPROCESS_CACHE"],  # tests/conftest.py
         }
         env.pop("PANM_JAX_DISTRIBUTED", None)
         files = {k: tmp / f"{name}-{i}.{k}" for k in ("json", "stdout", "stderr")}
