@@ -242,12 +242,12 @@ def evaluate_run_range(
     names: Mapping[str, str] | None = None,
 ) -> Evaluation:
     """Evaluate a checkpoint of the run in ``workdir`` at every length ``lo..hi`` on its own
-    (``range_eval.range_evaluate``; the record's score is the headline metric averaged over them).
+    (``range_eval.range_evaluate``; the record's score is the headline metric averaged over them). The
+    arguments other than these two are ``evaluate_run``'s.
 
     Args:
       lengths: ``(lo, hi)``, lengths the task can generate.
       examples_per_length: examples at each length (default ``DEFAULT_EXAMPLES_PER_LENGTH``).
-      The others as ``evaluate_run``'s.
     """
     from panm_jax.train.loop import Run, results_record
     from panm_jax.train.range_eval import range_evaluate
