@@ -38,7 +38,6 @@ from pathlib import Path
 
 from rich.console import Console
 
-from panm_jax import checks
 from panm_jax.errors import UserError
 from panm_jax.train.run_eval import DEFAULT_EXAMPLES_PER_LENGTH
 
@@ -195,16 +194,7 @@ def _check_range_args(args) -> tuple[int, int] | None:
             f"--lengths: a range evaluation writes range.* in WORKDIR and takes no {', '.join(clash)}; "
             "give them without --lengths"
         )
-    if args.examples_per_length is not None:
-        checks.integer(
-            "--examples-per-length", args.examples_per_length, 1, checks.INT32_MAX, why="JAX indexes arrays with int32"
-        )
-    return lengths
-
-
-def _check_checkpoint_arg(value: str) -> None:
-    if value not in ("best", "latest") and not (value.isdigit() and int(value) > 0):
-        raise UserError(f"--checkpoint: expected best, latest or a step number, got {value!r}")
+    return lengths  # --examples-per-length is checked by evaluate_run_range
 
 
 def _show_range(ev, workdir: Path, console: Console) -> int:

@@ -97,17 +97,14 @@ def split_model(model: nnx.Module):
     and would silently never update it.
     """
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
-    other = [
-        f"{'.'.join(map(str, path))} ({type(v).__name__})"
-        for path, v in nnx.to_flat_state(rest)
-        if not isinstance(v, nnx.RngState)
-    ]
+    flat = list(nnx.to_flat_state(rest))
+    other = [f"{'.'.join(map(str, path))} ({type(v).__name__})" for path, v in flat if not isinstance(v, nnx.RngState)]
     if other:
         raise ModelStateError(
             f"model: expected its state to be nnx.Param variables (trained) and random-number streams (kept as "
             f"built), got {', '.join(other)}: the trainer would never update these"
         )
-    return (graphdef if not nnx.to_flat_state(rest) else ModelDef(graphdef, rest)), params
+    return (ModelDef(graphdef, rest) if flat else graphdef), params
 
 
 def merge_model(graphdef, params) -> nnx.Module:
