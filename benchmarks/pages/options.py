@@ -5,32 +5,23 @@ from typing import Any
 
 from benchmarks.pages.records import Record
 from benchmarks.pages.tables import code
+from panm_jax.models.panm import AUTHORS_CODE
 
 # Option sets the tables name instead of listing them (model options as ``benchmarks.accuracy.ablation`` writes them).
 OURS = {"distractors": "16", "distractor_sampling": "neighbours", "score": "scaled_dot", "snap_pointers": "always"}
-AUTHORS = {
-    "encoder": "bigru",
-    "hidden": "128",
-    "score": "scaled_dot",
-    "address_bits": "8",
-    "random_base_at_eval": "true",
-    "eq3_addresses": "authors_view",
-    "controller_attention": "true",
-    "mode2_dropout": "0.5",
-    "attention_projections": "true",
-    "init": "pytorch",
-    "controller_start": "encoder_final",
-    "controller_reads_mode2": "false",
-}
-NAMED_OPTIONS = {
-    "the options of ours": OURS,
-    "every choice of the authors' code that is an option here": AUTHORS,
-}
 
 
 def option_text(value: Any) -> str:
     """A model option's value as a command line writes it: ``16``, ``true``, ``scaled_dot``."""
     return value if isinstance(value, str) else json.dumps(value)
+
+
+# The library's preset of the authors' code (``panm_jax.models.panm.AUTHORS_CODE``), as text.
+AUTHORS = {name: option_text(value) for name, value in AUTHORS_CODE.items()}
+NAMED_OPTIONS = {
+    "the options of ours": OURS,
+    "every choice of the authors' code that is an option here": AUTHORS,
+}
 
 
 def describe_options(options: dict[str, str], select: str = "L+1") -> str:

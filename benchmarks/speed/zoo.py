@@ -57,7 +57,6 @@ bytes / bandwidth); ``x_floor`` = median / floor.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,7 +67,7 @@ from flax import nnx
 from benchmarks import common
 from benchmarks.speed import cost
 from benchmarks.speed.suite import floor_of
-from panm_jax.models import build_model, get_config, list_models
+from panm_jax.models import build_model, list_models, model_options
 from panm_jax.tasks import get_task
 from panm_jax.train.config import OptimizerConfig
 from panm_jax.train.optim import make_optimizer
@@ -171,7 +170,7 @@ def build(name: str):
     home = home_of(name)
     task = get_task(home.task, **home.task_options)
     batch = task.sample(np.random.default_rng(0), home.batch, home.length)
-    fields = {f.name for f in dataclasses.fields(get_config(name))}
+    fields = set(model_options(name))
     options = {k: v for k, v in home.model_options.items() if k in fields}
     model = build_model(name, input_size=task.input_size, output_size=task.output_size, **options)
     params = sum(int(x.size) for x in jax.tree_util.tree_leaves(nnx.state(model, nnx.Param)))

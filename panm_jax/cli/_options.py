@@ -29,10 +29,18 @@ import io
 import re
 import textwrap
 import tokenize
+import typing
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-__all__ = ["OptionDoc", "docstring_options", "field_comments", "model_option_docs", "task_option_docs"]
+__all__ = [
+    "OptionDoc",
+    "docstring_options",
+    "field_comments",
+    "model_option_docs",
+    "task_option_docs",
+    "variant_option_docs",
+]
 
 
 class OptionDoc(NamedTuple):
@@ -210,12 +218,39 @@ def _docs(
 
 
 def model_option_docs(model: str) -> list[OptionDoc]:
-    """Each option of model ``model`` (a field of its config dataclass), in field order."""
+    """Each option of model ``model`` (a field of its config dataclass), in field order; a variant's options
+    (``variant_option_docs``) apart."""
     from panm_jax.models.registry import get_config, model_options
 
-    options = model_options(model)
-    meanings = field_comments(type(get_config(model)))
+    config_cls = type(get_config(model))
+    apart = getattr(config_cls, "variant_options", dict)()
+    options = {name: param for name, param in model_options(model).items() if name not in apart}
+    meanings = field_comments(config_cls)
     return _docs(options, meanings, lambda name, value: get_config(model, **{name: value}))
+
+
+def _build_variant(variant: type, name: str, value: Any) -> object:
+    return variant(**{name: value})
+
+
+def variant_option_docs(model: str) -> list[tuple[type, list[OptionDoc]]]:
+    """Each decoder variant of model ``model``'s config (``variant_options``, as ``PANMConfig`` has) with
+    its options, each checked by the variant's config alone; none for a config without variants."""
+    from panm_jax.models.registry import get_config
+
+    apart = getattr(type(get_config(model)), "variant_options", dict)()
+    found = []
+    for variant in dict.fromkeys(c for owners in apart.values() for c in owners):
+        hints = typing.get_type_hints(variant)
+        options = {
+            f.name: inspect.Parameter(
+                f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.name]
+            )
+            for f in dataclasses.fields(variant)
+        }
+        build = functools.partial(_build_variant, variant)
+        found.append((variant, _docs(options, field_comments(variant), build)))
+    return found
 
 
 def task_option_docs(task: str) -> list[OptionDoc]:

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 from flax import nnx
 from rich.console import Console
 
-from panm_jax.cli._options import model_option_docs
+from panm_jax.cli._options import model_option_docs, variant_option_docs
 from panm_jax.cli._tables import Column, print_listing, print_options, print_wrapped
 from panm_jax.models.registry import build_model, get_config, list_models, supports_aligned
 
@@ -152,4 +152,11 @@ def _show(args) -> int:
         "other options at their defaults:",
     )
     print_options(console, options)
+    for variant, variant_options in variant_option_docs(args.name):
+        print_wrapped(
+            console,
+            f"variant {variant.name!r} of the decoder ({variant.__name__}, {variant.__module__}): setting any of "
+            "these options decodes with it; they do not combine with another variant's:",
+        )
+        print_options(console, variant_options)
     return 0

@@ -20,15 +20,21 @@ Base address (Algorithm 1 l. 3, App. B): with ``train=True`` each example draws
 ``a_B ~ U{0, ..., 2^b - 1}`` from ``key``; at evaluation ``a_B = 0`` unless the
 config sets ``random_base_at_eval`` (what the authors' code does).
 
-The decoder (``decoder_class``): the paper's (``modules.panm.PANMDecoder``) while
-every option of the variants is at its default, else the variant its options
-need: this library's options (``modules.panm_extensions``) or the choices of the
-authors' code (``modules.panm_authors``), which include the former.
+The decoder (``decoder_class``) follows the config's ``variant``: none is the paper's
+(``modules.panm.PANMDecoder``); ``Ours(...)`` this library's options
+(``modules.panm_extensions``); ``AuthorsCode(...)`` the choices of the authors'
+code (``modules.panm_authors``). ``VARIANTS`` names them. Flat options
+(``PANMConfig.from_options``, what ``model_options`` and ``panm-jax train --set``
+give) name a variant's options directly: ``distractors=16`` is
+``variant=Ours(distractors=16)``. ``AUTHORS_CODE`` is the authors' code as a named
+preset of those options.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -38,14 +44,18 @@ from panm_jax import checks
 from panm_jax.errors import UserError
 from panm_jax.models.registry import prepare_inputs, refuse_aligned
 from panm_jax.modules.encoders import BiGRUEncoder, LSTMEncoder, TransformerEncoder
-from panm_jax.modules.panm import PANMDecoder, option
-from panm_jax.modules.panm_authors import AuthorsConfig, AuthorsDecoder
-from panm_jax.modules.panm_extensions import ExtendedDecoder, ExtensionsConfig
+from panm_jax.modules.panm import DecoderConfig, PANMDecoder, option
+from panm_jax.modules.panm_authors import AuthorsCode, AuthorsDecoder
+from panm_jax.modules.panm_extensions import ExtendedDecoder, Ours
 from panm_jax.modules.pytorch_init import pytorch_init
 
 __all__ = [
+    "AUTHORS_CODE",
     "ENCODER_NAMES",
     "PANM",
+    "VARIANTS",
+    "AuthorsCode",
+    "Ours",
     "PANMConfig",
     "build_decoder",
     "build_encoder",
@@ -66,18 +76,47 @@ TRANSFORMER_ENCODERS = {"transformer": False, "transformer_rpe": True}
 ENCODER_NAMES = (*ENCODERS, *TRANSFORMER_ENCODERS)
 
 
+# The decoder variants by name: name -> (its options' config, its decoder). No variant: the paper's decoder.
+VARIANTS: dict[str, tuple[type, type[PANMDecoder]]] = {
+    Ours.name: (Ours, ExtendedDecoder),
+    AuthorsCode.name: (AuthorsCode, AuthorsDecoder),
+}
+Variant = Ours | AuthorsCode
+
+# The authors' public code (thaihungle/PANM) as far as its choices are options here: the flat options of
+# ``PANMConfig.from_options`` (modules/panm_authors.py lists what each one is).
+AUTHORS_CODE: Mapping[str, Any] = {
+    "encoder": "bigru",
+    "hidden": 128,
+    "score": "scaled_dot",
+    "address_bits": 8,
+    "random_base_at_eval": True,
+    "init": "pytorch",
+    "eq3_addresses": "authors_view",
+    "controller_attention": True,
+    "mode2_dropout": 0.5,
+    "attention_projections": True,
+    "controller_start": "encoder_final",
+    "controller_reads_mode2": False,
+}
+
+
 def _optional_positive_int(name: str, value) -> None:
     if value is not None:
         checks.positive_int(name, value)
 
 
-@dataclasses.dataclass(frozen=True)
-class PANMConfig(AuthorsConfig):
-    """PANM's hyperparameters: the decoder's (``modules.panm.DecoderConfig``, with the options of
-    ``modules.panm_extensions`` and ``modules.panm_authors``) and the encoder's.
+def _variant_fields(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
 
-    Checked when made (``UserError`` naming the field): each field by its own check, then the encoder
-    against the options that depend on it.
+
+@dataclasses.dataclass(frozen=True)
+class PANMConfig(DecoderConfig):
+    """PANM's hyperparameters: the paper's decoder's (``modules.panm.DecoderConfig``), the encoder's, and
+    a decoder ``variant`` (``None``: the paper's; ``Ours(...)`` or ``AuthorsCode(...)``, ``VARIANTS``).
+
+    Checked when made (``UserError`` naming the field): each field by its own check, then the encoder and
+    the variant against the options that depend on them.
     """
 
     # the backbone writing M (§3.1: LSTM; "bigru": the authors' code; "transformer(_rpe)")
@@ -91,24 +130,24 @@ class PANMConfig(AuthorsConfig):
     encoder_heads: int = option(8, checks.positive_int)
     # Transformer encoders only: FFN width; None: 2 hidden (Csordás: 2 D)
     encoder_ffn_hidden: int | None = option(None, _optional_positive_int)
+    # the decoder's variant: None (the paper's), Ours(...) or AuthorsCode(...) (models.panm.VARIANTS)
+    variant: Variant | None = None
 
     def __post_init__(self):
         super().__post_init__()
-        if not self.pointer_heads:
+        if self.variant is not None and not isinstance(self.variant, tuple(c for c, _ in VARIANTS.values())):
+            raise UserError(
+                f"variant: expected None or one of {[c.__name__ for c, _ in VARIANTS.values()]}, got {self.variant!r}"
+            )
+        if not self.pointer_heads and self.variant is not None:
             # Without Mode 1 there is no pointer to distract or snap, and the authors' code's decoder reads
-            # the Mode-1 values: pointer_heads = 0 is the paper's decoder (and controller_start="mean").
-            changed = [
-                f"{f.name} = {getattr(self, f.name)!r}"
-                for cls in (ExtensionsConfig, AuthorsConfig)
-                for f in dataclasses.fields(cls)
-                if f.name in cls.__annotations__ and f.name != "controller_start" and getattr(self, f.name) != f.default
-            ]
-            if self.controller_start == "encoder_final":
-                changed.append("controller_start = 'encoder_final'")
-            if changed:
+            # the Mode-1 values: pointer_heads = 0 is the paper's decoder (and Ours' controller_start="mean").
+            changed = self.variant.pointer_options()
+            if changed or isinstance(self.variant, AuthorsCode):
                 raise UserError(
                     "pointer_heads: 0 (no Mode 1) is defined for the paper's decoder, without the options that "
-                    f"act on the pointers or the authors' code's decoder; got {', '.join(changed)}"
+                    f"act on the pointers or the authors' code's decoder; got variant {self.variant.name!r}"
+                    + (f" with {', '.join(changed)}" if changed else "")
                 )
         if self.init == "pytorch" and self.encoder in TRANSFORMER_ENCODERS:
             raise UserError(
@@ -125,6 +164,94 @@ class PANMConfig(AuthorsConfig):
                 f"encoder_heads: expected a divisor of hidden = {self.hidden} (the Transformer encoder's width), "
                 f"got {self.encoder_heads}"
             )
+
+    @property
+    def controller_start(self) -> str:
+        """``h^c_0``: ``"sum"`` (Eq. 7), or the variant's (``"mean"``: ours; ``"encoder_final"``: the authors'
+        code)."""
+        return "sum" if self.variant is None else self.variant.controller_start
+
+    @classmethod
+    def variant_options(cls) -> dict[str, tuple[type, ...]]:
+        """The flat options that belong to a variant: ``{name: the variant configs that have it}``."""
+        found: dict[str, tuple[type, ...]] = {}
+        for variant, _ in VARIANTS.values():
+            for name in _variant_fields(variant):
+                found[name] = (*found.get(name, ()), variant)
+        return found
+
+    @classmethod
+    def from_options(cls, **options: Any) -> PANMConfig:
+        """The config of flat ``options``: this config's fields, and any variant's options by name
+        (``distractors=16``: ``variant=Ours(distractors=16)``), which select that variant. The value tells
+        apart the variants that share an option's name (``controller_start="mean"``: ours,
+        ``"encoder_final"``: the authors' code's); a variant's option at its default selects nothing, and
+        the options of two variants are refused (they do not combine).
+
+        The form of ``model_options`` in training configs and stored runs (``to_options``: the inverse).
+        """
+        own = {f.name for f in dataclasses.fields(cls)}
+        shared = cls.variant_options()
+        given = {k: v for k, v in options.items() if k in shared and k not in own}
+        rest = {k: v for k, v in options.items() if k not in given}
+        choosing = {k: v for k, v in given.items() if not all(_is_default(c, k, v) for c in shared[k])}
+        if not choosing:
+            return cls(**rest)
+        if "variant" in options:
+            raise UserError(f"variant: given with the options of a variant {sorted(choosing)}; give one or the other")
+        candidates = [c for c, _ in VARIANTS.values()]
+        for name, value in choosing.items():
+            kept = [c for c in candidates if c in shared[name]]
+            if not kept:
+                raise UserError(
+                    f"{name}: an option of the variant {[c.name for c in shared[name]]}, which does not combine "
+                    f"with {[c.name for c in candidates]} (given {sorted(choosing)})"
+                )
+            accepting = [c for c in kept if _accepts(c, name, value)]
+            if not accepting and len(kept) > 1:  # what each variant expects
+                wants = [f"{_expected(c, name, value)} ({c.name})" for c in kept]
+                raise UserError(f"{name}: expected {' or '.join(wants)}, got {value!r}")
+            candidates = accepting or kept  # a bad value of one variant's option: its check says so below
+        return cls(**rest, variant=candidates[0](**choosing))
+
+    def to_options(self) -> dict[str, Any]:
+        """The flat options of this config that differ from the defaults (``from_options``'s inverse)."""
+        options = {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name != "variant" and getattr(self, f.name) != f.default
+        }
+        if self.variant is not None:
+            options.update(
+                {
+                    f.name: getattr(self.variant, f.name)
+                    for f in dataclasses.fields(self.variant)
+                    if getattr(self.variant, f.name) != f.default
+                }
+            )
+        return options
+
+
+def _is_default(cls: type, name: str, value: Any) -> bool:
+    default = {f.name: f.default for f in dataclasses.fields(cls)}[name]
+    return type(value) is type(default) and value == default
+
+
+def _expected(cls: type, name: str, value: Any) -> str:
+    # What the check of variant cls's option says it expects ("NAME: expected WHAT, got VALUE").
+    try:
+        cls(**{name: value})
+    except UserError as err:
+        return str(err).split(": expected ", 1)[-1].rsplit(", got ", 1)[0]
+    return "?"
+
+
+def _accepts(cls: type, name: str, value: Any) -> bool:
+    try:
+        cls(**{name: value})
+    except UserError:
+        return False
+    return True
 
 
 def build_encoder(config: PANMConfig, input_size: int, rngs: nnx.Rngs) -> nnx.Module:
@@ -143,24 +270,15 @@ def build_encoder(config: PANMConfig, input_size: int, rngs: nnx.Rngs) -> nnx.Mo
     return ENCODERS[config.encoder](input_size, config.hidden, rngs, config.remat)
 
 
-def _changed(config: PANMConfig, cls: type) -> bool:
-    # Whether any option that cls declares itself (not its bases) differs from its default.
-    return any(getattr(config, f.name) != f.default for f in dataclasses.fields(cls) if f.name in cls.__annotations__)
-
-
 def decoder_class(config: PANMConfig) -> type[PANMDecoder]:
-    """The paper's decoder, or the variant ``config``'s options need (the module docstring)."""
-    if config.controller_start == "encoder_final" or _changed(config, AuthorsConfig):
-        return AuthorsDecoder
-    if _changed(config, ExtensionsConfig):
-        return ExtendedDecoder
-    return PANMDecoder
+    """The paper's decoder, or that of ``config.variant`` by its name (``VARIANTS``)."""
+    return PANMDecoder if config.variant is None else VARIANTS[config.variant.name][1]
 
 
 def build_decoder(config: PANMConfig, output_size: int, rngs: nnx.Rngs, input_features: int = 0) -> PANMDecoder:
     """The PANM decoder (address bank, Pointer Units, controller, output) of ``config``, ``hidden`` wide;
     ``input_features``: the width of its decoding input ``z_t`` (0: none)."""
-    return decoder_class(config)(config, output_size, input_features=input_features, rngs=rngs)
+    return decoder_class(config)(config, output_size, variant=config.variant, input_features=input_features, rngs=rngs)
 
 
 class PANM(nnx.Module):
@@ -218,7 +336,7 @@ def decoding_options(config: PANMConfig, batch: int, train: bool, key) -> tuple[
         base = jax.random.randint(key, (batch,), 0, 2**config.address_bits, dtype=jnp.int32)
     else:
         base = jnp.zeros((batch,), jnp.int32)
-    return base, decoder_class(config).call_options(config, train, key)
+    return base, decoder_class(config).call_options(config.variant, train, key)
 
 
 def _build(config: PANMConfig, input_size: int, output_size: int, rngs: nnx.Rngs) -> PANM:

@@ -394,16 +394,32 @@ def _config_cls(name: str) -> type:
 
 
 def get_config(name: str, **hparams):
-    """The typed config of model ``name`` with ``hparams`` applied (validated by the config's own checks)."""
+    """The typed config of model ``name`` with ``hparams`` applied (validated by the config's own checks).
+
+    ``hparams`` are the model's flat options (``model_options``): its config's fields, and where the config
+    holds a variant (``variant_options``, as ``PANMConfig`` does) that variant's options by name, which
+    its ``from_options`` composes.
+    """
     cls = _config_cls(name)
-    fields = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(hparams) - fields)
+    fields = set(model_options(name))
+    unknown = sorted(set(hparams) - fields - {"variant"})
     if unknown:
         raise ValueError(
             f"hparams: unknown hyperparameter(s) {unknown} for model {name!r}; known: {sorted(fields)}"
             + did_you_mean(unknown, fields)
         )
-    return cls(**hparams)
+    build = getattr(cls, "from_options", cls)
+    return build(**hparams)
+
+
+def _option_hints(cls: type) -> dict[str, Any]:
+    """The type hint of each flat option of config class ``cls``: its fields' and its variants'."""
+    hints = {}
+    variants = getattr(cls, "variant_options", dict)()
+    for owners in variants.values():
+        hints.update(typing.get_type_hints(owners[0]))
+    hints.update(typing.get_type_hints(cls))
+    return hints
 
 
 def _check_types(name: str, hparams: dict[str, Any]) -> None:
@@ -414,13 +430,15 @@ def _check_types(name: str, hparams: dict[str, Any]) -> None:
     remat="no")`` is refused as the config file's ``remat = "no"`` is:
     ``remat: expected a boolean (true or false), got 'no'`` (a ``ConfigError``).
     """
-    hints = typing.get_type_hints(_config_cls(name))
+    hints = _option_hints(_config_cls(name))
     for field, value in hparams.items():
         check_type(field, value, hints[field])
 
 
 def model_options(name: str) -> dict[str, inspect.Parameter]:
-    """The options of model ``name``: its config dataclass's fields as ``{field: inspect.Parameter}``.
+    """The flat options of model ``name``: its config dataclass's fields as ``{field: inspect.Parameter}``,
+    then, where the config holds a variant (``variant_options``), each variant's options (the first
+    variant's default where two share a name) in place of the ``variant`` field.
 
     Each parameter's ``annotation`` is the field's resolved type hint (``int``,
     ``float``, ``int | None``, ``tuple[int, ...]``) and its ``default`` the
@@ -430,9 +448,15 @@ def model_options(name: str) -> dict[str, inspect.Parameter]:
       UnknownNameError: ``name`` is not registered.
     """
     cls = _config_cls(name)
-    hints = typing.get_type_hints(cls)
+    hints = _option_hints(cls)
+    variants = getattr(cls, "variant_options", dict)()
+    fields = [f for f in dataclasses.fields(cls) if not (variants and f.name == "variant")]
+    for variant in dict.fromkeys(c for owners in variants.values() for c in owners):
+        fields += dataclasses.fields(variant)
     options = {}
-    for f in dataclasses.fields(cls):
+    for f in fields:
+        if f.name in options:
+            continue
         if f.default is not dataclasses.MISSING:
             default = f.default
         elif f.default_factory is not dataclasses.MISSING:

@@ -79,8 +79,8 @@ from panm_jax.errors import UserError
 from panm_jax.kernels import pointer, srnn
 from panm_jax.kernels.scan import scan
 from panm_jax.models.registry import prepare_inputs
-from panm_jax.modules.panm import DecoderConfig, PANMDecoder, _Context, option
-from panm_jax.modules.panm import _Carry as PANMCarry
+from panm_jax.modules.panm import DecoderCarry as PANMCarry
+from panm_jax.modules.panm import DecoderConfig, DecoderContext, PANMDecoder, option
 
 __all__ = ["PANMSRNN", "PANMSRNNConfig", "SRNN", "SRNNCell", "SRNNConfig", "SRNNTrace"]
 
@@ -226,14 +226,14 @@ class CausalSRNNDecoder(PANMDecoder):
         self.srnn = SRNNCell(self.input_size + reads, c.srnn_hidden, c.stack_depth, c.stack_width, rngs=rngs)
         self.srnn_output = nnx.Linear(c.srnn_hidden + reads, num_classes, rngs=rngs)  # W_y
 
-    def start_state(self, context: _Context) -> _Carry:
+    def start_state(self, context: DecoderContext) -> _Carry:
         """``h^a_0 = 0``, every ``p^a_0 = bin(a_B)`` (module docstring), ``h_0 = 0``, an empty stack."""
         pu_hidden, pointers = _start_pointers(self, context)
         return _Carry(
             pu_hidden=pu_hidden, pointers=pointers, srnn=self.srnn.init_carry(pu_hidden.shape[0], pu_hidden.dtype)
         )
 
-    def causal_step(self, carry: _Carry, t: jax.Array, x: jax.Array, real: jax.Array, context: _Context):
+    def causal_step(self, carry: _Carry, t: jax.Array, x: jax.Array, real: jax.Array, context: DecoderContext):
         """Step ``t``: Eq. 1-6 over ``causal_mask(mask, t)``, then the SRNN on ``[x_t; reads]``.
 
         Returns ``(carry_t, (logits_t [B, K], (w^a_t, p^a_t, w^c_t), a_t [B, 2]))``; where ``real``
@@ -250,7 +250,7 @@ class CausalSRNNDecoder(PANMDecoder):
         return new, (logits, (w_a, p_a, w_c), actions)
 
 
-def _start_pointers(decoder: PANMDecoder, context: _Context) -> tuple[jax.Array, jax.Array]:
+def _start_pointers(decoder: PANMDecoder, context: DecoderContext) -> tuple[jax.Array, jax.Array]:
     """``(h^a_0 = 0 [B, H^a, D], p^a_0 [B, H^a, A])``, every pointer at ``bin(a_B)`` (module docstring)."""
     memory, base = context.memory, context.base
     b, bits, heads = memory.shape[0], decoder.config.address_bits, decoder.config.pointer_heads
@@ -265,12 +265,12 @@ class CausalPANMDecoder(PANMDecoder):
     def __init__(self, config: PANMSRNNConfig, input_size: int, num_classes: int, *, rngs: nnx.Rngs):
         super().__init__(config, num_classes, input_features=input_size, rngs=rngs)
 
-    def start_state(self, context: _Context) -> PANMCarry:
+    def start_state(self, context: DecoderContext) -> PANMCarry:
         """``h^a_0 = 0``, every ``p^a_0 = bin(a_B)``, ``h^c_0 = 0`` (module docstring)."""
         pu_hidden, pointers = _start_pointers(self, context)
         return PANMCarry(pu_hidden, pointers, jnp.zeros((pu_hidden.shape[0], self.hidden), pu_hidden.dtype))
 
-    def causal_step(self, carry: PANMCarry, t: jax.Array, x: jax.Array, real: jax.Array, context: _Context):
+    def causal_step(self, carry: PANMCarry, t: jax.Array, x: jax.Array, real: jax.Array, context: DecoderContext):
         """Step ``t``: Eq. 1-6 over ``causal_mask(mask, t)``, then Eq. 7 on ``[reads; x_t]`` and ``g^o``.
 
         Returns ``(carry_t, (logits_t [B, K], (w^a_t, p^a_t, w^c_t)))``; where ``real`` ``[B]`` is false (an

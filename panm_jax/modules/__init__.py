@@ -54,9 +54,12 @@ _EXPORTS = {
         ],
         "panm_jax.modules.memory",
     ),
-    **dict.fromkeys(["DecoderConfig", "PANMDecoder", "PANMTraces", "PointerUnits"], "panm_jax.modules.panm"),
-    **dict.fromkeys(["ExtendedDecoder", "ExtensionsConfig"], "panm_jax.modules.panm_extensions"),
-    **dict.fromkeys(["AuthorsConfig", "AuthorsDecoder"], "panm_jax.modules.panm_authors"),
+    **dict.fromkeys(
+        ["DecoderCarry", "DecoderConfig", "DecoderContext", "PANMDecoder", "PANMTraces", "PointerUnits"],
+        "panm_jax.modules.panm",
+    ),
+    **dict.fromkeys(["ExtendedDecoder", "Ours"], "panm_jax.modules.panm_extensions"),
+    **dict.fromkeys(["AuthorsCode", "AuthorsDecoder"], "panm_jax.modules.panm_authors"),
     **dict.fromkeys(
         [
             "DecoderLayer",
@@ -94,9 +97,16 @@ if TYPE_CHECKING:
         TapeRNNMemory,
         TapeRNNTrace,
     )
-    from panm_jax.modules.panm import DecoderConfig, PANMDecoder, PANMTraces, PointerUnits
-    from panm_jax.modules.panm_authors import AuthorsConfig, AuthorsDecoder
-    from panm_jax.modules.panm_extensions import ExtendedDecoder, ExtensionsConfig
+    from panm_jax.modules.panm import (
+        DecoderCarry,
+        DecoderConfig,
+        DecoderContext,
+        PANMDecoder,
+        PANMTraces,
+        PointerUnits,
+    )
+    from panm_jax.modules.panm_authors import AuthorsCode, AuthorsDecoder
+    from panm_jax.modules.panm_extensions import ExtendedDecoder, Ours
     from panm_jax.modules.transformer import (
         DecoderLayer,
         EncoderLayer,

@@ -48,19 +48,20 @@ Choices where the paper is silent (docs/design.md):
 * the controller and the memory share the width ``D`` (``h^c_0 = sum_i M[i]``
   needs it).
 
-Variants are subclasses that override the steps below (``context``, ``start``, ``address_weights``,
-``point``, ``mode1``, ``mode2_weights``, ``mode2``, ``control``, ``decode_step``): this library's own
-options in ``modules.panm_extensions``, the choices of the authors' public code in
-``modules.panm_authors``. Their options are fields of subclasses of ``DecoderConfig``; ``option``
-declares a field with its check, and ``DecoderConfig`` runs every field's check once, when a config is
-made.
+Variants are sibling subclasses that override the steps below (``context``, ``start``,
+``address_weights``, ``point``, ``mode1``, ``mode2_weights``, ``mode2``, ``control``, ``decode_step``):
+this library's own options in ``modules.panm_extensions``, the choices of the authors' public code in
+``modules.panm_authors``. Each variant's options are a config of its own (``Ours``, ``AuthorsCode``),
+which a model config holds beside this ``DecoderConfig`` (``models.panm.PANMConfig.variant``); the
+variant's decoder takes it as ``variant``. ``option`` declares a field with its check, and
+``check_options`` runs every such check once, when a config is made.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, NamedTuple, cast
+from typing import Any, ClassVar, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -75,10 +76,13 @@ from panm_jax.modules.layers import MLP
 
 __all__ = [
     "MAX_POINTER_HEADS",
+    "DecoderCarry",
     "DecoderConfig",
+    "DecoderContext",
     "PANMDecoder",
     "PANMTraces",
     "PointerUnits",
+    "check_options",
     "option",
     "start_addresses",
 ]
@@ -89,10 +93,22 @@ MAX_POINTER_HEADS = 3
 
 def option(default: Any, check, *args, **kwargs) -> Any:
     """A config field with ``default``, checked by ``check(name, value, *args, **kwargs)`` (a ``panm_jax.checks``
-    function, raising ``UserError`` naming the field) whenever a config is made."""
+    function, raising ``UserError`` naming the field) whenever a config is made (``check_options``)."""
     return dataclasses.field(
         default=default, metadata={"check": lambda name, value: check(name, value, *args, **kwargs)}
     )
+
+
+def check_options(config: Any) -> None:
+    """Run the check of every field of the dataclass ``config`` declared with ``option``, from the field's
+    nearest declaration with one (a subclass may change a default only)."""
+    found = {}
+    for cls in reversed(type(config).__mro__):
+        if dataclasses.is_dataclass(cls):
+            found.update({f.name: f.metadata["check"] for f in dataclasses.fields(cls) if "check" in f.metadata})
+    for field in dataclasses.fields(config):
+        if field.name in found:
+            found[field.name](field.name, getattr(config, field.name))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,14 +137,7 @@ class DecoderConfig:
     remat: bool = False  # recompute each step in the backward pass (jax.checkpoint): less memory
 
     def __post_init__(self):
-        # Each field's check, from its nearest declaration with one (a subclass may change a default only).
-        found = {}
-        for cls in reversed(type(self).__mro__):
-            if dataclasses.is_dataclass(cls):
-                found.update({f.name: f.metadata["check"] for f in dataclasses.fields(cls) if "check" in f.metadata})
-        for field in dataclasses.fields(self):
-            if field.name in found:
-                found[field.name](field.name, getattr(self, field.name))
+        check_options(self)
         if self.mode2_heads and not self.pointer_heads:
             raise UserError(
                 f"mode2_heads: expected 0 with pointer_heads = 0 (Eq. 4 builds the Mode-2 query from the "
@@ -145,7 +154,7 @@ class PANMTraces(NamedTuple):
     base: jax.Array  # [B] a_B, the base address of each example
 
 
-class _Carry(NamedTuple):
+class DecoderCarry(NamedTuple):
     """The decoder's state between steps."""
 
     pu_hidden: jax.Array  # [B, H^a, D] h^a_t
@@ -154,7 +163,7 @@ class _Carry(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class _Context:
+class DecoderContext:
     """What every decoding step reads and none changes (a variant's subclass adds its own)."""
 
     memory: jax.Array  # [B, L, D] M
@@ -167,7 +176,7 @@ class _Context:
     base: jax.Array | None = None  # [B] a_B
 
 
-def extend(context: _Context, cls: type, **fields) -> Any:
+def extend(context: DecoderContext, cls: type, **fields) -> Any:
     """``context`` as an instance of its subclass ``cls``, with ``fields`` added or replaced."""
     return cls(**{**{f.name: getattr(context, f.name) for f in dataclasses.fields(context)}, **fields})
 
@@ -243,11 +252,21 @@ class PANMDecoder(nnx.Module):
     Controller is stacked on (``models.panm_transformer``). With the default
     ``input_features = 0`` there is none (``z_t = 0`` left out).
 
-    It reads the fields of ``DecoderConfig`` only: a config with a variant's options set needs that
-    variant's decoder (``models.panm.decoder_class`` picks it).
+    It reads the fields of ``DecoderConfig`` only; a variant's decoder also takes that variant's config
+    (``models.panm.decoder_class`` picks the decoder by the variant's name).
     """
 
-    def __init__(self, config: DecoderConfig, num_classes: int, *, input_features: int = 0, rngs: nnx.Rngs):
+    # A variant's decoder: the config class of its options, given as ``variant`` (None: the paper's, none).
+    variant_config: ClassVar[type | None] = None
+
+    def __init__(
+        self, config: DecoderConfig, num_classes: int, *, variant: Any = None, input_features: int = 0, rngs: nnx.Rngs
+    ):
+        want = self.variant_config
+        if not (variant is None if want is None else isinstance(variant, want)):
+            expected = "None" if want is None else f"an {want.__name__} config"
+            raise UserError(f"variant: {type(self).__name__} expected {expected}, got {type(variant).__name__}")
+        self.variant = variant
         self.config = config
         self.hidden = config.hidden
         self.input_features = checks.nonnegative_int("input_features", input_features)  # Z (0: no z_t)
@@ -309,7 +328,7 @@ class PANMDecoder(nnx.Module):
             "tau_c": jnp.full((max(self.config.mode2_heads, 1),), fixed, jnp.float32),
         }
 
-    def context(self, memory: jax.Array, mask: jax.Array, base: jax.Array) -> _Context:
+    def context(self, memory: jax.Array, mask: jax.Array, base: jax.Array) -> DecoderContext:
         """What every step reads: the memory, its mask, Eq. 2's candidates, the temperatures and ``a_B``.
 
         A variant's ``context`` takes its per-call options as keywords (``PANMDecoder`` has none). With
@@ -320,7 +339,7 @@ class PANMDecoder(nnx.Module):
             keys, codes, candidates = self.candidates(addresses, mask, base)
         else:
             keys, codes, candidates = memory[:, :0], addresses[:, :0], mask[:, :0]
-        return _Context(memory, mask, keys, codes, candidates, **self.temperatures(), base=base)
+        return DecoderContext(memory, mask, keys, codes, candidates, **self.temperatures(), base=base)
 
     # ---- the start (t = 0) ----------------------------------------------------------------
 
@@ -329,7 +348,7 @@ class PANMDecoder(nnx.Module):
         mask = jnp.asarray(mask).astype(bool)
         return jnp.sum(jnp.where(mask[..., None], memory, 0), axis=1)  # [B, D]
 
-    def start(self, context: _Context) -> _Carry:
+    def start(self, context: DecoderContext) -> DecoderCarry:
         """The state before the first step: ``(h^a_0, p^a_0, h^c_0)``, in the memory's dtype.
 
         ``h^a_0 = 0`` ``[B, H^a, D]``; ``p^a_0`` ``[B, H^a, A]`` is ``bin`` of ``a_B``, ``a_E``,
@@ -341,7 +360,7 @@ class PANMDecoder(nnx.Module):
         b, _, d = memory.shape
         starts = start_addresses(base, lengths(mask), heads, bits)  # [B, H^a]
         p0 = jax.vmap(jax.vmap(lambda a: pointer.address_bits(a, bits)))(starts).reshape(b, heads, bits)
-        return _Carry(
+        return DecoderCarry(
             pu_hidden=jnp.zeros((b, self.config.pointer_heads, d), memory.dtype),
             pointers=p0.astype(memory.dtype),
             ctrl_hidden=self.controller_start_state(memory, mask),
@@ -349,7 +368,7 @@ class PANMDecoder(nnx.Module):
 
     # ---- one decoding step --------------------------------------------------------------
 
-    def address_weights(self, pu_hidden: jax.Array, context: _Context) -> jax.Array:
+    def address_weights(self, pu_hidden: jax.Array, context: DecoderContext) -> jax.Array:
         """Eq. 2: ``w_t = softmax_n(tau_a score(h^a_t, keys[n]))`` ``[B, H^a, N]`` over the candidates."""
         c = self.config
         attend = jax.vmap(
@@ -357,7 +376,7 @@ class PANMDecoder(nnx.Module):
         )
         return attend(pu_hidden, context.keys, context.candidates)
 
-    def point(self, carry: _Carry, context: _Context) -> tuple[jax.Array, jax.Array, jax.Array]:
+    def point(self, carry: DecoderCarry, context: DecoderContext) -> tuple[jax.Array, jax.Array, jax.Array]:
         """Pointer Units and address attention: Eq. 1-3.
 
         ``h^a_t = PU(p^a_{t-1}, h^a_{t-1})`` (Eq. 1), ``w_t`` (Eq. 2, ``address_weights``),
@@ -375,11 +394,11 @@ class PANMDecoder(nnx.Module):
         p_a = jax.vmap(pointer.pointer_values)(w_all, context.codes)  # [B, H^a, A] Eq. 3: p = A w
         return pu_hidden, w_all[:, :, : context.memory.shape[1]], p_a
 
-    def mode1(self, w_a: jax.Array, context: _Context) -> jax.Array:
+    def mode1(self, w_a: jax.Array, context: DecoderContext) -> jax.Array:
         """Mode 1: ``*p^a_t = M w^a_t`` ``[B, H^a, D]``."""
         return jax.vmap(pointer.dereference)(w_a, context.memory)
 
-    def mode2_weights(self, q: jax.Array, context: _Context) -> jax.Array:
+    def mode2_weights(self, q: jax.Array, context: DecoderContext) -> jax.Array:
         """Eq. 5: ``w^c_t = softmax_n(tau_c score(q_t, M[n]))`` ``[B, H^c, L]`` for ``q`` ``[B, H^c, D]``."""
         c = self.config
         relate = jax.vmap(
@@ -387,12 +406,12 @@ class PANMDecoder(nnx.Module):
         )
         return relate(q, context.memory, context.mask).weights
 
-    def mode2(self, q: jax.Array, context: _Context) -> tuple[jax.Array, jax.Array]:
+    def mode2(self, q: jax.Array, context: DecoderContext) -> tuple[jax.Array, jax.Array]:
         """Eq. 5-6: ``(*p^c_t = M w^c_t [B, H^c, D], w^c_t [B, H^c, L])`` for ``q`` ``[B, H^c, D]``."""
         weights = self.mode2_weights(q, context)
         return jnp.einsum("bhl,bld->bhd", weights, context.memory), weights
 
-    def read(self, w_a: jax.Array, context: _Context) -> tuple[jax.Array, jax.Array]:
+    def read(self, w_a: jax.Array, context: DecoderContext) -> tuple[jax.Array, jax.Array]:
         """Mode 1 and Mode 2 reads: ``*p^a_t = M w^a_t``, then ``q_t = g^c([*p^a_{t,1..H^a}])`` (Eq. 4) and
         Eq. 5-6 (``mode2``); no Mode 2 with ``H^c = 0``.
 
@@ -409,7 +428,7 @@ class PANMDecoder(nnx.Module):
         return jnp.concatenate([flat_a, values.reshape(b, -1)], axis=-1), weights
 
     def control(
-        self, ctrl_hidden: jax.Array, values: jax.Array, z: jax.Array | None, context: _Context
+        self, ctrl_hidden: jax.Array, values: jax.Array, z: jax.Array | None, context: DecoderContext
     ) -> tuple[jax.Array, jax.Array]:
         """Eq. 7 and the output: ``h^c_t = GRU_c([*p^a_t, *p^c_t (, z_t)], h^c_{t-1})``,
         ``logits_t = g^o([*p^a_t, *p^c_t, h^c_t])``; returns ``(h^c_t [B, D], logits_t [B, K])``. With
@@ -420,7 +439,7 @@ class PANMDecoder(nnx.Module):
         ctrl_hidden, _ = self.controller(ctrl_hidden, ctrl_in)
         return ctrl_hidden, self.output_net(jnp.concatenate([values, ctrl_hidden], axis=-1))  # g^o
 
-    def decode_step(self, carry: _Carry, z: jax.Array | None, context: _Context, *, return_traces: bool):
+    def decode_step(self, carry: DecoderCarry, z: jax.Array | None, context: DecoderContext, *, return_traces: bool):
         """One decoding step ``t``: ``point`` (Eq. 1-3), ``read`` (Mode 1, Eq. 4-6), ``control`` (Eq. 7, ``g^o``).
 
         Args:
@@ -437,7 +456,7 @@ class PANMDecoder(nnx.Module):
         values, w_c = self.read(w_a, context)
         ctrl_hidden, logits = self.control(carry.ctrl_hidden, values, z, context)
         trace = (w_a, p_a, w_c) if return_traces else ()
-        return _Carry(pu_hidden, p_a, ctrl_hidden), (logits, trace)
+        return DecoderCarry(pu_hidden, p_a, ctrl_hidden), (logits, trace)
 
     # ---- the whole decoder --------------------------------------------------------------
 
@@ -447,7 +466,7 @@ class PANMDecoder(nnx.Module):
         for the paper's decoder (its one random draw, ``a_B``, is the model's)."""
         return {}
 
-    def step_inputs(self, zs: jax.Array | None, context: _Context, num_outputs: int):
+    def step_inputs(self, zs: jax.Array | None, context: DecoderContext, num_outputs: int):
         """What the scan hands each step besides the context: ``z_t`` (``zs [T_out, B, Z]``, or ``None``)."""
         return zs
 

@@ -1,12 +1,13 @@
 """Choices of the authors' public PyTorch code of PANM, as options for measuring them (not the paper).
 
 Le et al. 2024's published numbers come from their code (thaihungle/PANM), which differs from the paper's
-equations (``modules.panm``) in the ways below. Each is an option of ``AuthorsConfig``, off by default, so
-that its effect can be measured; ``AuthorsDecoder`` overrides the decoder's steps they change. It extends
-``modules.panm_extensions.ExtendedDecoder``, so this library's options combine with these. Further choices
-of that code live where they act: ``score="scaled_dot"`` (``modules.panm``), the bidirectional GRU encoder
+equations (``modules.panm``) in the ways below. Each is an option of ``AuthorsCode``, the variant
+``"authors_code"`` of PANM (``models.panm.PANMConfig.variant``), off by default, so that its effect can be
+measured; ``AuthorsDecoder`` overrides the decoder's steps they change (a sibling of this library's
+``modules.panm_extensions.ExtendedDecoder``: the two variants do not combine). Further choices of that code
+live where they act: ``score="scaled_dot"`` (``modules.panm``), the bidirectional GRU encoder
 ``encoder="bigru"``, ``random_base_at_eval`` and ``init="pytorch"`` (``models.panm``,
-``modules.pytorch_init``).
+``modules.pytorch_init``); ``models.panm.AUTHORS_CODE`` names them all.
 
 * ``eq3_addresses="authors_view"``, the authors' Eq. 3. Their code keeps the bank sequence-first,
   ``[L, B, A]``, and computes Eq. 3 as ``aweights.bmm(A.view(B, L, A))``: a reshape where a transpose was
@@ -14,9 +15,8 @@ of that code live where they act: ``score="scaled_dot"`` (``modules.panm``), the
   differ (``authors_view``). The option feeds those pointers back to the Pointer Units (Eq. 1). Eq. 2's
   keys stay each example's own ``g^a(A)``, as in that code; with bucket padding ``L`` is the padded length
   (that code pads nothing: one length per batch).
-* ``controller_start="encoder_final"`` (a value of ``ExtensionsConfig.controller_start``): the decoder
-  starts at the encoder's last hidden state (a GRU state, bounded whatever ``l(X)``) instead of Eq. 7's
-  ``sum_i M[i]``.
+* ``controller_start="encoder_final"``: the decoder starts at the encoder's last hidden state (a GRU
+  state, bounded whatever ``l(X)``) instead of Eq. 7's ``sum_i M[i]`` (``"sum"``).
 * ``controller_reads_mode2=False``: the Controller is fed Mode 1's reads only (Mode 2's ``*p^c_t`` joins
   ``g^o``'s input alone, where Eq. 7 feeds it to the Controller too).
 * ``controller_attention``: an additive (Bahdanau) attention over ``M`` queried by ``h^c_{t-1}``,
@@ -34,7 +34,7 @@ of that code live where they act: ``score="scaled_dot"`` (``modules.panm``), the
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -47,10 +47,16 @@ from panm_jax.modules.additive_attention import AdditiveAttention
 from panm_jax.modules.attention_projections import AttentionProjections
 from panm_jax.modules.controllers import GRUCell
 from panm_jax.modules.layers import MLP
-from panm_jax.modules.panm import _Carry, extend, option
-from panm_jax.modules.panm_extensions import ExtendedContext, ExtendedDecoder, ExtensionsConfig
+from panm_jax.modules.panm import (
+    DecoderCarry,
+    DecoderContext,
+    PANMDecoder,
+    check_options,
+    extend,
+    option,
+)
 
-__all__ = ["AuthorsConfig", "AuthorsContext", "AuthorsDecoder", "authors_view"]
+__all__ = ["AuthorsCode", "AuthorsContext", "AuthorsDecoder", "authors_view"]
 
 
 def authors_view(addresses: jax.Array) -> jax.Array:
@@ -65,10 +71,12 @@ def authors_view(addresses: jax.Array) -> jax.Array:
 
 
 @dataclasses.dataclass(frozen=True)
-class AuthorsConfig(ExtensionsConfig):
-    """This library's decoder options (``ExtensionsConfig``) and the authors' code's (module docstring)."""
+class AuthorsCode:
+    """The authors' code's choices of the decoder (module docstring): the variant ``"authors_code"`` of PANM."""
 
-    # Eq. 3 averages the example's own bank, or "authors_view" (modules/panm_authors.py)
+    name: ClassVar[str] = "authors_code"
+
+    # Eq. 3 averages the example's own bank, or "authors_view" (the reshaped bank of the authors' code)
     eq3_addresses: str = option("own", checks.one_of, ("own", "authors_view"))
     # the authors' code: an additive attention over M feeds the Controller
     controller_attention: bool = option(False, checks.boolean)
@@ -78,11 +86,25 @@ class AuthorsConfig(ExtensionsConfig):
     attention_projections: bool = option(False, checks.boolean)
     # Eq. 7 feeds *p^c_t to the Controller; the authors' code: g^o only
     controller_reads_mode2: bool = option(True, checks.boolean)
+    # h^c_0: "sum" of the slots (Eq. 7), or the authors' code's "encoder_final" (the encoder's last state)
+    controller_start: str = option("sum", checks.one_of, ("sum", "encoder_final"))
+
+    def __post_init__(self):
+        check_options(self)
+
+    def pointer_options(self) -> list[str]:
+        """Every option set here (``"name = value"``): the authors' code's decoder reads the Mode-1 values, so
+        none may be set without them (``pointer_heads = 0``)."""
+        return [
+            f"{f.name} = {getattr(self, f.name)!r}"
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) != f.default
+        ]
 
 
 @dataclasses.dataclass(frozen=True)
-class AuthorsContext(ExtendedContext):
-    """``ExtendedContext`` and what the authors' options read at every step."""
+class AuthorsContext(DecoderContext):
+    """``DecoderContext`` and what the authors' options read at every step."""
 
     encoder_final: jax.Array | None = None  # [B, D] the encoder's last hidden state
     dropout_key: jax.Array | None = None  # the call's key of the Mode-2 dropout (training only)
@@ -94,47 +116,44 @@ class AuthorsContext(ExtendedContext):
     mode2_values: jax.Array | None = None  # [B, H^c, L, D] M W_v + b_v
 
 
-class AuthorsDecoder(ExtendedDecoder):
-    """``ExtendedDecoder`` with the authors' code's options (module docstring)."""
+class AuthorsDecoder(PANMDecoder):
+    """``PANMDecoder`` with the authors' code's options, ``variant`` (module docstring)."""
 
-    config: AuthorsConfig
-    starts = ("sum", "mean", "encoder_final")
+    variant_config = AuthorsCode
+    variant: AuthorsCode
 
     @classmethod
-    def call_options(cls, config: Any, train: bool, key) -> dict:
-        """``ExtendedDecoder.call_options`` and the Mode-2 dropout's key (``key``'s stream 2, training only)."""
-        dropout_key = jax.random.fold_in(key, 2) if train and config.mode2_dropout else None
-        return {**super().call_options(config, train, key), "dropout_key": dropout_key}
+    def call_options(cls, variant: AuthorsCode, train: bool, key) -> dict:
+        """The per-call options of ``context``: the Mode-2 dropout's key (``key``'s stream 2, training only)."""
+        return {"dropout_key": jax.random.fold_in(key, 2) if train and variant.mode2_dropout else None}
 
     def build_access(self, rngs: nnx.Rngs) -> None:
         """``PANMDecoder.build_access``, then the projections around Modes 1 and 2 and the controller
         attention (``None`` where off)."""
         super().build_access(rngs)
-        c = self.config
+        c, v = self.config, self.variant
         d, ha, hc = c.hidden, c.pointer_heads, c.mode2_heads
-        projections = c.attention_projections
+        projections = v.attention_projections
         self.pointer_projections = AttentionProjections(ha, d, d, d, d, rngs=rngs) if projections else None
         self.mode2_projections = AttentionProjections(hc, d, d, d, d, rngs=rngs) if projections and hc else None
-        self.memory_attention = AdditiveAttention(d, d, d, rngs=rngs) if c.controller_attention else None
+        self.memory_attention = AdditiveAttention(d, d, d, rngs=rngs) if v.controller_attention else None
 
     def build_controller(self, num_classes: int, rngs: nnx.Rngs) -> None:
         """The Controller over the reads it takes (and ``c_t``, ``z_t``), and ``g^o`` (with ``c_t``)."""
-        c = self.config
+        c, v = self.config, self.variant
         d, ha, hc = c.hidden, c.pointer_heads, c.mode2_heads
-        extra = d if c.controller_attention else 0
-        reads = (ha + hc) * d if c.controller_reads_mode2 else ha * d
+        extra = d if v.controller_attention else 0
+        reads = (ha + hc) * d if v.controller_reads_mode2 else ha * d
         self.controller = GRUCell(reads + self.input_features + extra, d, rngs=rngs)  # Ctrl (Eq. 7)
         self.output_net = MLP((ha + hc + 1) * d + extra, c.mlp_hidden, num_classes, rngs=rngs)  # g^o
 
     def context(self, memory, mask, base, *, encoder_final=None, dropout_key=None, **options):
-        """``ExtendedDecoder.context``, with Eq. 3's bank codes in the authors' view, the projected keys and
+        """``PANMDecoder.context``, with Eq. 3's bank codes in the authors' view, the projected keys and
         values (once per sequence), the encoder's final state and the dropout's key."""
         context = super().context(memory, mask, base, **options)
-        c = self.config
         codes = context.codes
-        if c.eq3_addresses == "authors_view":  # the bank's rows (the distractors' stay)
-            length = memory.shape[1]
-            codes = jnp.concatenate([authors_view(codes[:, :length]), codes[:, length:]], axis=1)
+        if self.variant.eq3_addresses == "authors_view":
+            codes = authors_view(codes)
         extra = {}
         if self.memory_attention is not None:
             extra["attention_keys"] = self.memory_attention.project_keys(memory)
@@ -148,11 +167,11 @@ class AuthorsDecoder(ExtendedDecoder):
             context, AuthorsContext, codes=codes, encoder_final=encoder_final, dropout_key=dropout_key, **extra
         )
 
-    def start(self, context) -> _Carry:
+    def start(self, context) -> DecoderCarry:
         """``PANMDecoder.start``; with ``controller_start="encoder_final"``, ``h^c_0`` is the context's
         ``encoder_final`` ``[B, D]`` (required then)."""
         carry = super().start(context)
-        if self.config.controller_start != "encoder_final":
+        if self.variant.controller_start != "encoder_final":
             return carry
         memory, encoder_final = context.memory, context.encoder_final
         b, _, d = memory.shape
@@ -167,7 +186,7 @@ class AuthorsDecoder(ExtendedDecoder):
     def step_inputs(self, zs, context, num_outputs):
         """``(z_t, the step's dropout key)``: one key per step split from the call's, or ``None``."""
         keys = None
-        if self.config.mode2_dropout and self.config.mode2_heads and context.dropout_key is not None:
+        if self.variant.mode2_dropout and self.config.mode2_heads and context.dropout_key is not None:
             keys = jax.random.split(context.dropout_key, num_outputs)  # [T_out] keys: one per step
         return zs, keys
 
@@ -212,7 +231,7 @@ class AuthorsDecoder(ExtendedDecoder):
         projections; returns ``w^c_t`` without dropout."""
         weights = self.mode2_weights(q, context)
         read_weights = weights
-        p = self.config.mode2_dropout
+        p = self.variant.mode2_dropout
         step_key = getattr(context, "step_key", None)
         if p and step_key is not None:
             keep = jax.random.bernoulli(step_key, 1.0 - p, weights.shape)
@@ -230,7 +249,7 @@ class AuthorsDecoder(ExtendedDecoder):
         if self.memory_attention is not None:  # c_t, queried by h^c_{t-1}
             w_m = self.memory_attention(ctrl_hidden, context.attention_keys, context.mask)  # [B, L]
             extra = [jnp.einsum("bl,bld->bd", w_m.astype(context.memory.dtype), context.memory)]
-        reads = values if c.controller_reads_mode2 else values[:, : c.pointer_heads * c.hidden]
+        reads = values if self.variant.controller_reads_mode2 else values[:, : c.pointer_heads * c.hidden]
         ctrl_in = jnp.concatenate([reads, *extra] + ([] if z is None else [z]), axis=-1)  # Eq. 7
         ctrl_hidden, _ = self.controller(ctrl_hidden, ctrl_in)
         return ctrl_hidden, self.output_net(jnp.concatenate([values, ctrl_hidden, *extra], axis=-1))  # g^o

@@ -1,7 +1,8 @@
 """This library's own options of the PANM decoder: experiments, not in the paper (all off by default).
 
 ``ExtendedDecoder`` is ``modules.panm.PANMDecoder`` with the steps these options change overridden; its
-config is ``ExtensionsConfig``. With every option at its default it is the paper's decoder.
+options are the config ``Ours``, which a model config holds as its ``variant``
+(``models.panm.PANMConfig``). With every option at its default it is the paper's decoder.
 
 Distractors (``distractors = K``, ``distractor_sampling``). Trained on lengths ``<= L`` (12 slots for Copy
 at ``L = 10``), the softmax of Eq. 2 only ever tells apart a window of fewer than 16 consecutive addresses,
@@ -34,83 +35,86 @@ bits drift from 0 and 1 and the drift compounds from step to step; a snapped poi
 
 The controller's start (``controller_start``): ``"sum"`` is Eq. 7's ``h^c_0 = sum_i M[i]`` over the real
 slots (the paper's), whose scale grows with ``l(X)``; ``"mean"`` divides it by ``l(X)`` (at least 1), so
-that its scale does not. ``"encoder_final"``, the encoder's last hidden state, is the authors' code's
-(``modules.panm_authors``).
+that its scale does not. (The authors' code starts from the encoder's last hidden state:
+``modules.panm_authors``.)
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
 
 from panm_jax import checks
-from panm_jax.errors import UserError
 from panm_jax.kernels import pointer
-from panm_jax.modules.panm import DecoderConfig, PANMDecoder, _Context, extend, lengths, option
+from panm_jax.modules.panm import DecoderContext, PANMDecoder, check_options, extend, lengths, option
 
-__all__ = ["DISTRACTOR_SAMPLING", "ExtendedDecoder", "ExtensionsConfig"]
+__all__ = ["DISTRACTOR_SAMPLING", "ExtendedContext", "ExtendedDecoder", "Ours"]
 
 # How the training distractors are drawn: uniformly off the bank, or one bit away from it.
 DISTRACTOR_SAMPLING = {"uniform": pointer.off_bank_addresses, "neighbours": pointer.neighbour_addresses}
 
 
 @dataclasses.dataclass(frozen=True)
-class ExtensionsConfig(DecoderConfig):
-    """The paper's decoder (``DecoderConfig``) and this library's options (module docstring)."""
+class Ours:
+    """This library's options of the decoder (module docstring): the variant ``"ours"`` of PANM."""
 
-    # off-bank addresses added to Eq. 2 in training (ours; modules/panm_extensions.py)
+    name: ClassVar[str] = "ours"
+
+    # off-bank addresses added to Eq. 2 in training
     distractors: int = option(0, checks.nonnegative_int)
     # "uniform" off the bank, or "neighbours": one bit away from it
     distractor_sampling: str = option("uniform", checks.one_of, DISTRACTOR_SAMPLING)
-    # feed back the nearest address: "never", "eval" (only) or "always" (ours)
+    # feed back the nearest address: "never", "eval" (only) or "always"
     snap_pointers: str = option("never", checks.one_of, ("never", "eval", "always"))
-    # h^c_0: "sum" of the slots (Eq. 7), their "mean" (ours), "encoder_final" (the authors' code)
-    controller_start: str = option("sum", checks.one_of, ("sum", "mean", "encoder_final"))
+    # h^c_0: "sum" of the slots (Eq. 7) or their "mean"
+    controller_start: str = option("sum", checks.one_of, ("sum", "mean"))
+
+    def __post_init__(self):
+        check_options(self)
+
+    def pointer_options(self) -> list[str]:
+        """The options set here that act on the Mode-1 pointers (``"name = value"``): none may be set
+        without them (``pointer_heads = 0``)."""
+        acting = ("distractors", "distractor_sampling", "snap_pointers")
+        fields = {f.name: f for f in dataclasses.fields(self)}
+        return [f"{n} = {getattr(self, n)!r}" for n in acting if getattr(self, n) != fields[n].default]
 
 
 @dataclasses.dataclass(frozen=True)
-class ExtendedContext(_Context):
-    """``_Context`` and whether to snap the pointers fed back."""
+class ExtendedContext(DecoderContext):
+    """``DecoderContext`` and whether to snap the pointers fed back."""
 
     snap: bool = False
 
 
 class ExtendedDecoder(PANMDecoder):
-    """``PANMDecoder`` with this library's options (module docstring)."""
+    """``PANMDecoder`` with this library's options, ``variant`` (module docstring)."""
 
-    config: ExtensionsConfig
-    starts = ("sum", "mean")  # the controller_start values this class implements
-
-    def __init__(self, config: ExtensionsConfig, num_classes: int, **kwargs):
-        if config.controller_start not in self.starts:
-            raise UserError(
-                f"controller_start: {type(self).__name__} starts from one of {list(self.starts)}, got "
-                f"{config.controller_start!r} (models.panm.decoder_class picks the decoder for a config)"
-            )
-        super().__init__(config, num_classes, **kwargs)
+    variant_config = Ours
+    variant: Ours
 
     @classmethod
-    def call_options(cls, config: Any, train: bool, key) -> dict:
+    def call_options(cls, variant: Ours, train: bool, key) -> dict:
         """The per-call options of ``context`` for a call in training (``train``) or not: the distractors'
         key (from ``key``'s stream 1, training only) and whether to snap."""
-        snap = config.snap_pointers == "always" or (config.snap_pointers == "eval" and not train)
-        distractor_key = jax.random.fold_in(key, 1) if train and config.distractors else None
+        snap = variant.snap_pointers == "always" or (variant.snap_pointers == "eval" and not train)
+        distractor_key = jax.random.fold_in(key, 1) if train and variant.distractors else None
         return {"distractor_key": distractor_key, "snap_pointers": snap}
 
     def context(self, memory, mask, base, *, distractor_key=None, snap_pointers: bool = False, **options):
         """``PANMDecoder.context``, with ``K`` distractors after the bank when ``distractor_key`` is given
         (``DISTRACTOR_SAMPLING[distractor_sampling]`` per example) and the snapping flag."""
         context = super().context(memory, mask, base, **options)
-        c = self.config
-        if not (c.distractors and distractor_key is not None):
+        v, bits = self.variant, self.config.address_bits
+        if not (v.distractors and distractor_key is not None):
             return extend(context, ExtendedContext, snap=snap_pointers)
-        sample = DISTRACTOR_SAMPLING[c.distractor_sampling]
-        draw = jax.vmap(lambda k, a, n: sample(k, a, n, c.distractors, c.address_bits))
+        sample = DISTRACTOR_SAMPLING[v.distractor_sampling]
+        draw = jax.vmap(lambda k, a, n: sample(k, a, n, v.distractors, bits))
         drawn, valid = draw(jax.random.split(distractor_key, base.shape[0]), base, lengths(context.mask))  # [B, K]
-        codes = jax.vmap(jax.vmap(lambda a: pointer.address_bits(a, c.address_bits, dtype=memory.dtype)))(drawn)
+        codes = jax.vmap(jax.vmap(lambda a: pointer.address_bits(a, bits, dtype=memory.dtype)))(drawn)
         return extend(
             context,
             ExtendedContext,
@@ -123,7 +127,7 @@ class ExtendedDecoder(PANMDecoder):
     def controller_start_state(self, memory, mask):
         """``h^c_0``: Eq. 7's sum, or with ``controller_start="mean"`` that sum divided by ``l(X)`` (at least 1)."""
         total = super().controller_start_state(memory, mask)
-        if self.config.controller_start != "mean":
+        if self.variant.controller_start != "mean":
             return total
         count = jnp.maximum(jnp.sum(jnp.asarray(mask).astype(bool), axis=1), 1).astype(memory.dtype)  # [B] l(X)
         return total / count[:, None]

@@ -72,7 +72,7 @@ def test_the_pointer_is_the_weights_times_the_viewed_bank_and_the_default_is_unt
 
 def test_a_bad_value_is_refused_by_name():
     with pytest.raises(ValueError, match=r"eq3_addresses: expected one of \['own', 'authors_view'\], got 'view'"):
-        PANMConfig(eq3_addresses="view")
+        PANMConfig.from_options(eq3_addresses="view")
 
 
 SMALL = dict(hidden=8, mlp_hidden=8, address_bits=5)
@@ -138,4 +138,4 @@ def test_mode2_dropout_acts_in_training_only_and_keeps_the_read_unbiased():
 )
 def test_bad_authors_options_are_refused_by_name(option, message):
     with pytest.raises(ValueError, match=message):
-        PANMConfig(**option)
+        PANMConfig.from_options(**option)

@@ -34,4 +34,4 @@ def test_the_controller_reads_mode2_unless_the_option_says_otherwise():
 
 def test_the_option_is_checked():
     with pytest.raises(ValueError, match=r"controller_reads_mode2: expected true or false"):
-        PANMConfig(controller_reads_mode2="no")
+        PANMConfig.from_options(controller_reads_mode2="no")

@@ -12,14 +12,13 @@ from flax import nnx
 from panm_jax.models import panm as panm_models
 from panm_jax.models.panm import PANMConfig
 from panm_jax.models.registry import build_model
-from panm_jax.modules.panm_extensions import ExtendedDecoder, ExtensionsConfig
+from panm_jax.modules.panm import DecoderConfig
+from panm_jax.modules.panm_extensions import ExtendedDecoder, Ours
 
 
 def _decoder(start: str) -> ExtendedDecoder:
-    config = ExtensionsConfig(
-        hidden=4, address_bits=4, pointer_heads=2, mode2_heads=1, mlp_hidden=4, controller_start=start
-    )
-    return ExtendedDecoder(config, 3, rngs=nnx.Rngs(0))
+    config = DecoderConfig(hidden=4, address_bits=4, pointer_heads=2, mode2_heads=1, mlp_hidden=4)
+    return ExtendedDecoder(config, 3, variant=Ours(controller_start=start), rngs=nnx.Rngs(0))
 
 
 def test_sum_and_mean_over_the_real_slots_only():
@@ -48,23 +47,17 @@ def test_the_option_reaches_the_model_and_changes_only_the_start():
     small = dict(hidden=8, mlp_hidden=8, address_bits=5)
     default = build_model("panm", input_size=5, output_size=3, seed=0, **small)
     mean = build_model("panm", input_size=5, output_size=3, seed=0, controller_start="mean", **small)
-    assert default.decoder.config.controller_start == "sum" and mean.decoder.config.controller_start == "mean"
+    assert default.config.controller_start == "sum" and mean.decoder.variant.controller_start == "mean"
     # Same parameters (the option adds none); different logits, since h^c_0 differs by the factor l(X) = 4.
     assert jax.tree_util.tree_structure(nnx.state(default)) == jax.tree_util.tree_structure(nnx.state(mean))
     assert not np.allclose(default(x, mask, 3), mean(x, mask, 3))
-    with pytest.raises(
-        ValueError, match=r"controller_start: expected one of \['sum', 'mean', 'encoder_final'\], got 'max'"
-    ):
-        PANMConfig(controller_start="max")
+    with pytest.raises(ValueError, match=r"controller_start: expected one of \['sum', 'mean'\] \(ours\) or"):
+        PANMConfig.from_options(controller_start="max")
 
 
 @pytest.mark.parametrize(
     ("option", "message"),
     [
-        (
-            dict(controller_start="max"),
-            r"controller_start: expected one of \['sum', 'mean', 'encoder_final'\], got 'max'",
-        ),
         (dict(address_bits=31), r"address_bits: expected an integer in \[1, 30\], got 31"),
         (dict(score="dot"), r"score: expected one of \['cosine', 'scaled_dot'\], got 'dot'"),
         (dict(mode2_heads=True), r"mode2_heads: expected a non-negative integer, got True"),
@@ -76,7 +69,12 @@ def test_the_decoder_and_the_model_configs_reject_an_option_with_one_message(opt
     with pytest.raises(ValueError, match=message):
         PANMConfig(**option)
     with pytest.raises(ValueError, match=message):
-        ExtensionsConfig(**{"address_bits": 4, "mlp_hidden": 4, **option})
+        DecoderConfig(**{"address_bits": 4, "mlp_hidden": 4, **option})
+
+
+def test_a_variants_start_is_checked_by_the_variant():
+    with pytest.raises(ValueError, match=r"controller_start: expected one of \['sum', 'mean'\], got 'encoder_final'"):
+        Ours(controller_start="encoder_final")
 
 
 def test_encoder_final_starts_the_controller_at_the_recurrent_encoders_last_hidden_state():
@@ -109,4 +107,4 @@ def test_encoder_final_starts_the_controller_at_the_recurrent_encoders_last_hidd
 
 def test_encoder_final_needs_a_recurrent_encoder():
     with pytest.raises(ValueError, match=r"controller_start: 'encoder_final' takes the last hidden state"):
-        PANMConfig(controller_start="encoder_final", encoder="transformer", hidden=16)
+        PANMConfig.from_options(controller_start="encoder_final", encoder="transformer", hidden=16)

@@ -13,7 +13,7 @@ from flax import nnx
 
 from panm_jax.errors import UserError
 from panm_jax.kernels import pointer
-from panm_jax.models.panm import PANMConfig
+from panm_jax.models.panm import AuthorsCode, PANMConfig
 from panm_jax.models.registry import build_model
 from panm_jax.modules.panm import DecoderConfig, PANMDecoder, lengths, start_addresses
 
@@ -132,8 +132,12 @@ def test_a_count_out_of_range_is_named(options, message):
 
 
 def test_without_mode_1_the_options_acting_on_pointers_are_refused():
-    with pytest.raises(UserError, match=r"pointer_heads: 0 \(no Mode 1\) .*got distractors = 3, eq3_addresses"):
-        PANMConfig(pointer_heads=0, mode2_heads=0, distractors=3, eq3_addresses="authors_view")
-    with pytest.raises(UserError, match=r"got controller_start = 'encoder_final'"):
-        PANMConfig(pointer_heads=0, mode2_heads=0, controller_start="encoder_final")
-    PANMConfig(pointer_heads=0, mode2_heads=0, controller_start="mean", encoder="bigru", init="pytorch")
+    with pytest.raises(
+        UserError, match=r"pointer_heads: 0 \(no Mode 1\) .*got variant 'ours' with distractors = 3, snap"
+    ):
+        PANMConfig.from_options(pointer_heads=0, mode2_heads=0, distractors=3, snap_pointers="eval")
+    with pytest.raises(UserError, match=r"got variant 'authors_code' with controller_start = 'encoder_final'"):
+        PANMConfig.from_options(pointer_heads=0, mode2_heads=0, controller_start="encoder_final")
+    with pytest.raises(UserError, match=r"got variant 'authors_code'$"):
+        PANMConfig(pointer_heads=0, mode2_heads=0, variant=AuthorsCode())
+    PANMConfig.from_options(pointer_heads=0, mode2_heads=0, controller_start="mean", encoder="bigru", init="pytorch")

@@ -20,7 +20,7 @@ from flax import nnx
 
 from panm_jax.models.panm import PANMConfig
 from panm_jax.models.registry import build_model
-from panm_jax.modules.panm import _Carry
+from panm_jax.modules.panm import DecoderCarry
 from panm_jax.modules.panm_authors import AuthorsContext
 
 SMALL = dict(hidden=8, mlp_hidden=8, address_bits=5)
@@ -79,7 +79,7 @@ def test_both_modes_read_through_their_heads_projections(score):
                          jnp.asarray(tau_c, jnp.float32), **projected)  # fmt: skip
 
     # Eq. 2 through the projections: each head's W_q h^a_t + b_q against its W_k g^a(A[n]) + b_k.
-    carry = _Carry(jnp.asarray(rng.normal(size=(b, ha, d)), jnp.float32), jnp.asarray(rng.random((b, ha, 5)),
+    carry = DecoderCarry(jnp.asarray(rng.normal(size=(b, ha, d)), jnp.float32), jnp.asarray(rng.random((b, ha, 5)),
                    jnp.float32), jnp.zeros((b, d)))  # fmt: skip
     codes = jnp.asarray(rng.integers(0, 2, size=(b, length, 5)), jnp.float32)
     pu_hidden, w_a, _ = dec.point(carry, dataclasses.replace(ctx, codes=codes))
@@ -201,4 +201,4 @@ def test_pytorch_init_draws_each_layer_within_pytorchs_bounds():
 )
 def test_bad_options_are_refused_by_name(option, message):
     with pytest.raises(ValueError, match=message):
-        PANMConfig(**option)
+        PANMConfig.from_options(**option)

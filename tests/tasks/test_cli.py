@@ -166,12 +166,20 @@ def test_models_show_lists_the_model_options(capsys, monkeypatch):
     assert main(["models", "show", "panm"]) == 0
     out = capsys.readouterr().out
     assert max(map(cell_len, out.splitlines())) <= 80 and "PANMConfig" in out
+    own, ours, authors = re.split(r"(?m)^variant '\w+' of the decoder", out)
     options = model_options("panm")
-    assert list(options) == [f.name for f in dataclasses.fields(get_config("panm"))]
-    shown = _options(out)
-    assert list(shown) == list(options)  # every field, in field order
-    for name, option in options.items():
-        assert option.default == getattr(get_config("panm"), name)
+    fields = [f.name for f in dataclasses.fields(get_config("panm")) if f.name != "variant"]
+    shown = _options(own)
+    assert list(shown) == fields  # every field of the paper's config and the encoder's, in field order
+    for name in fields:
+        assert options[name].default == getattr(get_config("panm"), name)
+    # then each variant apart, its options checked by its own config: the paper's fields, then the variants
+    assert " ".join(ours.split()).startswith("(Ours, panm_jax.modules.panm_extensions): setting any of these options")
+    assert list(_options(ours)) == ["distractors", "distractor_sampling", "snap_pointers", "controller_start"]
+    assert _options(ours)["controller_start"].startswith("str = 'sum'; one of ['sum', 'mean'] h^c_0")
+    assert _options(authors)["controller_start"].startswith("str = 'sum'; one of ['sum', 'encoder_final'] h^c_0")
+    assert list(options) == [*fields, *_options(ours), *list(_options(authors))[:-1]]
+    shown = {**shown, **_options(authors)}
     # type = default; what its check accepts; the comment on the field
     assert (
         shown["hidden"]
