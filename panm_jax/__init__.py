@@ -61,7 +61,7 @@ _EXPORTS = {
     "TrainConfig": "panm_jax.train.config",
     "load_config": "panm_jax.train.config",
     "train_and_evaluate": "panm_jax.train.loop",
-    "train_seeds": "panm_jax.train.seeds",
+    "train_seeds": "panm_jax.train.loop",
     "UserError": "panm_jax.errors",
     "enable_compile_cache": "panm_jax.train.compile_cache",
 }
@@ -77,8 +77,7 @@ if TYPE_CHECKING:  # what static tools see; at run time __getattr__ imports on f
     from panm_jax.tasks.registry import get_task, list_tasks
     from panm_jax.train.compile_cache import enable_compile_cache
     from panm_jax.train.config import TrainConfig, load_config
-    from panm_jax.train.loop import train_and_evaluate
-    from panm_jax.train.seeds import train_seeds
+    from panm_jax.train.loop import train_and_evaluate, train_seeds
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

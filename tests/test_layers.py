@@ -1,9 +1,11 @@
-"""The layers import one way: kernels <- modules <- models <- train <- cli, with tasks beside the models.
+"""The layers import one way: kernels <- modules <- models <- train <- cli, with tasks beside the models;
+and no modules import each other in a circle.
 
 Every import of ``panm_jax`` by ``panm_jax`` is read from the source (function-level ones included, which
 a test of what is loaded would miss): a module may import its own layer and the layers below it, the
 package's shared modules (``checks``, ``errors`` and the other top-level ones) from anywhere, and tasks
-and models neither of each other.
+and models neither of each other. Within a layer, the modules' imports form no circle (a package's
+``__init__`` aside, which names its modules for lazy import).
 """
 
 from __future__ import annotations
@@ -53,6 +55,58 @@ def upward_imports() -> list[str]:
 
 def test_no_layer_imports_a_layer_above_it():
     assert upward_imports() == []
+
+
+def _modules(root: Path) -> dict[str, Path]:
+    found = {}
+    for path in root.rglob("*.py"):
+        name = ".".join(path.relative_to(root.parent).with_suffix("").parts)
+        found[name.removesuffix(".__init__")] = path
+    return found
+
+
+def import_circles(root: Path | None = None) -> list[list[str]]:
+    """The circles of modules importing each other (any depth), each sorted; a module importing its own
+    package (``__init__``) is left out."""
+    modules = _modules(root or ROOT)
+    graph = {}
+    for name, path in modules.items():
+        deps = set()
+        for _, module in _imports(path):
+            deps.add(module if module in modules else module.rpartition(".")[0])
+        graph[name] = {d for d in deps if d in modules and d != name and not name.startswith(d + ".")}
+    circles, seen = [], set()
+    for start in graph:  # a circle through start: a path back to it
+        stack, parents = [start], {start: None}
+        while stack:
+            here = stack.pop()
+            for there in graph[here]:
+                if there == start:
+                    circle, node = [], here
+                    while node is not None:
+                        circle.append(node)
+                        node = parents[node]
+                    key = tuple(sorted(circle))
+                    if key not in seen:
+                        seen.add(key)
+                        circles.append(sorted(circle))
+                elif there not in parents:
+                    parents[there] = here
+                    stack.append(there)
+    return circles
+
+
+def test_no_modules_import_each_other_in_a_circle():
+    assert import_circles() == []
+
+
+def test_the_walk_finds_a_circle_through_a_function_level_import(tmp_path):
+    fake = tmp_path / "panm_jax"
+    (fake / "train").mkdir(parents=True)
+    (fake / "train" / "__init__.py").write_text("")
+    (fake / "train" / "engine.py").write_text("def f():\n    from panm_jax.train.loop import Run\n")
+    (fake / "train" / "loop.py").write_text("from panm_jax.train import engine\n")
+    assert import_circles(fake) == [["panm_jax.train.engine", "panm_jax.train.loop"]]
 
 
 def test_the_walk_finds_a_function_level_upward_import(tmp_path, monkeypatch):

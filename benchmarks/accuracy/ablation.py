@@ -209,7 +209,7 @@ def run_config(task: str, variant: str, seed: int, args) -> TrainConfig:
 
 def train_group(task: str, variant: str, seeds: list[int], args, workdir: Path) -> None:
     """Train the unfinished seeds of (task, variant) together (``train_seeds``)."""
-    from panm_jax.train.seeds import train_seeds
+    from panm_jax.train.loop import train_seeds
 
     todo = [s for s in seeds if read_run(task, variant, s, args, workdir) is None]
     if todo:

@@ -162,7 +162,8 @@ def selected_params(workdir: Path, config: TrainConfig):
     """``(run, params, step)``: the run's checkpoint best on its selection mode (the latest where there is
     none), its parameters on the run's mesh."""
     from panm_jax.train.checkpoint import Checkpointer
-    from panm_jax.train.loop import Run, config_check
+    from panm_jax.train.engine import config_check
+    from panm_jax.train.loop import Run
     from panm_jax.train.sharding import replicate
 
     run = Run(config)

@@ -76,7 +76,7 @@ together under ``--quick`` as well, their budget being the same steps.
 The paper reports the mean of 5 runs (the best checkpoint of each); ``--seeds``
 runs several and reports mean and standard deviation. Under the paper protocol
 a model's seeds train together, in one compiled program
-(``panm_jax.train.seeds.train_seeds``: each seed's folder, checkpoints and
+(``panm_jax.train.train_seeds``: each seed's folder, checkpoints and
 numbers are those of the seed trained alone, up to floating-point rounding),
 and a ``--minutes`` cap is then one budget for the group; ``--one-by-one``
 trains them one after another with ``panm_jax.train.train_and_evaluate``, as
@@ -461,7 +461,8 @@ def checkpoint_scores(workdir: Path, config: TrainConfig, modes: list[str]) -> d
 
     from panm_jax.train import evaluate as evaluation
     from panm_jax.train.checkpoint import Checkpointer
-    from panm_jax.train.loop import Run, config_check
+    from panm_jax.train.engine import config_check
+    from panm_jax.train.loop import Run
     from panm_jax.train.sharding import replicate
 
     path = workdir / "checkpoint_scores.json"
@@ -701,7 +702,7 @@ def train_model(args, task: str, model: str, seeds, minutes, model_sets) -> None
     if not todo:
         return
     if together(args) and len(todo) > 1:
-        from panm_jax.train.seeds import train_seeds
+        from panm_jax.train.loop import train_seeds
 
         print(f"== {model} on {task}, seeds {[c.seed for c, _ in todo]} together -> {todo[0][1].parent}", flush=True)
         train_seeds([c for c, _ in todo], [w for _, w in todo], progress=False)

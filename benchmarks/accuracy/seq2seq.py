@@ -175,7 +175,7 @@ def finished(path: Path, config: TrainConfig) -> dict[str, Any] | None:
 
 
 def train_group(item: str, model: str, seeds: list[int], args, workdir: Path) -> None:
-    from panm_jax.train.seeds import train_seeds
+    from panm_jax.train.loop import train_seeds
 
     plan = [(make_config(item, model, s, args), folder(workdir, item, model, s, args)) for s in seeds]
     todo = [(config, path) for config, path in plan if finished(path, config) is None]

@@ -46,8 +46,8 @@ import numpy as np
 from benchmarks import common
 from panm_jax.train.checkpoint import Checkpointer
 from panm_jax.train.config import TrainConfig, load_config
-from panm_jax.train.loop import Run, train_and_evaluate
-from panm_jax.train.seeds import rate_name, train_seeds
+from panm_jax.train.loop import Run, train_and_evaluate, train_seeds
+from panm_jax.train.seeds import rate_name
 
 SMALL = [
     "model_options.hidden=32",

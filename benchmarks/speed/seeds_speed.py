@@ -14,7 +14,7 @@ on this machine's devices:
   batches (``training_batch``: host generation, padding, transfer), ``--steps``
   steps, times S seeds (the S runs take S times as long: they are the same
   program on other data);
-* batched: ``train.seeds.SeedGroup``'s ``jit(vmap(train_step))`` over the S
+* batched: ``train.loop.Run``'s (of S configs) ``jit(vmap(train_step))`` over the S
   seeds, fed the stacked batches of all S, ``--steps`` steps.
 
 * one seed at S times the batch: ``train_step`` of one seed at batch ``S*B``,
@@ -53,7 +53,6 @@ import jax
 from benchmarks import allocator, common
 from panm_jax.train.config import TrainConfig
 from panm_jax.train.loop import Run, training_batch
-from panm_jax.train.seeds import SeedGroup
 
 
 def single_stepper(config: TrainConfig, reuse: bool = False):
@@ -74,7 +73,7 @@ def single_stepper(config: TrainConfig, reuse: bool = False):
 
 def batched_stepper(configs: list[TrainConfig], reuse: bool = False):
     """The S seeds' ``jit(vmap(train_step))`` as ``step(i)``, warmed up here; ``reuse``: one stacked batch."""
-    group = SeedGroup(configs)
+    group = Run(configs)
     active = [True] * len(configs)
     first = group.batch([0] * len(configs))
     state = group.state
@@ -82,7 +81,7 @@ def batched_stepper(configs: list[TrainConfig], reuse: bool = False):
     def step(i: int):
         nonlocal state
         batch = first if reuse else group.batch([i] * len(configs))
-        state, m = group.train_step(state, batch, active)
+        state, m = group.advance(state, batch, active)
         return state, m
 
     jax.block_until_ready(step(0))
@@ -125,8 +124,8 @@ def trace_programs(programs: dict, steps: int, logdir: Path) -> list[dict]:
 
 def time_host(configs: list[TrainConfig], steps: int) -> tuple[float, float]:
     """Seconds for ``steps`` of the loop's batches alone, made and transferred, no training step: one seed's
-    (``training_batch`` and ``Run.shard``) and the S seeds' stacked batch (``SeedGroup.batch``)."""
-    run, group = Run(configs[0]), SeedGroup(configs)
+    (``training_batch`` and ``Run.shard``) and the S seeds' stacked batch (``Run.batch`` of S configs)."""
+    run, group = Run(configs[0]), Run(configs)
     times = []
     for make in (
         lambda step: run.shard(training_batch(run.task, configs[0], step, run.buckets)),

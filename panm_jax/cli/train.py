@@ -137,8 +137,8 @@ def _error(message: str, code: int = 2) -> int:
 
 
 def _check_workdir_arg(workdir: str | None) -> None:
-    """A given ``--workdir`` is a path orbax can write checkpoints under (``loop.check_workdir_path``)."""
-    from panm_jax.train.loop import check_workdir_path
+    """A given ``--workdir`` is a path orbax can write checkpoints under (``engine.check_workdir_path``)."""
+    from panm_jax.train.engine import check_workdir_path
 
     if workdir is not None and not workdir.strip():
         raise UserError(f"--workdir: expected a folder path, got {workdir!r}")
@@ -227,7 +227,7 @@ def _stop_lost(err: BaseException, workdirs: list[Path]) -> None:
 def _guarded(train, workdirs: list[Path]) -> list[dict] | int:
     """``train()``'s results records, or the exit code of how it failed (a line said it): a non-finite
     loss (1), Ctrl-C or SIGTERM (130), a lost process of a multi-process run (4, ending this process)."""
-    from panm_jax.train.loop import NonFiniteLossError
+    from panm_jax.train.engine import NonFiniteLossError
 
     try:
         return train()
@@ -394,8 +394,8 @@ def _train_seeds(args, config, seeds: list[int], rates: list[float] | None, cons
     """Train ``seeds`` together; with ``rates``, the grid of every rate x every seed, member (r, s) in
     ``W/lr<r>/s<s>`` (``rate_name``)."""
     from panm_jax.train import report
-    from panm_jax.train.loop import check_workdir_path
-    from panm_jax.train.seeds import train_seeds
+    from panm_jax.train.engine import check_workdir_path
+    from panm_jax.train.loop import train_seeds
 
     configs = _members(config, seeds, rates)
     workdirs = _workdirs(args, config, seeds, rates)

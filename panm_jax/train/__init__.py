@@ -10,10 +10,12 @@ Modules:
 * ``config``: ``TrainConfig``, ``OptimizerConfig``, ``load_config`` (TOML or JSON
   files and ``section.field=value`` overrides), validation.
 * ``engine``: the one training loop, for one seed or several, yielding
-  records (the command line's progress bar shows them).
-* ``loop``: ``train_and_evaluate`` and ``Run``, a single run (one seed).
-* ``seeds``: ``train_seeds`` and ``SeedGroup``, several seeds of one run
-  trained together.
+  records (the command line's progress bar shows them), and its checks of the
+  run folders, the losses and the resumed configs.
+* ``loop``: ``Run``, the pieces of a run of one seed or several, and the entry
+  points ``train_seeds`` and ``train_and_evaluate`` (its one-run form).
+* ``seeds``: what the members of several seeds of one run share (stacking,
+  the check that they differ only in seed and learning rate).
 * ``steps``: ``TrainState`` and the jitted train and evaluation steps.
 * ``optim``: optimisers and learning-rate schedules from a config.
 * ``checkpoint``: orbax checkpoints that resume exactly.
@@ -45,8 +47,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 # name -> the module that defines it.
 _EXPORTS = {
     **dict.fromkeys(["ConfigError", "OptimizerConfig", "TrainConfig", "load_config"], "panm_jax.train.config"),
-    **dict.fromkeys(["NonFiniteLossError", "Run", "train_and_evaluate"], "panm_jax.train.loop"),
-    "train_seeds": "panm_jax.train.seeds",
+    "NonFiniteLossError": "panm_jax.train.engine",
+    **dict.fromkeys(["Run", "train_and_evaluate", "train_seeds"], "panm_jax.train.loop"),
     **dict.fromkeys(["TrainState", "init_train_state", "make_eval_step", "make_train_step"], "panm_jax.train.steps"),
     **dict.fromkeys(["make_optimizer", "paper_optimizer"], "panm_jax.train.optim"),
     **dict.fromkeys(["CheckpointError", "Checkpointer"], "panm_jax.train.checkpoint"),
@@ -64,13 +66,13 @@ if TYPE_CHECKING:
 
     from panm_jax.train.checkpoint import Checkpointer, CheckpointError
     from panm_jax.train.config import ConfigError, OptimizerConfig, TrainConfig, load_config
+    from panm_jax.train.engine import NonFiniteLossError
     from panm_jax.train.lock import WorkdirBusy
-    from panm_jax.train.loop import NonFiniteLossError, Run, train_and_evaluate
+    from panm_jax.train.loop import Run, train_and_evaluate, train_seeds
     from panm_jax.train.optim import make_optimizer, paper_optimizer
     from panm_jax.train.range_eval import RangeResult, range_evaluate
     from panm_jax.train.report import load_results, plot_accuracy
     from panm_jax.train.run_eval import Evaluation, evaluate_run, evaluate_run_range
-    from panm_jax.train.seeds import train_seeds
     from panm_jax.train.sharding import make_mesh
     from panm_jax.train.steps import TrainState, init_train_state, make_eval_step, make_train_step
 

@@ -1,8 +1,8 @@
 """The one training loop: S seeds of one run (a single run is S = 1), as a generator of records.
 
 ``training(pieces, workdirs, ckpts)`` drives the pieces of a configured run,
-either ``Run`` (one seed, ``train/loop.py``) or ``SeedGroup`` (S seeds stacked
-on a leading axis, ``train/seeds.py``), through the same steps:
+``train/loop.py``'s ``Run`` (one seed, or S seeds stacked on a leading axis,
+``train/seeds.py``), through the same steps:
 
 1. restore each seed's folder from its newest readable checkpoint (its stored
    config must match, or the run refuses and touches nothing) and its best
@@ -21,11 +21,11 @@ on a leading axis, ``train/seeds.py``), through the same steps:
 3. evaluate each seed's best checkpoint on the test sets and write its
    ``results.{json,csv,md}`` and ``accuracy.png``.
 
-Before step 1 each folder is checked (``loop.check_workdir_path``: a path orbax
-can write under, else ``UserError``; ``loop.check_run_folder``: a path the run
+Before step 1 each folder is checked (``check_workdir_path``: a path orbax
+can write under, else ``UserError``; ``check_run_folder``: a path the run
 writes that is in the way raises the ``OSError`` at once, naming it) and the
 temporary folders of a save cut short are removed
-(``loop.remove_partial_checkpoints``). A save that fails removes its temporary
+(``remove_partial_checkpoints``). A save that fails removes its temporary
 folder too, and an ``OSError`` it raises names the checkpoint's path: a full
 disk under orbax (tensorstore's ``RESOURCE_EXHAUSTED ... [os_error_code=28]``)
 becomes ``OSError(ENOSPC, ..., <workdir>/checkpoints/<step>)``.
@@ -46,7 +46,13 @@ did before seeds were batched, and with several they are ``jit(vmap(...))``.
 
 from __future__ import annotations
 
+import errno
+import fnmatch
 import json
+import math
+import os
+import shutil
+import sys
 import time
 from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
@@ -55,23 +61,37 @@ from typing import Any, Protocol
 import jax
 import numpy as np
 
+from panm_jax.errors import UserError
 from panm_jax.train import evaluate as evaluation
 from panm_jax.train import report
-from panm_jax.train.checkpoint import Checkpointer, CheckpointError
-from panm_jax.train.config import TrainConfig
+from panm_jax.train.checkpoint import ORBAX_TMP_SUFFIX, Checkpointer, CheckpointError
+from panm_jax.train.config import TrainConfig, resume_differences
 from panm_jax.train.io import append_jsonl, atomic_write_text, read_jsonl
-from panm_jax.train.provenance import segment_record
+from panm_jax.train.lock import LOCK_FILE
+from panm_jax.train.provenance import environment, segment_record
 from panm_jax.train.range_eval import CompileCounter
 from panm_jax.train.sharding import all_agree, barrier, is_primary
 
-__all__ = ["Pieces", "run_to_end", "training"]
+__all__ = [
+    "LossWatch",
+    "NonFiniteLossError",
+    "Pieces",
+    "check_run_folder",
+    "check_workdir_path",
+    "config_check",
+    "note",
+    "remove_partial_checkpoints",
+    "results_record",
+    "run_to_end",
+    "training",
+]
 
 # Training steps whose losses may wait on device before they are checked (bounds the host's list).
 MAX_UNCHECKED_STEPS = 1_000
 
 
 class Pieces(Protocol):
-    """What the loop needs of a configured run of ``size`` seeds (``Run``: 1, ``SeedGroup``: S)."""
+    """What the loop needs of a configured run of ``size`` seeds (``train.loop.Run``)."""
 
     configs: list[TrainConfig]
     task: Any
@@ -101,6 +121,236 @@ class Pieces(Protocol):
     def view(self, index: int) -> Any: ...  # seed ``index``'s ``config`` and ``task``, for ``results_record``
 
 
+# What a run writes in its folder: these folders, and these files.
+RUN_FOLDERS = ("checkpoints", "best")
+RUN_FILES = ("config.json", "metrics.jsonl", "results.json", "results.csv", "results.md", "accuracy.png", LOCK_FILE)
+
+
+class NonFiniteLossError(RuntimeError):
+    """A NaN or infinite training loss under ``on_nan = "stop"``."""
+
+
+def _unwritable_reason(text: str) -> str | None:
+    """Why orbax cannot write checkpoints under the path ``text``, or ``None`` when it can."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "it is not UTF-8 text, and orbax passes checkpoint paths to tensorstore as UTF-8"
+    if "\0" in text:
+        return "it holds a NUL character, which no file system path can"
+    if "\\" in text:
+        return "it holds a backslash, which tensorstore (orbax's file store) reads as a folder separator"
+    for part in Path(text).parts:
+        if not fnmatch.fnmatchcase(part, part):  # "[ab]" is a glob class, matching "a" or "b" only
+            return (
+                f"its part {part!r} is a glob pattern that does not match itself, and orbax finds a "
+                "checkpoint's files by glob"
+            )
+        if part.endswith("gs:"):
+            return f"its part {part!r} and the '/' after it read as a Cloud Storage address to orbax ('gs://')"
+    return None
+
+
+def check_workdir_path(workdir: str | Path, name: str = "workdir") -> Path:
+    """Return ``workdir`` as a ``Path``, or raise ``UserError`` (naming ``name``) unless orbax can write
+    checkpoints under it: the path, as given and made absolute (symbolic links resolved, as the
+    checkpoints are), must be UTF-8 text (a folder named by the bytes ``b"run-\\xff"`` is not), hold no
+    NUL and no backslash (tensorstore reads it as a separator), no part that glob reads as a pattern not
+    matching itself (``[ab]``) and no part ending in ``gs:`` (orbax turns ``gs:/`` into ``gs://``).
+    Nothing is created or written."""
+    path = Path(workdir)
+    try:
+        full = str(path.resolve())
+    except (OSError, RuntimeError, ValueError):  # a symbolic link loop, a NUL: the path as it stands
+        full = str(path.absolute())
+    for text in dict.fromkeys((str(path), full)):
+        reason = _unwritable_reason(text)
+        if reason is not None:
+            shown = os.fsencode(text) if "UTF-8" in reason else text  # the bytes that are not UTF-8
+            raise UserError(
+                f"{name}: expected a folder path that orbax can write checkpoints under, got {shown!r}: {reason}"
+            )
+    return path
+
+
+def _read_only_file_system(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def check_run_folder(workdir: str | Path) -> None:
+    """Raise now the ``OSError`` a run in ``workdir`` would meet later, naming the path: ``workdir``, or
+    ``checkpoints/`` or ``best/`` in it, that exists but is not a folder (``NotADirectoryError``); a file
+    the run writes (``metrics.jsonl``, ``config.json``, ``results.*``, ``accuracy.png``, ``.lock``) that is
+    a folder (``IsADirectoryError``); one of those folders that exists but cannot be written
+    (``PermissionError``, or ``EROFS`` on a read-only file system). Without this a ``best/`` that is a
+    file would be found at the first best checkpoint, steps into the run. Nothing is created or written."""
+    workdir = Path(workdir)
+    folders = [workdir, *(workdir / name for name in RUN_FOLDERS)]
+    for path in folders:
+        if path.exists() and not path.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
+    for name in RUN_FILES:
+        if (workdir / name).is_dir():
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(workdir / name))
+    for path in folders:
+        if path.is_dir() and not os.access(path, os.W_OK | os.X_OK):
+            code = errno.EROFS if _read_only_file_system(path) else errno.EACCES
+            raise OSError(code, os.strerror(code), str(path))
+
+
+def remove_partial_checkpoints(workdir: str | Path) -> list[Path]:
+    """Remove orbax's temporary folders (``<step>.orbax-checkpoint-tmp...``) from ``workdir``'s
+    ``checkpoints/`` and ``best/``: what a save cut short left behind. Never a finished checkpoint (orbax
+    renames a whole one to its step). Returns the folders removed. Only for the process that writes the
+    run's files, while it holds the run's lock."""
+    removed = []
+    for name in RUN_FOLDERS:
+        folder = Path(workdir) / name
+        if not folder.is_dir():
+            continue
+        for tmp in folder.glob(f"*{ORBAX_TMP_SUFFIX}*"):
+            shutil.rmtree(tmp, ignore_errors=True)
+            removed.append(tmp)
+    return removed
+
+
+def results_record(run: Any, per_mode: dict[str, dict[str, Any]], step: int) -> dict[str, Any]:
+    """The results of ``step``'s parameters over the modes. A NaN or infinite number in them is written as
+    ``null`` and the record gets ``"failed"``, saying which (``panm-jax`` then exits with code 1)."""
+    modes, bad = [], []
+    for mode, row in per_mode.items():
+        clean = {}
+        for key, value in row.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                bad.append(f"{key} of mode {mode}")
+                value = None
+            clean[key] = value
+        modes.append({"mode": mode, **clean})
+    record = {
+        "task": run.config.task,
+        "model": run.config.model,
+        "metric": run.task.metric_names[0],
+        "step": step,
+        "modes": modes,
+        "config": run.config.to_dict(),
+        "environment": environment(),
+    }
+    if bad:
+        record["failed"] = f"non-finite results (written as null): {', '.join(bad)}"
+    return record
+
+
+def note(message: str) -> None:
+    """One line on stderr: what the run noticed and did about it (a corrupt checkpoint, a skipped batch).
+
+    With several processes the line names the process (``warning: process 1 of 2: ...``).
+    """
+    where = f"process {jax.process_index()} of {jax.process_count()}: " if jax.process_count() > 1 else ""
+    print(f"warning: {where}{message}", file=sys.stderr, flush=True)
+
+
+def config_check(config: TrainConfig, workdir: Path):
+    """``check(meta)`` for ``Checkpointer``: refuses a checkpoint of other settings, naming them."""
+
+    def check(meta: dict[str, Any]) -> None:
+        try:
+            stored = TrainConfig.from_dict(meta["config"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise CheckpointError(
+                f"config: the checkpoints in {str(workdir)!r} hold no config this version can "
+                f"read ({type(err).__name__}: {err}); use another workdir"
+            ) from err
+        diff = resume_differences(stored, config)
+        if diff:
+            shown = "; ".join(f"{name}: {old!r} in the checkpoints, {new!r} given" for name, old, new in diff[:4])
+            more = f"; and {len(diff) - 4} more" if len(diff) > 4 else ""
+            raise CheckpointError(
+                f"config: the checkpoints in {str(workdir)!r} belong to a run with different settings "
+                f"{[name for name, _, _ in diff]} ({shown}{more}); use another workdir"
+            )
+
+    return check
+
+
+class LossWatch:
+    """The checks of one run's training losses, made before anything is logged, evaluated or saved.
+
+    ``check(unchecked)`` looks at the steps since the last check (one transfer):
+    a step is bad when its loss, its gradient norm or its updated parameters'
+    norm (``param_norm``, ``train/steps.py``) is NaN or infinite. Under
+    ``on_nan = "stop"`` the first bad step raises ``NonFiniteLossError`` naming
+    it and the last good checkpoint. Under ``"skip-batch"`` the steps are logged
+    as skipped (their updates were not applied, on device) and counted over the
+    whole run (``skipped``, carried in every checkpoint's record); more than
+    ``max_skipped_fraction`` of ``num_steps`` stops the run with
+    ``NonFiniteLossError``. Every process sees the same (global) losses and
+    decides the same; the ``primary`` one logs.
+    """
+
+    def __init__(self, config: TrainConfig, ckpt: Checkpointer, log_path: Path, *, primary: bool, skipped: int = 0):
+        self.config, self.ckpt, self.log_path, self.primary = config, ckpt, log_path, primary
+        self.skipped = skipped
+        self.limit = max(1, math.floor(config.max_skipped_fraction * config.num_steps))
+
+    def check(self, unchecked) -> None:
+        """``unchecked``: ``(step, metrics)`` pairs, the metrics on device or on the host."""
+        values = jax.device_get([(m["loss"], m.get("grad_norm", 0.0), m.get("param_norm", 0.0)) for _, m in unchecked])
+        bad = [
+            (step, float(loss), float(grad), float(norm))
+            for (step, _), (loss, grad, norm) in zip(unchecked, values, strict=True)
+            if not (np.isfinite(loss) and np.isfinite(grad) and np.isfinite(norm))
+        ]
+        if not bad:
+            return
+        c = self.config
+        if c.on_nan == "stop":
+            step, loss, grad, norm = bad[0]
+            if self.primary:
+                append_jsonl(self.log_path, {**_event("non-finite loss", bad[0]), "on_nan": "stop"})
+            raise NonFiniteLossError(
+                f"loss: non-finite at step {step} (loss {loss}, gradient norm {grad}, parameter norm {norm}); the "
+                f'run stopped and saved nothing after it ({self._last_good(step)}); set on_nan = "skip-batch" '
+                "(--on-nan skip-batch) to skip such batches"
+            )
+        self.skipped += len(bad)
+        if self.primary:
+            for row in bad:
+                append_jsonl(self.log_path, _event("skipped non-finite batch", row))
+        if self.skipped > self.limit:
+            raise NonFiniteLossError(
+                f"on_nan: skip-batch skipped {self.skipped} batches by step {bad[-1][0]}, more than "
+                f"max_skipped_fraction = {c.max_skipped_fraction} of num_steps ({self.limit}): the run learns "
+                f"little from what it trains on; it stopped and saved nothing after it ({self._last_good(bad[0][0])})"
+            )
+        if self.primary:
+            note(
+                f"skipped {len(bad)} batch(es) with a non-finite loss, gradient or parameter (steps "
+                f"{[b[0] for b in bad]}; {self.skipped} of at most {self.limit} in this run): parameters and "
+                "optimiser state left unchanged for them"
+            )
+
+    def _last_good(self, step: int) -> str:
+        good = self.ckpt.last_good(before=step)
+        if good is None:
+            return "no good checkpoint was saved before it"
+        return f"the last good checkpoint is {good}"
+
+
+def _event(name: str, row: tuple[int, float, float, float]) -> dict[str, Any]:
+    """The ``metrics.jsonl`` record of a bad step ``(step, loss, grad_norm, param_norm)``; a NaN or infinite
+    number is written as ``null`` (JSON's), so no file of a run holds a non-JSON number."""
+    step, *values = row
+    names = ("loss", "grad_norm", "param_norm")
+    return {
+        "event": name,
+        "step": step,
+        **{k: v if math.isfinite(v) else None for k, v in zip(names, values, strict=True)},
+    }
+
+
 def _time_up(deadline: float) -> bool:
     """Whether the time budget is spent; with several processes, whether it is spent in any of them (one
     all-gather per step, so that all stop at the same step)."""
@@ -113,15 +363,6 @@ def training(
 ) -> Generator[dict[str, Any], None, list[dict[str, Any]]]:
     """Train the seeds of ``pieces``, seed s in ``workdirs[s]`` with ``ckpts[s]``, yielding records (module
     docstring); returns each seed's results record."""
-    from panm_jax.train.loop import (
-        LossWatch,
-        check_run_folder,
-        check_workdir_path,
-        config_check,
-        remove_partial_checkpoints,
-        results_record,
-    )
-
     configs, S = pieces.configs, pieces.size
     c = configs[0]
     primary = is_primary()  # writes the run's files (process 0; the only process of a single-process run)

@@ -43,32 +43,30 @@ run above.
 
 from __future__ import annotations
 
-import errno
-import fnmatch
-import math
-import os
-import shutil
-import sys
+import contextlib
+from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from rich.console import Console
 
 from panm_jax.errors import UserError
 from panm_jax.models import build_model
-from panm_jax.tasks.buckets import fitted_buckets, pad_to_bucket, training_length_distribution
+from panm_jax.tasks.buckets import fitted_buckets, pad_batch, pad_to_bucket, training_length_distribution
 from panm_jax.tasks.losses import check_batch
 from panm_jax.train import engine
 from panm_jax.train import evaluate as evaluation
-from panm_jax.train.checkpoint import ORBAX_TMP_SUFFIX, Checkpointer, CheckpointError
-from panm_jax.train.config import TrainConfig, resume_differences
-from panm_jax.train.io import append_jsonl
-from panm_jax.train.lock import LOCK_FILE, run_lock
+from panm_jax.train.checkpoint import Checkpointer
+from panm_jax.train.config import TrainConfig
+from panm_jax.train.engine import check_run_folder, check_workdir_path, note, remove_partial_checkpoints
+from panm_jax.train.lock import run_lock
 from panm_jax.train.optim import make_optimizer
 from panm_jax.train.progress import ProgressDisplay
-from panm_jax.train.provenance import environment
+from panm_jax.train.seeds import check_seed_configs, stack, unstack
 from panm_jax.train.sharding import (
     all_agree,
     is_primary,
@@ -80,110 +78,12 @@ from panm_jax.train.sharding import (
 from panm_jax.train.steps import init_train_state, make_eval_step, make_train_step
 
 __all__ = [
-    "NonFiniteLossError",
     "Run",
-    "check_run_folder",
-    "check_workdir_path",
     "default_buckets",
-    "remove_partial_checkpoints",
     "train_and_evaluate",
+    "train_seeds",
     "training_batch",
 ]
-
-# What a run writes in its folder: these folders, and these files.
-RUN_FOLDERS = ("checkpoints", "best")
-RUN_FILES = ("config.json", "metrics.jsonl", "results.json", "results.csv", "results.md", "accuracy.png", LOCK_FILE)
-
-
-class NonFiniteLossError(RuntimeError):
-    """A NaN or infinite training loss under ``on_nan = "stop"``."""
-
-
-def _unwritable_reason(text: str) -> str | None:
-    """Why orbax cannot write checkpoints under the path ``text``, or ``None`` when it can."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "it is not UTF-8 text, and orbax passes checkpoint paths to tensorstore as UTF-8"
-    if "\0" in text:
-        return "it holds a NUL character, which no file system path can"
-    if "\\" in text:
-        return "it holds a backslash, which tensorstore (orbax's file store) reads as a folder separator"
-    for part in Path(text).parts:
-        if not fnmatch.fnmatchcase(part, part):  # "[ab]" is a glob class, matching "a" or "b" only
-            return (
-                f"its part {part!r} is a glob pattern that does not match itself, and orbax finds a "
-                "checkpoint's files by glob"
-            )
-        if part.endswith("gs:"):
-            return f"its part {part!r} and the '/' after it read as a Cloud Storage address to orbax ('gs://')"
-    return None
-
-
-def check_workdir_path(workdir: str | Path, name: str = "workdir") -> Path:
-    """Return ``workdir`` as a ``Path``, or raise ``UserError`` (naming ``name``) unless orbax can write
-    checkpoints under it: the path, as given and made absolute (symbolic links resolved, as the
-    checkpoints are), must be UTF-8 text (a folder named by the bytes ``b"run-\\xff"`` is not), hold no
-    NUL and no backslash (tensorstore reads it as a separator), no part that glob reads as a pattern not
-    matching itself (``[ab]``) and no part ending in ``gs:`` (orbax turns ``gs:/`` into ``gs://``).
-    Nothing is created or written."""
-    path = Path(workdir)
-    try:
-        full = str(path.resolve())
-    except (OSError, RuntimeError, ValueError):  # a symbolic link loop, a NUL: the path as it stands
-        full = str(path.absolute())
-    for text in dict.fromkeys((str(path), full)):
-        reason = _unwritable_reason(text)
-        if reason is not None:
-            shown = os.fsencode(text) if "UTF-8" in reason else text  # the bytes that are not UTF-8
-            raise UserError(
-                f"{name}: expected a folder path that orbax can write checkpoints under, got {shown!r}: {reason}"
-            )
-    return path
-
-
-def _read_only_file_system(path: Path) -> bool:
-    try:
-        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
-    except OSError:
-        return False
-
-
-def check_run_folder(workdir: str | Path) -> None:
-    """Raise now the ``OSError`` a run in ``workdir`` would meet later, naming the path: ``workdir``, or
-    ``checkpoints/`` or ``best/`` in it, that exists but is not a folder (``NotADirectoryError``); a file
-    the run writes (``metrics.jsonl``, ``config.json``, ``results.*``, ``accuracy.png``, ``.lock``) that is
-    a folder (``IsADirectoryError``); one of those folders that exists but cannot be written
-    (``PermissionError``, or ``EROFS`` on a read-only file system). Without this a ``best/`` that is a
-    file would be found at the first best checkpoint, steps into the run. Nothing is created or written."""
-    workdir = Path(workdir)
-    folders = [workdir, *(workdir / name for name in RUN_FOLDERS)]
-    for path in folders:
-        if path.exists() and not path.is_dir():
-            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
-    for name in RUN_FILES:
-        if (workdir / name).is_dir():
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(workdir / name))
-    for path in folders:
-        if path.is_dir() and not os.access(path, os.W_OK | os.X_OK):
-            code = errno.EROFS if _read_only_file_system(path) else errno.EACCES
-            raise OSError(code, os.strerror(code), str(path))
-
-
-def remove_partial_checkpoints(workdir: str | Path) -> list[Path]:
-    """Remove orbax's temporary folders (``<step>.orbax-checkpoint-tmp...``) from ``workdir``'s
-    ``checkpoints/`` and ``best/``: what a save cut short left behind. Never a finished checkpoint (orbax
-    renames a whole one to its step). Returns the folders removed. Only for the process that writes the
-    run's files, while it holds the run's lock."""
-    removed = []
-    for name in RUN_FOLDERS:
-        folder = Path(workdir) / name
-        if not folder.is_dir():
-            continue
-        for tmp in folder.glob(f"*{ORBAX_TMP_SUFFIX}*"):
-            shutil.rmtree(tmp, ignore_errors=True)
-            removed.append(tmp)
-    return removed
 
 
 def default_buckets(task, batch_size: int = 128, seeds: int = 1) -> tuple[int, ...]:
@@ -225,217 +125,141 @@ def check_batch_sizes(config: TrainConfig, num_devices: int) -> None:
 
 
 class Run:
-    """The pieces of one configured run (also used by ``panm-jax eval``)."""
+    """The pieces of a configured run of S >= 1 members (``train/engine.py``'s ``Pieces``): the task, each
+    member's model, optimiser and initial train state, the mesh, the buckets and modes, and the jitted steps.
 
-    def __init__(self, config: TrainConfig):
+    ``Run(config)`` (or a list of one config) is a single run: its state as it is and its programs unbatched
+    (``jit(train_step)``, ``jit(eval_step)``). ``Run(configs)`` with several members (distinct seeds or
+    learning rates of one run's settings, ``seeds.check_seed_configs``) stacks their states on a leading
+    axis ``[S, ...]`` and batches the programs over it (``jit(vmap(...))``, each member's learning rate an
+    ``[S]`` array of data: ``train/seeds.py``). Also used by ``panm-jax eval`` (``train/run_eval.py``).
+    """
+
+    def __init__(self, configs: TrainConfig | Sequence[TrainConfig]):
+        configs = [configs] if isinstance(configs, TrainConfig) else list(configs)
+        check_seed_configs(configs)
         maybe_initialize_distributed()
-        self.config = config
-        self.task = config.build_task()
-        self.model = build_model(
-            config.model,
-            input_size=self.task.input_size,
-            output_size=self.task.output_size,
-            seed=config.seed,
-            config=config.model_config,
-        )
-        self.optimizer = make_optimizer(config.optimizer, config.num_steps)
-        self.graphdef, state = init_train_state(self.model, self.optimizer, seed=config.seed)
+        self.configs = configs
+        c = self.config = configs[0]
+        self.task = c.build_task()
+        states = []
+        for cs in configs:  # each member's initial state, exactly the single run's
+            model = build_model(
+                cs.model,
+                input_size=self.task.input_size,
+                output_size=self.task.output_size,
+                seed=cs.seed,
+                config=cs.model_config,
+            )
+            self.optimizer = make_optimizer(cs.optimizer, cs.num_steps)
+            self.graphdef, state = init_train_state(model, self.optimizer, seed=cs.seed)
+            states.append(state)
+            if len(states) == 1:
+                self.model = model  # the first member's, for traces (train/report.py)
+        self.template = jax.device_get(states[0])  # one member's state structure, for restoring checkpoints
         self.mesh = make_mesh()
-        check_batch_sizes(config, self.mesh.devices.size)
-        self.state = replicate(state, self.mesh)
-        self.buckets = tuple(config.buckets) or default_buckets(self.task, config.batch_size)
-        self.modes = tuple(config.eval_modes) or tuple(self.task.test_modes)  # checked by TrainConfig
-        self.train_step = jax.jit(
-            make_train_step(
-                self.graphdef,
-                self.optimizer,
-                self.task,
-                skip_nonfinite=config.on_nan == "skip-batch",
-                compute_dtype=config.compute_dtype,
-            ),
-            donate_argnums=0,
+        check_batch_sizes(c, self.mesh.devices.size)
+        seeds = len({cs.seed for cs in configs})  # the data streams padded together
+        self.buckets = tuple(c.buckets) or default_buckets(self.task, c.batch_size, seeds)
+        self.modes = tuple(c.eval_modes) or tuple(self.task.test_modes)  # checked by TrainConfig
+        skip = c.on_nan == "skip-batch"
+        if self.size == 1:
+            self.state = replicate(states[0], self.mesh)
+            step = make_train_step(self.graphdef, self.optimizer, self.task, skip_nonfinite=skip,
+                                   compute_dtype=c.compute_dtype)  # fmt: skip
+            self.train_step = jax.jit(step, donate_argnums=0)
+            self.eval_step = jax.jit(make_eval_step(self.graphdef, self.task, compute_dtype=c.compute_dtype))
+            return
+        self.state = replicate(stack([jax.device_get(st) for st in states]), self.mesh)
+        # [S] float32: each member's rate, data of the one program (train/seeds.py).
+        rates = np.asarray([cs.optimizer.learning_rate for cs in configs], np.float32)
+        self.learning_rates = replicate(rates, self.mesh)
+        train_step = make_train_step(
+            self.graphdef,
+            lambda learning_rate: make_optimizer(c.optimizer, c.num_steps, learning_rate=learning_rate),
+            self.task,
+            skip_nonfinite=skip,
+            compute_dtype=c.compute_dtype,
         )
-        self.eval_step = jax.jit(make_eval_step(self.graphdef, self.task, compute_dtype=config.compute_dtype))
+
+        def masked_step(state, batch, learning_rate, active):
+            # An inactive member (ahead of the others after a resume) keeps its state: step, key and all.
+            new, metrics = train_step(state, batch, learning_rate)
+            return jax.tree_util.tree_map(lambda n, o: jnp.where(active, n, o), new, state), metrics
+
+        # Two programs: every member advancing (the usual case, nothing but the vmapped step), and the masked
+        # one, compiled only when a resume finds the members at different steps.
+        self._step_all = jax.jit(jax.vmap(train_step), donate_argnums=0)
+        self._step_masked = jax.jit(jax.vmap(masked_step), donate_argnums=0)
+        eval_step = make_eval_step(self.graphdef, self.task, compute_dtype=c.compute_dtype)
+        self.eval_step = jax.jit(jax.vmap(eval_step, in_axes=(0, None, None)))
+
+    @property
+    def size(self) -> int:
+        """S, the number of members."""
+        return len(self.configs)
 
     def shard(self, batch):
+        """A batch of one member (an evaluation batch: every member's), split on its batch axis over the mesh."""
         return shard_batch(batch, self.mesh)
 
-    def evaluate(self, params, modes, seed: int) -> dict[str, dict[str, Any]]:
+    def evaluate(self, params, modes, seed: int):
+        """``evaluate``'s ``{mode: row}`` of ``params`` on the sets of ``modes`` drawn from ``seed``; per member
+        (a list) when S > 1."""
         c = self.config
         sets = evaluation.eval_sets(self.task, modes, c.eval_examples, c.eval_batch_size, seed)
-        return evaluation.evaluate(self.eval_step, params, self.task, sets, seed, shard=self.shard)
+        results = evaluation.evaluate(self.eval_step, params, self.task, sets, seed, shard=self.shard)
+        return results if self.size == 1 else evaluation.split_seeds(results, self.size)
 
-    # ---- the training loop's interface (train/engine.py ``Pieces``): one seed --------------------
-
-    size = 1
-
-    @property
-    def configs(self) -> list[TrainConfig]:
-        return [self.config]
-
-    @property
-    def template(self):
-        return jax.device_get(self.state)
+    # ---- the training loop's interface (train/engine.py ``Pieces``) ------------------------------
 
     def description(self) -> str:
-        return f"{self.config.model} on {self.config.task}"
+        c = self.config
+        if self.size == 1:
+            return f"{c.model} on {c.task}"
+        seeds = ",".join(str(seed) for seed in dict.fromkeys(cs.seed for cs in self.configs))
+        rates = dict.fromkeys(f"{cs.optimizer.learning_rate:g}" for cs in self.configs)
+        return f"{c.model} on {c.task}, seeds {seeds}" + (
+            f" x learning rates {','.join(rates)}" if len(rates) > 1 else ""
+        )
 
     def unstack(self, state, index: int):
-        return jax.device_get(state)
+        return jax.device_get(state) if self.size == 1 else unstack(state, index)
 
     def place(self, states):
-        (state,) = states
-        return replicate(state, self.mesh)
+        return replicate(states[0] if self.size == 1 else stack(states), self.mesh)
 
     def batch(self, steps):
-        (step,) = steps
-        return self.shard(training_batch(self.task, self.config, step, self.buckets))
+        """Member s's batch of step ``steps[s]``; stacked ``[S, B, ...]`` and padded to the longest when S > 1."""
+        batches = [
+            training_batch(self.task, cs, step, self.buckets) for cs, step in zip(self.configs, steps, strict=True)
+        ]
+        if self.size == 1:
+            return self.shard(batches[0])
+        t_in = max(b.inputs.shape[1] for b in batches)
+        t_out = max(b.targets.shape[1] for b in batches)
+        return shard_batch(stack([pad_batch(b, t_in, t_out) for b in batches]), self.mesh, axis=1)
 
     def advance(self, state, batch, active):
-        return self.train_step(state, batch)
+        """Advance the members whose ``active`` entry is true, each at its learning rate."""
+        if self.size == 1:
+            return self.train_step(state, batch)
+        if all(active):
+            return self._step_all(state, batch, self.learning_rates)
+        return self._step_masked(state, batch, self.learning_rates, jnp.asarray(active))
 
     def seed_metrics(self, metrics, index: int) -> dict[str, float]:
-        return {k: float(v) for k, v in metrics.items()}
+        if self.size == 1:
+            return {k: float(v) for k, v in metrics.items()}
+        return {k: float(np.asarray(v)[index]) for k, v in metrics.items()}
 
     def evaluate_seeds(self, params, modes, seed: int) -> list[dict[str, dict[str, Any]]]:
-        return [self.evaluate(params, modes, seed)]
+        results = self.evaluate(params, modes, seed)
+        return [results] if self.size == 1 else results
 
-    def view(self, index: int) -> Run:
-        return self
-
-
-def results_record(run: Run, per_mode: dict[str, dict[str, Any]], step: int) -> dict[str, Any]:
-    """The results of ``step``'s parameters over the modes. A NaN or infinite number in them is written as
-    ``null`` and the record gets ``"failed"``, saying which (``panm-jax`` then exits with code 1)."""
-    modes, bad = [], []
-    for mode, row in per_mode.items():
-        clean = {}
-        for key, value in row.items():
-            if isinstance(value, float) and not math.isfinite(value):
-                bad.append(f"{key} of mode {mode}")
-                value = None
-            clean[key] = value
-        modes.append({"mode": mode, **clean})
-    record = {
-        "task": run.config.task,
-        "model": run.config.model,
-        "metric": run.task.metric_names[0],
-        "step": step,
-        "modes": modes,
-        "config": run.config.to_dict(),
-        "environment": environment(),
-    }
-    if bad:
-        record["failed"] = f"non-finite results (written as null): {', '.join(bad)}"
-    return record
-
-
-def note(message: str) -> None:
-    """One line on stderr: what the run noticed and did about it (a corrupt checkpoint, a skipped batch).
-
-    With several processes the line names the process (``warning: process 1 of 2: ...``).
-    """
-    where = f"process {jax.process_index()} of {jax.process_count()}: " if jax.process_count() > 1 else ""
-    print(f"warning: {where}{message}", file=sys.stderr, flush=True)
-
-
-def config_check(config: TrainConfig, workdir: Path):
-    """``check(meta)`` for ``Checkpointer``: refuses a checkpoint of other settings, naming them."""
-
-    def check(meta: dict[str, Any]) -> None:
-        try:
-            stored = TrainConfig.from_dict(meta["config"])
-        except (KeyError, TypeError, ValueError) as err:
-            raise CheckpointError(
-                f"config: the checkpoints in {str(workdir)!r} hold no config this version can "
-                f"read ({type(err).__name__}: {err}); use another workdir"
-            ) from err
-        diff = resume_differences(stored, config)
-        if diff:
-            shown = "; ".join(f"{name}: {old!r} in the checkpoints, {new!r} given" for name, old, new in diff[:4])
-            more = f"; and {len(diff) - 4} more" if len(diff) > 4 else ""
-            raise CheckpointError(
-                f"config: the checkpoints in {str(workdir)!r} belong to a run with different settings "
-                f"{[name for name, _, _ in diff]} ({shown}{more}); use another workdir"
-            )
-
-    return check
-
-
-class LossWatch:
-    """The checks of one run's training losses, made before anything is logged, evaluated or saved.
-
-    ``check(unchecked)`` looks at the steps since the last check (one transfer):
-    a step is bad when its loss, its gradient norm or its updated parameters'
-    norm (``param_norm``, ``train/steps.py``) is NaN or infinite. Under
-    ``on_nan = "stop"`` the first bad step raises ``NonFiniteLossError`` naming
-    it and the last good checkpoint. Under ``"skip-batch"`` the steps are logged
-    as skipped (their updates were not applied, on device) and counted over the
-    whole run (``skipped``, carried in every checkpoint's record); more than
-    ``max_skipped_fraction`` of ``num_steps`` stops the run with
-    ``NonFiniteLossError``. Every process sees the same (global) losses and
-    decides the same; the ``primary`` one logs.
-    """
-
-    def __init__(self, config: TrainConfig, ckpt: Checkpointer, log_path: Path, *, primary: bool, skipped: int = 0):
-        self.config, self.ckpt, self.log_path, self.primary = config, ckpt, log_path, primary
-        self.skipped = skipped
-        self.limit = max(1, math.floor(config.max_skipped_fraction * config.num_steps))
-
-    def check(self, unchecked) -> None:
-        """``unchecked``: ``(step, metrics)`` pairs, the metrics on device or on the host."""
-        values = jax.device_get([(m["loss"], m.get("grad_norm", 0.0), m.get("param_norm", 0.0)) for _, m in unchecked])
-        bad = [
-            (step, float(loss), float(grad), float(norm))
-            for (step, _), (loss, grad, norm) in zip(unchecked, values, strict=True)
-            if not (np.isfinite(loss) and np.isfinite(grad) and np.isfinite(norm))
-        ]
-        if not bad:
-            return
-        c = self.config
-        if c.on_nan == "stop":
-            step, loss, grad, norm = bad[0]
-            if self.primary:
-                append_jsonl(self.log_path, {**_event("non-finite loss", bad[0]), "on_nan": "stop"})
-            raise NonFiniteLossError(
-                f"loss: non-finite at step {step} (loss {loss}, gradient norm {grad}, parameter norm {norm}); the "
-                f'run stopped and saved nothing after it ({self._last_good(step)}); set on_nan = "skip-batch" '
-                "(--on-nan skip-batch) to skip such batches"
-            )
-        self.skipped += len(bad)
-        if self.primary:
-            for row in bad:
-                append_jsonl(self.log_path, _event("skipped non-finite batch", row))
-        if self.skipped > self.limit:
-            raise NonFiniteLossError(
-                f"on_nan: skip-batch skipped {self.skipped} batches by step {bad[-1][0]}, more than "
-                f"max_skipped_fraction = {c.max_skipped_fraction} of num_steps ({self.limit}): the run learns "
-                f"little from what it trains on; it stopped and saved nothing after it ({self._last_good(bad[0][0])})"
-            )
-        if self.primary:
-            note(
-                f"skipped {len(bad)} batch(es) with a non-finite loss, gradient or parameter (steps "
-                f"{[b[0] for b in bad]}; {self.skipped} of at most {self.limit} in this run): parameters and "
-                "optimiser state left unchanged for them"
-            )
-
-    def _last_good(self, step: int) -> str:
-        good = self.ckpt.last_good(before=step)
-        if good is None:
-            return "no good checkpoint was saved before it"
-        return f"the last good checkpoint is {good}"
-
-
-def _event(name: str, row: tuple[int, float, float, float]) -> dict[str, Any]:
-    """The ``metrics.jsonl`` record of a bad step ``(step, loss, grad_norm, param_norm)``; a NaN or infinite
-    number is written as ``null`` (JSON's), so no file of a run holds a non-JSON number."""
-    step, *values = row
-    names = ("loss", "grad_norm", "param_norm")
-    return {
-        "event": name,
-        "step": step,
-        **{k: v if math.isfinite(v) else None for k, v in zip(names, values, strict=True)},
-    }
+    def view(self, index: int) -> Any:
+        """Member ``index``'s ``config`` and ``task`` (for ``engine.results_record``)."""
+        return self if self.size == 1 else SimpleNamespace(config=self.configs[index], task=self.task)
 
 
 def train_and_evaluate(
@@ -446,7 +270,8 @@ def train_and_evaluate(
     console: Console | None = None,
     allow_unverified: bool = False,
 ) -> dict[str, Any]:
-    """Train ``config`` in ``workdir`` (resuming if it holds a checkpoint); returns the results record.
+    """Train ``config`` in ``workdir`` (resuming if it holds a checkpoint); returns the results record:
+    ``train_seeds([config], [workdir])``'s one record.
 
     ``allow_unverified``: resume from a checkpoint without its checksums (``Checkpointer``).
 
@@ -457,33 +282,65 @@ def train_and_evaluate(
     With several processes every one calls this with the same arguments; each
     returns the same record, once process 0 has written the results.
     """
-    workdir = check_workdir_path(workdir)
-    check_run_folder(workdir)  # before the lock: nothing is created in a folder the run cannot use
+    (results,) = train_seeds([config], [workdir], progress=progress, console=console, allow_unverified=allow_unverified)
+    return results
+
+
+def train_seeds(
+    configs: Sequence[TrainConfig],
+    workdirs: Sequence[str | Path],
+    *,
+    progress: bool = True,
+    console: Console | None = None,
+    allow_unverified: bool = False,
+) -> list[dict[str, Any]]:
+    """Train the members of ``configs`` (one run's settings, distinct seeds or learning rates:
+    ``train/seeds.py``) together, member s in ``workdirs[s]`` (resuming each from its checkpoints); returns
+    each member's results record, the one ``train_and_evaluate(configs[s], workdirs[s])`` returns. One
+    config is a single run.
+
+    Raises ``UserError`` when the configs differ in more than their seed and learning rate, ``WorkdirBusy`` when
+    another run holds one of the folders, ``CheckpointError`` and ``NonFiniteLossError`` as
+    ``train_and_evaluate`` does.
+    """
+    check_seed_configs(configs)
+    if len(workdirs) != len(configs):
+        raise UserError(f"workdirs: expected one folder per seed ({len(configs)}), got {len(workdirs)}")
+    workdirs = [check_workdir_path(w) for w in workdirs]
+    if len({w.resolve() for w in workdirs}) != len(workdirs):
+        raise UserError(f"workdirs: expected a separate folder per seed, got {[str(w) for w in workdirs]}")
+    for w in workdirs:
+        check_run_folder(w)  # before the lock: nothing is created in a folder the run cannot use
     maybe_initialize_distributed()  # before the first JAX call
     several = jax.process_count() > 1
     if several and not is_primary():
         console, progress = Console(quiet=True), False  # process 0 alone prints
     console = console or Console()
-    with run_lock(workdir, primary=is_primary(), agree=all_agree if several else None) as lock:
-        if lock is not None and lock.stale_pid is not None:
-            note(
-                f"{lock.path}: the run of process {lock.stale_pid} ended without releasing it (crashed or killed); "
-                "taking it over"
-            )
-        run = Run(config)
-        ckpt = Checkpointer(workdir, keep=config.keep_checkpoints, notify=note, allow_unverified=allow_unverified)
-        finished = False
-        try:
-            with display(console, progress) as show:
-                (results,) = engine.run_to_end(engine.training(run, [workdir], [ckpt]), show)
-            finished = True
-        finally:
-            try:
-                ckpt.close()
-            finally:
-                if not finished and is_primary():  # orbax's writes have ended: what a cut-short save left goes
-                    remove_partial_checkpoints(workdir)
-        return results
+    with contextlib.ExitStack() as held:
+        for w in workdirs:
+            lock = held.enter_context(run_lock(w, primary=is_primary(), agree=all_agree if several else None))
+            if lock is not None and lock.stale_pid is not None:
+                note(
+                    f"{lock.path}: the run of process {lock.stale_pid} ended without releasing it (crashed or "
+                    "killed); taking it over"
+                )
+        run = Run(configs)
+        ckpts = []
+        for w, c in zip(workdirs, configs, strict=True):
+            ckpts.append(Checkpointer(w, keep=c.keep_checkpoints, notify=note, allow_unverified=allow_unverified))
+            held.callback(_close, ckpts[-1], w)
+        show = held.enter_context(display(console, progress))
+        return engine.run_to_end(engine.training(run, workdirs, ckpts), show)
+
+
+def _close(ckpt: Checkpointer, workdir: Path) -> None:
+    # Close the checkpointer; when the run did not finish, what a cut-short save left goes (orbax's writes
+    # have ended by then). A finished run left nothing.
+    try:
+        ckpt.close()
+    finally:
+        if is_primary():
+            remove_partial_checkpoints(workdir)
 
 
 def display(console: Console, progress: bool):

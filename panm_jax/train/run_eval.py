@@ -84,7 +84,7 @@ def _open(workdir, examples, ignore_config_json: bool, allow_unverified: bool, n
     mode applied) and a read-only ``Checkpointer`` on it (the caller closes it)."""
     from panm_jax.train.checkpoint import Checkpointer
     from panm_jax.train.config import TrainConfig, read_config_file
-    from panm_jax.train.loop import check_workdir_path, note
+    from panm_jax.train.engine import check_workdir_path, note
 
     where = _name(names, "workdir")
     if not str(workdir).strip():
@@ -156,7 +156,7 @@ def _recorded(config, ckpt, workdir: Path, modes: Sequence[str] | None) -> tuple
 def _restore_params(checkpoint: str, run, ckpt, workdir: Path, names):
     """The parameters of the checkpoint ``checkpoint`` names (the latest when the best is missing or
     unreadable), replicated on the run's mesh, and its metadata."""
-    from panm_jax.train.loop import note
+    from panm_jax.train.engine import note
     from panm_jax.train.sharding import replicate
 
     template = jax.device_get(run.state)
@@ -206,7 +206,8 @@ def evaluate_run(
       names: the names to give the arguments in error messages.
     """
     from panm_jax.train import evaluate as evaluation
-    from panm_jax.train.loop import Run, results_record
+    from panm_jax.train.engine import results_record
+    from panm_jax.train.loop import Run
 
     _check_checkpoint(checkpoint, names)
     workdir, config, ckpt = _open(workdir, examples, ignore_config_json, allow_unverified, names)
@@ -249,7 +250,8 @@ def evaluate_run_range(
       lengths: ``(lo, hi)``, lengths the task can generate.
       examples_per_length: examples at each length (default ``DEFAULT_EXAMPLES_PER_LENGTH``).
     """
-    from panm_jax.train.loop import Run, results_record
+    from panm_jax.train.engine import results_record
+    from panm_jax.train.loop import Run
     from panm_jax.train.range_eval import range_evaluate
 
     _check_checkpoint(checkpoint, names)

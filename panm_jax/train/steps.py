@@ -30,7 +30,7 @@ under ``jit``: ``state`` is a ``TrainState`` whose ``step`` is an integer
 scalar and whose ``key`` a raw ``uint32 [2]`` key (or a typed key ``[]``); the
 learning rate of ``train_step_at`` a real scalar. Where the values are concrete
 (an eager call; under ``jit`` nothing is known, and the training loop checks
-every step's loss, gradient norm and parameters' norm, ``train.loop.LossWatch``):
+every step's loss, gradient norm and parameters' norm, ``train.engine.LossWatch``):
 the parameters are all finite, the learning rate finite and positive. The
 batch is checked by the model (shapes, dtypes; NaN at a real input step) and
 the loss (targets' shapes, dtypes and class ids).

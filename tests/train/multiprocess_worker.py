@@ -72,7 +72,7 @@ def _lose_at(out: str, point: str, n: int) -> None:
 def main(out: str, argv: list[str]) -> int:
     from panm_jax import cli
     from panm_jax.cli.supervise import needs_supervisor
-    from panm_jax.train import loop
+    from panm_jax.train import engine
     from panm_jax.train.checkpoint import Checkpointer
 
     if needs_supervisor():  # the parent: it trains nothing (its child runs this module again)
@@ -87,7 +87,7 @@ def main(out: str, argv: list[str]) -> int:
             _lose_at(out, point, int(n))
 
     record: dict = {"saved": {}, "results": None}
-    save, results_record = Checkpointer.save, loop.results_record
+    save, results_record = Checkpointer.save, engine.results_record
 
     def recording_save(self, step, state, meta):
         record["saved"][str(step)] = _digest(state)
@@ -97,7 +97,7 @@ def main(out: str, argv: list[str]) -> int:
         record["results"] = results_record(run, per_mode, step)
         return record["results"]
 
-    Checkpointer.save, loop.results_record = recording_save, recording_results
+    Checkpointer.save, engine.results_record = recording_save, recording_results
     code = cli.main(argv)
     record.update(
         code=code,

@@ -22,9 +22,10 @@ from panm_jax.cli import main
 from panm_jax.train import checkpoint as checkpoint_module
 from panm_jax.train.checkpoint import LAYOUT_KEY, Checkpointer, CheckpointError
 from panm_jax.train.checksums import CHECKSUM_FILE, verify_checksums, write_checksums
+from panm_jax.train.engine import config_check
 from panm_jax.train.io import read_jsonl
 from panm_jax.train.lock import LOCK_FILE, WorkdirBusy, WorkdirLock, live_holder
-from panm_jax.train.loop import Run, config_check, train_and_evaluate
+from panm_jax.train.loop import Run, train_and_evaluate
 from tests.train.tiny import FINISHED, tiny_config
 
 REPO = Path(__file__).resolve().parents[2]

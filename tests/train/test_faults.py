@@ -19,8 +19,9 @@ from panm_jax.cli import EXIT_CODES, main
 from panm_jax.train import checkpoint as checkpoint_module
 from panm_jax.train.checkpoint import Checkpointer, NonFiniteCheckpointError
 from panm_jax.train.config import ConfigError
+from panm_jax.train.engine import NonFiniteLossError
 from panm_jax.train.evaluate import TEST_SEED
-from panm_jax.train.loop import NonFiniteLossError, Run, train_and_evaluate
+from panm_jax.train.loop import Run, train_and_evaluate
 from tests.train.tiny import FINISHED, TINY, tiny_config
 
 

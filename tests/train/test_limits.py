@@ -32,7 +32,8 @@ from panm_jax.train import engine, io
 from panm_jax.train import lock as lock_module
 from panm_jax.train.checkpoint import Checkpointer
 from panm_jax.train.config import SEED_MAX, STEP_MAX, ConfigError, load_config
-from panm_jax.train.loop import check_run_folder, check_workdir_path, train_and_evaluate
+from panm_jax.train.engine import check_run_folder, check_workdir_path
+from panm_jax.train.loop import train_and_evaluate
 from panm_jax.train.optim import make_optimizer
 from panm_jax.train.steps import init_train_state, make_train_step
 from tests.train.tiny import FINISHED, TINY, tiny_config

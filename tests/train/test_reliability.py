@@ -26,10 +26,11 @@ from panm_jax.cli import build_parser, main
 from panm_jax.train import loop
 from panm_jax.train.checkpoint import Checkpointer, CheckpointError, drop_closed_loop_callbacks
 from panm_jax.train.checksums import CHECKSUM_FILE, ChecksumError, verify_checksums, write_checksums
+from panm_jax.train.engine import NonFiniteLossError, config_check
 from panm_jax.train.evaluate import TEST_SEED, eval_sets, mode_seed
 from panm_jax.train.io import append_jsonl, read_jsonl
 from panm_jax.train.lock import WorkdirBusy, WorkdirLock
-from panm_jax.train.loop import NonFiniteLossError, Run, config_check, train_and_evaluate
+from panm_jax.train.loop import Run, train_and_evaluate
 from tests.train.tiny import FINISHED, TINY, tiny_config
 
 REPO = Path(__file__).resolve().parents[2]

@@ -25,8 +25,8 @@ import pytest
 from benchmarks.speed.profile import hlo_metadata
 from panm_jax.errors import UserError
 from panm_jax.train.checkpoint import Checkpointer
-from panm_jax.train.loop import train_and_evaluate
-from panm_jax.train.seeds import check_seed_configs, rate_name, train_seeds
+from panm_jax.train.loop import train_and_evaluate, train_seeds
+from panm_jax.train.seeds import check_seed_configs, rate_name
 from tests.train.tiny import tiny_config
 
 SEEDS = (0, 1, 2)
@@ -295,13 +295,12 @@ def test_the_batched_program_holds_one_seeds_operations_with_a_seed_axis():
     """``vmap`` over seeds adds no matrix products, gathers, scatters or loops to the step: the compiled
     batched program has the single program's (at the seeds' summed batch), each over a leading seed axis."""
     from panm_jax.train.loop import Run, training_batch
-    from panm_jax.train.seeds import SeedGroup
 
     configs = [_config(s, buckets=[3]) for s in SEEDS]
     wide = configs[0].replace(batch_size=len(SEEDS) * configs[0].batch_size)
     run = Run(wide)
     single = run.train_step.lower(run.state, run.shard(training_batch(run.task, wide, 0, run.buckets)))
-    group = SeedGroup(configs)
+    group = Run(configs)
     batched = group._step_all.lower(group.state, group.batch([0] * len(SEEDS)), group.learning_rates)
     one, many = _ops(single.compile().as_text()), _ops(batched.compile().as_text())
     assert one["dot"] > 0

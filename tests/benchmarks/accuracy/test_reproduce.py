@@ -226,11 +226,11 @@ def _args(**kw):
 
 
 def test_the_paper_protocol_trains_a_models_unfinished_seeds_together(tmp_path, monkeypatch):
-    import panm_jax.train.seeds as seeds_module
+    import panm_jax.train.loop as loop_module
     from benchmarks.accuracy import reproduce
 
     calls = []
-    monkeypatch.setattr(seeds_module, "train_seeds", lambda cs, ws, **kw: calls.append(("together", cs, ws)))
+    monkeypatch.setattr(loop_module, "train_seeds", lambda cs, ws, **kw: calls.append(("together", cs, ws)))
     monkeypatch.setattr(reproduce, "train_and_evaluate", lambda c, w: calls.append(("alone", [c], [w])))
     args = _args(workdir=str(tmp_path))
     minutes = {"panm": None}
@@ -306,7 +306,7 @@ def test_a_table_row_names_what_trained_its_runs(tmp_path):
 
 
 def test_task_options_and_a_step_budget_reach_the_configs_the_run_names_and_the_columns(tmp_path, monkeypatch):
-    import panm_jax.train.seeds as seeds_module
+    import panm_jax.train.loop as loop_module
     from benchmarks.accuracy import reproduce
 
     sets = parse_model_sets(["task.middle=fixed", "task.test_lengths=k(L+1)", "panm.hidden=8"], ["panm"])
@@ -321,7 +321,7 @@ def test_task_options_and_a_step_budget_reach_the_configs_the_run_names_and_the_
         reproduce.task_modes("mix", {"task": {"middle": "nowhere"}})
     # A step budget trains a model's seeds together under --quick too.
     calls = []
-    monkeypatch.setattr(seeds_module, "train_seeds", lambda cs, ws, **kw: calls.append([c.seed for c in cs]))
+    monkeypatch.setattr(loop_module, "train_seeds", lambda cs, ws, **kw: calls.append([c.seed for c in cs]))
     reproduce.train_model(args, "mix", "panm", [0, 1], {"panm": None}, sets)
     assert calls == [[0, 1]]
     # Published numbers sit beside the task's own modes by position.
