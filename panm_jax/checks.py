@@ -32,13 +32,16 @@ from panm_jax.errors import ConfigError, UnknownNameError, UserError
 __all__ = [
     "INT32_MAX",
     "INT32_MIN",
+    "boolean",
     "did_you_mean",
+    "expects",
     "finite_number",
     "integer",
     "nonnegative_int",
     "number",
     "odd_int",
     "one_of",
+    "optional_positive_int",
     "positive_int",
     "positive_number",
     "probability",
@@ -71,22 +74,24 @@ def integer(name: str, value, lo: int | None = None, hi: int | None = None, *, w
     counter is int32)``).
     """
     if not _is_int(value) or (lo is not None and value < lo) or (hi is not None and value > hi):
-        if hi is None and lo == 1:
-            want = "a positive integer"
-        elif hi is None and lo == 0:
-            want = "a non-negative integer"
-        elif hi is None and lo is not None:
-            want = f"an integer >= {lo}"
-        elif lo is None and hi is not None:
-            want = f"an integer <= {hi}"
-        elif lo is not None:
-            want = f"an integer in [{lo}, {hi}]"
-        else:
-            want = "an integer"
-        if why:
-            want += f" ({why})"
-        raise UserError(f"{name}: expected {want}, got {value!r}")
+        raise UserError(f"{name}: expected {_integer_wants(lo, hi, why=why)}, got {value!r}")
     return int(value)
+
+
+def _integer_wants(lo: int | None = None, hi: int | None = None, *, why: str = "") -> str:
+    if hi is None and lo == 1:
+        want = "a positive integer"
+    elif hi is None and lo == 0:
+        want = "a non-negative integer"
+    elif hi is None and lo is not None:
+        want = f"an integer >= {lo}"
+    elif lo is None and hi is not None:
+        want = f"an integer <= {hi}"
+    elif lo is not None:
+        want = f"an integer in [{lo}, {hi}]"
+    else:
+        want = "an integer"
+    return f"{want} ({why})" if why else want
 
 
 def positive_int(name: str, value) -> int:
@@ -97,6 +102,11 @@ def positive_int(name: str, value) -> int:
 def nonnegative_int(name: str, value) -> int:
     """``integer(name, value, lo=0)``: a count that may be zero."""
     return integer(name, value, 0)
+
+
+def optional_positive_int(name: str, value) -> int | None:
+    """``None`` (a size left to its default rule), or a positive integer."""
+    return None if value is None else positive_int(name, value)
 
 
 def odd_int(name: str, value) -> int:
@@ -127,18 +137,22 @@ def number(
     if ok and hi is not None:
         ok = value < hi if hi_open else value <= hi
     if not ok:
-        if lo is None and hi is None:
-            want = "a finite number"
-        elif lo == 0 and lo_open and hi is None:
-            want = "a finite positive number"
-        elif hi is None:
-            want = f"a finite number {'>' if lo_open else '>='} {lo:g}"
-        elif lo is None:
-            want = f"a finite number {'<' if hi_open else '<='} {hi:g}"
-        else:
-            want = f"a number in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
-        raise UserError(f"{name}: expected {want}, got {value!r}")
+        raise UserError(f"{name}: expected {_number_wants(lo, hi, lo_open=lo_open, hi_open=hi_open)}, got {value!r}")
     return float(value)
+
+
+def _number_wants(
+    lo: float | None = None, hi: float | None = None, *, lo_open: bool = False, hi_open: bool = False
+) -> str:
+    if lo is None and hi is None:
+        return "a finite number"
+    if lo == 0 and lo_open and hi is None:
+        return "a finite positive number"
+    if hi is None:
+        return f"a finite number {'>' if lo_open else '>='} {lo:g}"
+    if lo is None:
+        return f"a finite number {'<' if hi_open else '<='} {hi:g}"
+    return f"a number in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
 
 
 def finite_number(name: str, value) -> float:
@@ -169,6 +183,30 @@ def one_of(name: str, value, choices: Iterable[str]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise UserError(f"{name}: expected one of {list(choices)}, got {value!r}{did_you_mean(value, choices)}")
     return value
+
+
+# What each check accepts, in the words of its message (``expects``).
+_EXPECTS: dict[Any, Any] = {
+    integer: _integer_wants,
+    positive_int: lambda: "a positive integer",
+    nonnegative_int: lambda: "a non-negative integer",
+    optional_positive_int: lambda: "a positive integer or None",
+    odd_int: lambda: "an odd positive integer",
+    number: _number_wants,
+    finite_number: lambda: "a finite number",
+    positive_number: lambda: "a finite positive number",
+    probability: lambda: "a number in [0, 1]",
+    boolean: lambda: "true or false",
+    one_of: lambda choices: f"one of {list(choices)}",
+}
+
+
+def expects(check, *args, **kwargs) -> str:
+    """What ``check(name, value, *args, **kwargs)`` accepts, in the words its message uses after "expected"
+    (``expects(integer, 1, 30)``: ``"an integer in [1, 30]"``); ``""`` for a function that is not one of
+    these checks."""
+    describe = _EXPECTS.get(check)
+    return describe(*args, **kwargs) if describe is not None else ""
 
 
 def did_you_mean(given, known: Iterable) -> str:
@@ -228,7 +266,7 @@ def _describe(hint) -> str:
         return "a table"
     if isinstance(origin, type) and issubclass(origin, collections.abc.Sequence):
         return f"a list of {_describe(args[0]).removeprefix('a ').removeprefix('an ')}s" if args else "a list"
-    words = {bool: "a boolean (true or false)", int: "an integer", float: "a finite number", str: "a string"}
+    words = {bool: "true or false", int: "an integer", float: "a finite number", str: "a string"}
     return words.get(hint, f"a {getattr(hint, '__name__', hint)}")
 
 

@@ -33,6 +33,8 @@ import typing
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from panm_jax.options import Declared, declared
+
 __all__ = [
     "OptionDoc",
     "docstring_options",
@@ -202,15 +204,24 @@ def _type_name(hint) -> str:
 
 
 def _docs(
-    options: dict[str, inspect.Parameter], meanings: dict[str, str], build: Callable[[str, Any], object]
+    options: dict[str, inspect.Parameter],
+    meanings: dict[str, str],
+    build: Callable[[str, Any], object],
+    declared: dict[str, Declared] | None = None,
 ) -> list[OptionDoc]:
-    """``build(name, value)`` builds the model's config or the task with option ``name`` alone set to ``value``."""
+    """``build(name, value)`` builds the model's config or the task with option ``name`` alone set to ``value``;
+    an option declared with ``panm_jax.options.option`` (in ``declared``) shows what it declares instead."""
+    declared = declared or {}
     docs = []
     for name, param in options.items():
         if param.kind is inspect.Parameter.VAR_KEYWORD:
             docs.append(OptionDoc(f"**{name}", "any", "", "options the task checks itself", ""))
             continue
         default = "required" if param.default is inspect.Parameter.empty else repr(param.default)
+        mine = declared.get(name)
+        if mine is not None and mine.doc:
+            docs.append(OptionDoc(name, _type_name(param.annotation), default, mine.allowed, mine.doc))
+            continue
         string = param.annotation is str or isinstance(param.default, str)
         allowed = _allowed(functools.partial(build, name), name, string=string)
         docs.append(OptionDoc(name, _type_name(param.annotation), default, allowed, meanings.get(name, "")))
@@ -226,7 +237,8 @@ def model_option_docs(model: str) -> list[OptionDoc]:
     apart = getattr(config_cls, "variant_options", dict)()
     options = {name: param for name, param in model_options(model).items() if name not in apart}
     meanings = field_comments(config_cls)
-    return _docs(options, meanings, lambda name, value: get_config(model, **{name: value}))
+    build = lambda name, value: get_config(model, **{name: value})  # noqa: E731
+    return _docs(options, meanings, build, declared(config_cls))
 
 
 def _build_variant(variant: type, name: str, value: Any) -> object:
@@ -249,7 +261,7 @@ def variant_option_docs(model: str) -> list[tuple[type, list[OptionDoc]]]:
             for f in dataclasses.fields(variant)
         }
         build = functools.partial(_build_variant, variant)
-        found.append((variant, _docs(options, field_comments(variant), build)))
+        found.append((variant, _docs(options, field_comments(variant), build, declared(variant))))
     return found
 
 

@@ -44,10 +44,11 @@ from panm_jax import checks
 from panm_jax.errors import UserError
 from panm_jax.models.registry import prepare_inputs, refuse_aligned
 from panm_jax.modules.encoders import BiGRUEncoder, LSTMEncoder, TransformerEncoder
-from panm_jax.modules.panm import DecoderConfig, PANMDecoder, option
+from panm_jax.modules.panm import DecoderConfig, PANMDecoder
 from panm_jax.modules.panm_authors import AuthorsCode, AuthorsDecoder
 from panm_jax.modules.panm_extensions import ExtendedDecoder, Ours
 from panm_jax.modules.pytorch_init import pytorch_init
+from panm_jax.options import declared, option
 
 __all__ = [
     "AUTHORS_CODE",
@@ -101,11 +102,6 @@ AUTHORS_CODE: Mapping[str, Any] = {
 }
 
 
-def _optional_positive_int(name: str, value) -> None:
-    if value is not None:
-        checks.positive_int(name, value)
-
-
 def _variant_fields(cls: type) -> list[str]:
     return [f.name for f in dataclasses.fields(cls)]
 
@@ -119,17 +115,30 @@ class PANMConfig(DecoderConfig):
     the variant against the options that depend on them.
     """
 
-    # the backbone writing M (§3.1: LSTM; "bigru": the authors' code; "transformer(_rpe)")
-    encoder: str = option("lstm", checks.one_of, sorted(ENCODER_NAMES))
-    random_base_at_eval: bool = False  # draw a_B at evaluation too (authors' code)
-    # "flax" (LeCun normal, zero biases) or "pytorch": torch.nn's defaults (the authors' code)
-    init: str = option("flax", checks.one_of, ("flax", "pytorch"))
-    # Transformer encoders only: N_l layers (Csordás et al. 2021, SCAN: 3)
-    encoder_layers: int = option(3, checks.positive_int)
-    # Transformer encoders only: heads, a divisor of hidden (Csordás et al. 2021: 8)
-    encoder_heads: int = option(8, checks.positive_int)
-    # Transformer encoders only: FFN width; None: 2 hidden (Csordás: 2 D)
-    encoder_ffn_hidden: int | None = option(None, _optional_positive_int)
+    encoder: str = option(
+        "lstm",
+        checks.one_of,
+        sorted(ENCODER_NAMES),
+        doc='the backbone writing M (§3.1: LSTM; "bigru": the authors\' code; "transformer(_rpe)")',
+    )
+    random_base_at_eval: bool = option(False, checks.boolean, doc="draw a_B at evaluation too (authors' code)")
+    init: str = option(
+        "flax",
+        checks.one_of,
+        ("flax", "pytorch"),
+        doc='"flax" (LeCun normal, zero biases) or "pytorch": torch.nn\'s defaults (the authors\' code)',
+    )
+    encoder_layers: int = option(
+        3, checks.positive_int, doc="Transformer encoders only: N_l layers (Csordás et al. 2021, SCAN: 3)"
+    )
+    encoder_heads: int = option(
+        8, checks.positive_int, doc="Transformer encoders only: heads, a divisor of hidden (Csordás et al. 2021: 8)"
+    )
+    encoder_ffn_hidden: int | None = option(
+        None,
+        checks.optional_positive_int,
+        doc="Transformer encoders only: FFN width; None: 2 hidden (Csordás: 2 D)",
+    )
     # the decoder's variant: None (the paper's), Ours(...) or AuthorsCode(...) (models.panm.VARIANTS)
     variant: Variant | None = None
 
@@ -209,7 +218,7 @@ class PANMConfig(DecoderConfig):
                 )
             accepting = [c for c in kept if _accepts(c, name, value)]
             if not accepting and len(kept) > 1:  # what each variant expects
-                wants = [f"{_expected(c, name, value)} ({c.name})" for c in kept]
+                wants = [f"{declared(c)[name].allowed} ({c.name})" for c in kept]
                 raise UserError(f"{name}: expected {' or '.join(wants)}, got {value!r}")
             candidates = accepting or kept  # a bad value of one variant's option: its check says so below
         return cls(**rest, variant=candidates[0](**choosing))
@@ -235,15 +244,6 @@ class PANMConfig(DecoderConfig):
 def _is_default(cls: type, name: str, value: Any) -> bool:
     default = {f.name: f.default for f in dataclasses.fields(cls)}[name]
     return type(value) is type(default) and value == default
-
-
-def _expected(cls: type, name: str, value: Any) -> str:
-    # What the check of variant cls's option says it expects ("NAME: expected WHAT, got VALUE").
-    try:
-        cls(**{name: value})
-    except UserError as err:
-        return str(err).split(": expected ", 1)[-1].rsplit(", got ", 1)[0]
-    return "?"
 
 
 def _accepts(cls: type, name: str, value: Any) -> bool:

@@ -52,10 +52,17 @@ from flax import nnx
 
 from panm_jax import checks
 from panm_jax.errors import UserError
-from panm_jax.models.panm import TRANSFORMER_ENCODERS, PANMConfig, build_decoder, build_encoder, decoding_options
+from panm_jax.models.panm import (
+    TRANSFORMER_ENCODERS,
+    PANMConfig,
+    build_decoder,
+    build_encoder,
+    decoding_options,
+)
 from panm_jax.models.registry import prepare_inputs, refuse_aligned
 from panm_jax.models.teacher_forcing import decoder_tokens
 from panm_jax.modules.transformer import DecoderLayer, LayerNorm, causal_mask, sinusoidal_encoding
+from panm_jax.options import option
 
 __all__ = ["PANMTransformer", "PANMTransformerConfig"]
 
@@ -71,24 +78,37 @@ class PANMTransformerConfig(PANMConfig):
     RPE encoder; the decoder's self-attention then uses RPE too).
     """
 
-    hidden: int = 128  # D: encoder, memory, Pointer Units, Controller (Csordás et al. 2021, SCAN: 128)
-    encoder: str = "transformer"  # "transformer" (SCAN) or "transformer_rpe" (Mathematics)
-    decoder_layers: int = 2  # N_d Transformer decoder layers under the Controller (App. D.3: 2)
-    decoder_heads: int = 8  # decoder heads, a divisor of the decoder width (Csordás et al. 2021: 8)
-    decoder_width: int | None = None  # D_z, the decoder's width and z_t's; None: hidden
-    decoder_ffn_hidden: int | None = None  # decoder FFN width; None: 2 D_z (Csordás et al. 2021)
-    teacher_forcing: bool = False  # the decoder reads y_{t-1} (models.teacher_forcing; App. D.3); False: z_t = 0
+    hidden: int = option(
+        128, checks.positive_int, doc="D: encoder, memory, Pointer Units, Controller (Csordás et al. 2021, SCAN: 128)"
+    )
+    encoder: str = option(
+        "transformer",
+        checks.one_of,
+        sorted(TRANSFORMER_ENCODERS),
+        doc='the encoder writing M: "transformer" (SCAN) or "transformer_rpe" (Mathematics)',
+    )
+    decoder_layers: int = option(
+        2, checks.positive_int, doc="N_d Transformer decoder layers under the Controller (App. D.3: 2)"
+    )
+    decoder_heads: int = option(
+        8, checks.positive_int, doc="decoder heads, a divisor of the decoder width (Csordás et al. 2021: 8)"
+    )
+    decoder_width: int | None = option(
+        None,
+        checks.optional_positive_int,
+        doc="D_z, the decoder's width and z_t's; None: hidden",
+    )
+    decoder_ffn_hidden: int | None = option(
+        None,
+        checks.optional_positive_int,
+        doc="decoder FFN width; None: 2 D_z (Csordás et al. 2021)",
+    )
+    teacher_forcing: bool = option(
+        False, checks.boolean, doc="the decoder reads y_{t-1} (models.teacher_forcing; App. D.3); False: z_t = 0"
+    )
 
     def __post_init__(self):
         super().__post_init__()
-        if not isinstance(self.teacher_forcing, bool):
-            raise UserError(f"teacher_forcing: expected a bool, got {self.teacher_forcing!r}")
-        checks.one_of("encoder", self.encoder, sorted(TRANSFORMER_ENCODERS))
-        checks.positive_int("decoder_layers", self.decoder_layers)
-        checks.positive_int("decoder_heads", self.decoder_heads)
-        for name in ("decoder_width", "decoder_ffn_hidden"):
-            if getattr(self, name) is not None:
-                checks.positive_int(name, getattr(self, name))
         width = self.hidden if self.decoder_width is None else self.decoder_width
         if width % self.decoder_heads:
             raise UserError(

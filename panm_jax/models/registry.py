@@ -428,7 +428,7 @@ def _check_types(name: str, hparams: dict[str, Any]) -> None:
     The check a training config's ``model_options`` get
     (``panm_jax.checks.check_type``), so that ``build_model("panm", ...,
     remat="no")`` is refused as the config file's ``remat = "no"`` is:
-    ``remat: expected a boolean (true or false), got 'no'`` (a ``ConfigError``).
+    ``remat: expected true or false, got 'no'`` (a ``ConfigError``).
     """
     hints = _option_hints(_config_cls(name))
     for field, value in hparams.items():

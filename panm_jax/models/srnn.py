@@ -80,7 +80,8 @@ from panm_jax.kernels import pointer, srnn
 from panm_jax.kernels.scan import scan
 from panm_jax.models.registry import prepare_inputs
 from panm_jax.modules.panm import DecoderCarry as PANMCarry
-from panm_jax.modules.panm import DecoderConfig, DecoderContext, PANMDecoder, option
+from panm_jax.modules.panm import DecoderConfig, DecoderContext, PANMDecoder
+from panm_jax.options import option
 
 __all__ = ["PANMSRNN", "PANMSRNNConfig", "SRNN", "SRNNCell", "SRNNConfig", "SRNNTrace"]
 
@@ -106,13 +107,17 @@ class PANMSRNNConfig(DecoderConfig):
     SRNN's own sizes are ``srnn_hidden``, ``stack_depth``, ``stack_width``.
     """
 
-    hidden: int = option(32, checks.positive_int)  # D (our choice: a small model for Dyck's 4-6 tokens)
-    mlp_hidden: int = option(32, checks.positive_int)  # width of g^a and g^c (our choice)
-    srnn_hidden: int = option(8, checks.positive_int)  # the SRNN's width (Suzgun et al.'s code)
-    stack_depth: int = option(104, checks.positive_int)  # S (Suzgun et al.'s code)
-    stack_width: int = option(5, checks.positive_int)  # W (Suzgun et al.'s code)
-    # "decoder": §3.2 (tokens in M, the SRNN as controller); "encoder": App. D.2 (module docstring)
-    reading: str = option("decoder", checks.one_of, ("decoder", "encoder"))
+    hidden: int = option(32, checks.positive_int, doc="D (our choice: a small model for Dyck's 4-6 tokens)")
+    mlp_hidden: int = option(32, checks.positive_int, doc="width of g^a and g^c (our choice)")
+    srnn_hidden: int = option(8, checks.positive_int, doc="the SRNN's width (Suzgun et al.'s code)")
+    stack_depth: int = option(104, checks.positive_int, doc="S (Suzgun et al.'s code)")
+    stack_width: int = option(5, checks.positive_int, doc="W (Suzgun et al.'s code)")
+    reading: str = option(
+        "decoder",
+        checks.one_of,
+        ("decoder", "encoder"),
+        doc='"decoder": §3.2 (tokens in M, the SRNN as controller); "encoder": App. D.2 (module docstring)',
+    )
 
 
 class SRNNTrace(NamedTuple):

@@ -53,8 +53,9 @@ Variants are sibling subclasses that override the steps below (``context``, ``st
 this library's own options in ``modules.panm_extensions``, the choices of the authors' public code in
 ``modules.panm_authors``. Each variant's options are a config of its own (``Ours``, ``AuthorsCode``),
 which a model config holds beside this ``DecoderConfig`` (``models.panm.PANMConfig.variant``); the
-variant's decoder takes it as ``variant``. ``option`` declares a field with its check, and
-``check_options`` runs every such check once, when a config is made.
+variant's decoder takes it as ``variant``. Every option is declared with ``panm_jax.options.option`` (its
+default, check, allowed values and meaning), and ``check_options`` runs every check once, when a config is
+made.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ from panm_jax.kernels import pointer
 from panm_jax.kernels.scan import scan
 from panm_jax.modules.controllers import GRUCell, gru_pointwise
 from panm_jax.modules.layers import MLP
+from panm_jax.options import check_options, option
 
 __all__ = [
     "MAX_POINTER_HEADS",
@@ -82,33 +84,11 @@ __all__ = [
     "PANMDecoder",
     "PANMTraces",
     "PointerUnits",
-    "check_options",
-    "option",
     "start_addresses",
 ]
 
 # The Mode-1 heads whose starts the paper gives: a_B, a_E, a_M (Le et al. 2024, App. D.6).
 MAX_POINTER_HEADS = 3
-
-
-def option(default: Any, check, *args, **kwargs) -> Any:
-    """A config field with ``default``, checked by ``check(name, value, *args, **kwargs)`` (a ``panm_jax.checks``
-    function, raising ``UserError`` naming the field) whenever a config is made (``check_options``)."""
-    return dataclasses.field(
-        default=default, metadata={"check": lambda name, value: check(name, value, *args, **kwargs)}
-    )
-
-
-def check_options(config: Any) -> None:
-    """Run the check of every field of the dataclass ``config`` declared with ``option``, from the field's
-    nearest declaration with one (a subclass may change a default only)."""
-    found = {}
-    for cls in reversed(type(config).__mro__):
-        if dataclasses.is_dataclass(cls):
-            found.update({f.name: f.metadata["check"] for f in dataclasses.fields(cls) if "check" in f.metadata})
-    for field in dataclasses.fields(config):
-        if field.name in found:
-            found[field.name](field.name, getattr(config, field.name))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,23 +98,31 @@ class DecoderConfig:
     Every field declared with ``option`` (here and in subclasses) is checked when the config is made.
     """
 
-    # D: encoder, Pointer Unit and Controller GRU width (App. C: 256)
-    hidden: int = option(256, checks.positive_int)
-    # b: 2^b addresses (§3: 10 bits)
-    address_bits: int = option(10, checks.integer, 1, pointer.MAX_ADDRESS_BITS)
-    # H^a Mode-1 pointers, 0-3, started at a_B, a_E, a_M (App. C, D.6); 0: no Mode 1
-    pointer_heads: int = option(2, checks.integer, 0, MAX_POINTER_HEADS)
-    # H^c Mode-2 pointers (App. C: 1); 0: no Mode 2
-    mode2_heads: int = option(1, checks.nonnegative_int)
-    # hidden width of g^a, g^c, g^o
-    mlp_hidden: int = option(128, checks.positive_int)
-    # Eq. 2/5 "cosine", or "scaled_dot" (authors' code)
-    score: str = option("cosine", checks.one_of, pointer.SCORES)
-    # initial tau of the pointer attentions (learned)
-    inverse_temperature: float = option(5.0, checks.positive_number)
-    # False: tau held at inverse_temperature (1: Eq. 2/5 as printed)
-    learn_temperature: bool = option(True, checks.boolean)
-    remat: bool = False  # recompute each step in the backward pass (jax.checkpoint): less memory
+    hidden: int = option(
+        256, checks.positive_int, doc="D: encoder, Pointer Unit and Controller GRU width (App. C: 256)"
+    )
+    address_bits: int = option(10, checks.integer, 1, pointer.MAX_ADDRESS_BITS, doc="b: 2^b addresses (§3: 10 bits)")
+    pointer_heads: int = option(
+        2,
+        checks.integer,
+        0,
+        MAX_POINTER_HEADS,
+        doc="H^a Mode-1 pointers, 0-3, started at a_B, a_E, a_M (App. C, D.6); 0: no Mode 1",
+    )
+    mode2_heads: int = option(1, checks.nonnegative_int, doc="H^c Mode-2 pointers (App. C: 1); 0: no Mode 2")
+    mlp_hidden: int = option(128, checks.positive_int, doc="hidden width of g^a, g^c, g^o")
+    score: str = option(
+        "cosine", checks.one_of, pointer.SCORES, doc="Eq. 2/5's cosine, or the authors' code's scaled_dot"
+    )
+    inverse_temperature: float = option(
+        5.0, checks.positive_number, doc="initial tau of the pointer attentions (learned)"
+    )
+    learn_temperature: bool = option(
+        True, checks.boolean, doc="False: tau held at inverse_temperature (1: Eq. 2/5 as printed)"
+    )
+    remat: bool = option(
+        False, checks.boolean, doc="recompute each step in the backward pass (jax.checkpoint): less memory"
+    )
 
     def __post_init__(self):
         check_options(self)

@@ -51,10 +51,9 @@ from panm_jax.modules.panm import (
     DecoderCarry,
     DecoderContext,
     PANMDecoder,
-    check_options,
     extend,
-    option,
 )
+from panm_jax.options import check_options, option
 
 __all__ = ["AuthorsCode", "AuthorsContext", "AuthorsDecoder", "authors_view"]
 
@@ -76,18 +75,35 @@ class AuthorsCode:
 
     name: ClassVar[str] = "authors_code"
 
-    # Eq. 3 averages the example's own bank, or "authors_view" (the reshaped bank of the authors' code)
-    eq3_addresses: str = option("own", checks.one_of, ("own", "authors_view"))
-    # the authors' code: an additive attention over M feeds the Controller
-    controller_attention: bool = option(False, checks.boolean)
-    # dropout on the Mode-2 weights in training (the authors' code: 0.5)
-    mode2_dropout: float = option(0.0, checks.number, 0.0, 1.0, hi_open=True)
-    # the authors' code: W_q, W_k, W_v, W_o around Modes 1 and 2
-    attention_projections: bool = option(False, checks.boolean)
-    # Eq. 7 feeds *p^c_t to the Controller; the authors' code: g^o only
-    controller_reads_mode2: bool = option(True, checks.boolean)
-    # h^c_0: "sum" of the slots (Eq. 7), or the authors' code's "encoder_final" (the encoder's last state)
-    controller_start: str = option("sum", checks.one_of, ("sum", "encoder_final"))
+    eq3_addresses: str = option(
+        "own",
+        checks.one_of,
+        ("own", "authors_view"),
+        doc="Eq. 3 averages the example's own bank, or \"authors_view\" (the reshaped bank of the authors' code)",
+    )
+    controller_attention: bool = option(
+        False, checks.boolean, doc="the authors' code: an additive attention over M feeds the Controller"
+    )
+    mode2_dropout: float = option(
+        0.0,
+        checks.number,
+        0.0,
+        1.0,
+        hi_open=True,
+        doc="dropout on the Mode-2 weights in training (the authors' code: 0.5)",
+    )
+    attention_projections: bool = option(
+        False, checks.boolean, doc="the authors' code: W_q, W_k, W_v, W_o around Modes 1 and 2"
+    )
+    controller_reads_mode2: bool = option(
+        True, checks.boolean, doc="Eq. 7 feeds *p^c_t to the Controller; the authors' code: g^o only"
+    )
+    controller_start: str = option(
+        "sum",
+        checks.one_of,
+        ("sum", "encoder_final"),
+        doc='h^c_0: "sum" of the slots (Eq. 7), or the authors\' code\'s "encoder_final" (the encoder\'s last state)',
+    )
 
     def __post_init__(self):
         check_options(self)

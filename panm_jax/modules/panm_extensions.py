@@ -49,7 +49,8 @@ import jax.numpy as jnp
 
 from panm_jax import checks
 from panm_jax.kernels import pointer
-from panm_jax.modules.panm import DecoderContext, PANMDecoder, check_options, extend, lengths, option
+from panm_jax.modules.panm import DecoderContext, PANMDecoder, extend, lengths
+from panm_jax.options import check_options, option
 
 __all__ = ["DISTRACTOR_SAMPLING", "ExtendedContext", "ExtendedDecoder", "Ours"]
 
@@ -63,14 +64,22 @@ class Ours:
 
     name: ClassVar[str] = "ours"
 
-    # off-bank addresses added to Eq. 2 in training
-    distractors: int = option(0, checks.nonnegative_int)
-    # "uniform" off the bank, or "neighbours": one bit away from it
-    distractor_sampling: str = option("uniform", checks.one_of, DISTRACTOR_SAMPLING)
-    # feed back the nearest address: "never", "eval" (only) or "always"
-    snap_pointers: str = option("never", checks.one_of, ("never", "eval", "always"))
-    # h^c_0: "sum" of the slots (Eq. 7) or their "mean"
-    controller_start: str = option("sum", checks.one_of, ("sum", "mean"))
+    distractors: int = option(0, checks.nonnegative_int, doc="off-bank addresses added to Eq. 2 in training")
+    distractor_sampling: str = option(
+        "uniform",
+        checks.one_of,
+        DISTRACTOR_SAMPLING,
+        doc='"uniform" off the bank, or "neighbours": one bit away from it',
+    )
+    snap_pointers: str = option(
+        "never",
+        checks.one_of,
+        ("never", "eval", "always"),
+        doc='feed back the nearest address: "never", "eval" (only) or "always"',
+    )
+    controller_start: str = option(
+        "sum", checks.one_of, ("sum", "mean"), doc='h^c_0: "sum" of the slots (Eq. 7) or their "mean"'
+    )
 
     def __post_init__(self):
         check_options(self)

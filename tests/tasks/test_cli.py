@@ -188,8 +188,8 @@ def test_models_show_lists_the_model_options(capsys, monkeypatch):
     assert shown["address_bits"].startswith("int = 10; an integer in [1, 30] b: 2^b addresses")
     assert shown["score"].startswith("str = 'cosine'; one of ['cosine', 'scaled_dot'] Eq. 2/5")
     assert shown["mode2_dropout"].startswith("float = 0.0; a number in [0, 1) dropout on the Mode-2 weights")
-    assert shown["encoder_ffn_hidden"].startswith("int | None = None; a positive integer Transformer encoders only")
-    assert shown["random_base_at_eval"].startswith("bool = False draw a_B")  # nothing checks it: its type only
+    assert shown["encoder_ffn_hidden"].startswith("int | None = None; a positive integer or None Transformer encoders")
+    assert shown["random_base_at_eval"].startswith("bool = False; true or false draw a_B")
     assert main(["models", "show", "dnc"]) == 0
     shown = _options(capsys.readouterr().out)
     assert shown["controller"].startswith("str = 'lstm'; one of ['feedforward', 'lstm', 'gru', 'transformer']")

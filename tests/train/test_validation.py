@@ -41,7 +41,7 @@ REPO = Path(__file__).resolve().parents[2]
         ("optimizer.weight_decay=abc", r"optimizer.weight_decay: expected a finite number, got 'abc'"),
         ("optimizer.warmup_steps=20", r"optimizer.warmup_steps: expected at most num_steps \(12\), got 20"),
         ("model_options.mode2_heads=true", r"model_options.mode2_heads: expected an integer, got True"),
-        ("model_options.remat=no", r"model_options.remat: expected a boolean \(true or false\), got 'no'"),
+        ("model_options.remat=no", r"model_options.remat: expected true or false, got 'no'"),
         (
             'model_options.inverse_temperature="5"',
             r"model_options.inverse_temperature: expected a finite number, got '5'",

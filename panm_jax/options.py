@@ -1,0 +1,74 @@
+"""One way to declare an option of a config: ``option(default, check, *args, doc=...)``.
+
+A config is a frozen dataclass; each of its options is a field made by ``option``, which carries
+
+* the default;
+* the check, ``check(name, value, *args, **kwargs)`` (a ``panm_jax.checks`` function, or any function that
+  raises ``UserError`` naming the option), run on every value when a config is made (``check_options``);
+* the values it allows, in the words of the check's own message (``checks.expects``: ``"an integer in
+  [1, 30]"``; ``allowed=`` for a check that is not one of ``panm_jax.checks``'s);
+* its meaning, one line (``doc``).
+
+``declared(cls)`` reads them back, for the command line (``panm-jax models show``) and the docs; nothing
+reads an option's meaning from a source comment or its allowed values from an error's text. Checks that
+relate several options (``encoder_heads`` divides ``hidden``) stay in the config's ``__post_init__``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+from panm_jax.checks import expects
+
+__all__ = ["Declared", "check_options", "declared", "option"]
+
+
+def option(default: Any, check=None, *args, doc: str, allowed: str | None = None, **kwargs) -> Any:
+    """A config field with ``default``, checked by ``check(name, value, *args, **kwargs)`` whenever a config is
+    made (``check_options``); ``doc``: its meaning in one line; ``allowed``: what it accepts, where the check
+    is not one of ``panm_jax.checks``'s (whose words ``checks.expects`` gives)."""
+    if not doc or "\n" in doc:
+        raise ValueError(f"doc: expected one line saying what the option means, got {doc!r}")
+    metadata: dict[str, Any] = {"doc": doc}
+    if check is not None:
+        metadata["check"] = lambda name, value: check(name, value, *args, **kwargs)
+        metadata["allowed"] = allowed if allowed is not None else expects(check, *args, **kwargs)
+    elif allowed is not None:
+        metadata["allowed"] = allowed
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def check_options(config: Any) -> None:
+    """Run the check of every field of the dataclass ``config`` declared with one, from the field's nearest
+    declaration with one (a subclass may change a default only)."""
+    for name, check in _nearest(type(config), "check").items():
+        check(name, getattr(config, name))
+
+
+class Declared(NamedTuple):
+    """An option as ``option`` declared it."""
+
+    name: str
+    default: Any
+    allowed: str  # what its check accepts (``"a positive integer"``), or "" where nothing checks it
+    doc: str  # its meaning, or "" for a field not declared with ``option``
+
+
+def declared(cls: type) -> dict[str, Declared]:
+    """Every field of the dataclass ``cls``, in field order, with its declaration (a subclass that changes a
+    default keeps its base's check, allowed values and meaning)."""
+    allowed, docs = _nearest(cls, "allowed"), _nearest(cls, "doc")
+    return {
+        f.name: Declared(f.name, f.default, allowed.get(f.name, ""), docs.get(f.name, ""))
+        for f in dataclasses.fields(cls)
+    }
+
+
+def _nearest(cls: type, key: str) -> dict[str, Any]:
+    # {field: its metadata[key]} from the nearest class in cls's MRO that declares it with the key.
+    found: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        if dataclasses.is_dataclass(klass):
+            found.update({f.name: f.metadata[key] for f in dataclasses.fields(klass) if key in f.metadata})
+    return {f.name: found[f.name] for f in dataclasses.fields(cls) if f.name in found}
