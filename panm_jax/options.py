@@ -41,9 +41,12 @@ def option(default: Any, check=None, *args, doc: str, allowed: str | None = None
 
 def check_options(config: Any) -> None:
     """Run the check of every field of the dataclass ``config`` declared with one, from the field's nearest
-    declaration with one (a subclass may change a default only)."""
+    declaration with one (a subclass may change a default only), and keep the value in the type the check
+    returns (``panm_jax.checks``: a NumPy integer becomes an ``int``); ``config`` may be frozen."""
     for name, check in _nearest(type(config), "check").items():
-        check(name, getattr(config, name))
+        value = check(name, getattr(config, name))
+        if value is not None:
+            object.__setattr__(config, name, value)
 
 
 class Declared(NamedTuple):

@@ -123,7 +123,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from panm_jax.checks import did_you_mean, nonnegative_int, one_of, positive_int
+from panm_jax import checks
+from panm_jax.checks import did_you_mean, one_of, positive_int
 from panm_jax.errors import UserError
 from panm_jax.kernels.scan import scan, select
 from panm_jax.kernels.stack_rnn import PUSH_ACTIVATIONS
@@ -131,6 +132,7 @@ from panm_jax.kernels.tape_rnn import WRITE_ACTIVATIONS
 from panm_jax.models.registry import prepare_inputs
 from panm_jax.modules.controllers import CONTROLLER_KINDS, make_controller
 from panm_jax.modules.memory import DNCMemory, MemoryModule, NTMMemory, StackMemory, StackRNNMemory, TapeRNNMemory
+from panm_jax.options import check_options, option
 
 __all__ = [
     "ACTIVATIONS",
@@ -146,47 +148,44 @@ __all__ = [
 ]
 
 
-def _positive_ints(config, *names: str) -> None:
-    # Each field a positive integer, stored as a Python int (a NumPy integer is accepted).
-    for name in names:
-        object.__setattr__(config, name, positive_int(name, getattr(config, name)))
-
-
-def _check_bool(name: str, value) -> None:
-    if not isinstance(value, bool):
-        raise ValueError(f"{name}: expected a bool, got {value!r}")
-
-
 @dataclasses.dataclass(frozen=True)
 class _ControllerConfig:
     """The controller fields every memory model shares."""
 
-    controller: str = "lstm"  # one of CONTROLLER_KINDS (Reina Campo 2022: feed-forward, LSTM, Transformer; + GRU)
-    hidden: int = 256  # D, the controller width (Le et al. 2024, App. D.1: 256)
-    controller_layers: int = 1  # feed-forward / Transformer layers (LSTM and GRU: 1)
-    controller_heads: int = 4  # Transformer attention heads
-    max_steps: int = 256  # Transformer cache: the most steps T_in + T_out of one sequence
-    remat: bool = False  # recompute each step in the backward pass (jax.checkpoint): less memory
-    # Keep the state for the backward pass only every k steps and recompute each chunk of k steps
-    # (kernels/scan.py, remat_chunk); 0: every step's. DNC N = 256, T = 50: 902 -> 211 MiB at k = 5.
-    remat_chunk: int = 0
+    controller: str = option(
+        "lstm",
+        allowed=f"one of {list(CONTROLLER_KINDS)}",
+        doc="the controller (Reina Campo 2022: feed-forward, LSTM, Transformer; + GRU)",
+    )
+    hidden: int = option(256, checks.positive_int, doc="D, the controller width (Le et al. 2024, App. D.1: 256)")
+    controller_layers: int = option(1, checks.positive_int, doc="feed-forward / Transformer layers (LSTM and GRU: 1)")
+    controller_heads: int = option(4, checks.positive_int, doc="Transformer attention heads")
+    max_steps: int = option(
+        256, checks.positive_int, doc="Transformer cache: the most steps T_in + T_out of one sequence"
+    )
+    remat: bool = option(
+        False, checks.boolean, doc="recompute each step in the backward pass (jax.checkpoint): less memory"
+    )
+    remat_chunk: int = option(
+        0,
+        checks.nonnegative_int,
+        doc="keep the backward pass's state every k steps and recompute each chunk (kernels/scan.py); 0: every step's",
+    )
 
     # The controller kinds a model of this config accepts (the CLI lists them).
     CONTROLLERS: ClassVar[tuple[str, ...]] = CONTROLLER_KINDS
 
     def __post_init__(self):
+        check_options(self)
         if self.controller not in self.CONTROLLERS:
             raise ValueError(
                 f"controller: unknown controller {self.controller!r}; known controllers: {list(self.CONTROLLERS)}"
                 + did_you_mean(self.controller, self.CONTROLLERS)
             )
-        _positive_ints(self, "hidden", "controller_layers", "controller_heads", "max_steps")
         if self.controller in ("lstm", "gru") and self.controller_layers != 1:
             raise ValueError(
                 f"controller_layers: the {self.controller!r} controller has one layer, got {self.controller_layers}"
             )
-        _check_bool("remat", self.remat)
-        object.__setattr__(self, "remat_chunk", nonnegative_int("remat_chunk", self.remat_chunk))
 
     def controller_options(self) -> dict[str, Any]:
         """The ``make_controller`` options of this config's controller kind."""
@@ -201,50 +200,39 @@ class _ControllerConfig:
 class NTMConfig(_ControllerConfig):
     """NTM hyperparameters (module docstring: sources)."""
 
-    num_slots: int = 128  # N (Le et al. 2024, App. D.1)
-    word_size: int = 20  # W (Graves et al. 2014, copy)
-    num_reads: int = 1  # R read heads
-    num_writes: int = 1  # H write heads
-    shift_width: int = 3  # S, odd: shifts -(S-1)/2 .. (S-1)/2
-
-    def __post_init__(self):
-        super().__post_init__()
-        _positive_ints(self, "num_slots", "word_size", "num_reads", "num_writes", "shift_width")
-        if self.shift_width % 2 != 1:
-            raise ValueError(f"shift_width: expected an odd positive integer, got {self.shift_width}")
+    num_slots: int = option(128, checks.positive_int, doc="N (Le et al. 2024, App. D.1)")
+    word_size: int = option(20, checks.positive_int, doc="W (Graves et al. 2014, copy)")
+    num_reads: int = option(1, checks.positive_int, doc="R read heads")
+    num_writes: int = option(1, checks.positive_int, doc="H write heads")
+    shift_width: int = option(3, checks.odd_int, doc="S, odd: shifts -(S-1)/2 .. (S-1)/2")
 
 
 @dataclasses.dataclass(frozen=True)
 class DNCConfig(_ControllerConfig):
     """DNC hyperparameters (module docstring: sources)."""
 
-    num_slots: int = 128  # N (Le et al. 2024, App. D.1)
-    word_size: int = 20  # W (our choice, as the NTM)
-    num_reads: int = 4  # R read heads (DeepMind dnc default)
-    num_writes: int = 1  # H write heads (Graves et al. 2016: one)
-    read_previous_memory: bool = False  # content reads over M_{t-1} (Reina Campo 2022 as printed) instead of M_t
-    stop_usage_write_gradient: bool = False  # DeepMind dnc's stop_gradient on w^w_{t-1} in the usage
-
-    def __post_init__(self):
-        super().__post_init__()
-        _positive_ints(self, "num_slots", "word_size", "num_reads", "num_writes")
-        for name in ("read_previous_memory", "stop_usage_write_gradient"):
-            _check_bool(name, getattr(self, name))
+    num_slots: int = option(128, checks.positive_int, doc="N (Le et al. 2024, App. D.1)")
+    word_size: int = option(20, checks.positive_int, doc="W (our choice, as the NTM)")
+    num_reads: int = option(4, checks.positive_int, doc="R read heads (DeepMind dnc default)")
+    num_writes: int = option(1, checks.positive_int, doc="H write heads (Graves et al. 2016: one)")
+    read_previous_memory: bool = option(
+        False, checks.boolean, doc="content reads over M_{t-1} (Reina Campo 2022 as printed) instead of M_t"
+    )
+    stop_usage_write_gradient: bool = option(
+        False, checks.boolean, doc="DeepMind dnc's stop_gradient on w^w_{t-1} in the usage"
+    )
 
 
 @dataclasses.dataclass(frozen=True)
 class StackLSTMConfig(_ControllerConfig):
     """Stack/Queue/DeQue-LSTM hyperparameters (module docstring: sources)."""
 
-    width: int = 64  # W, the width of the pushed values (the paper's m; our choice)
-    read_to_output: bool = (
-        False  # add W_r r_t to the output (Reina Campo 2022's form); Grefenstette et al. 2015: output from h_t only
+    width: int = option(64, checks.positive_int, doc="W, the width of the pushed values (the paper's m; our choice)")
+    read_to_output: bool = option(
+        False,
+        checks.boolean,
+        doc="add W_r r_t to the output (Reina Campo 2022's form); Grefenstette et al. 2015: output from h_t only",
     )
-
-    def __post_init__(self):
-        super().__post_init__()
-        _positive_ints(self, "width")
-        _check_bool("read_to_output", self.read_to_output)
 
 
 ACTIVATIONS = {"relu": jax.nn.relu, "tanh": jnp.tanh}  # the Elman cell's nonlinearity, by name
@@ -284,11 +272,24 @@ RNN_CONTROLLER_KINDS = ("rnn", *CONTROLLER_KINDS)
 class _RNNMemoryConfig(_ControllerConfig):
     """The fields the Stack-RNN and the Tape-RNN share (module docstring: sources)."""
 
-    controller: str = "rnn"  # Delétang et al. 2023: an Elman RNN ("rnn"); any CONTROLLER_KINDS too
-    activation: str = "relu"  # the "rnn" controller's: relu (Haiku's VanillaRNN, Delétang et al. 2023) or tanh
-    width: int = 8  # W, the width of a cell (Delétang et al. 2023: 8)
-    relu_output: bool = True  # y_t = W_y relu(h_t) + b (Delétang et al. 2023's readout); False: W_y h_t + b
-    read_to_output: bool = False  # add W_r r_t to the output (the read otherwise reaches it through h_{t+1})
+    controller: str = option(
+        "rnn",
+        allowed=f"one of {list(RNN_CONTROLLER_KINDS)}",
+        doc='the controller: an Elman RNN ("rnn", Delétang et al. 2023) or another kind',
+    )
+    activation: str = option(
+        "relu",
+        checks.one_of,
+        ACTIVATIONS,
+        doc="the \"rnn\" controller's: relu (Haiku's VanillaRNN, Delétang et al. 2023) or tanh",
+    )
+    width: int = option(8, checks.positive_int, doc="W, the width of a cell (Delétang et al. 2023: 8)")
+    relu_output: bool = option(
+        True, checks.boolean, doc="y_t = W_y relu(h_t) + b (Delétang et al. 2023's readout); False: W_y h_t + b"
+    )
+    read_to_output: bool = option(
+        False, checks.boolean, doc="add W_r r_t to the output (the read otherwise reaches it through h_{t+1})"
+    )
 
     CONTROLLERS: ClassVar[tuple[str, ...]] = RNN_CONTROLLER_KINDS
 
@@ -296,26 +297,27 @@ class _RNNMemoryConfig(_ControllerConfig):
         super().__post_init__()
         if self.controller == "rnn" and self.controller_layers != 1:
             raise ValueError(f"controller_layers: the 'rnn' controller has one layer, got {self.controller_layers}")
-        one_of("activation", self.activation, ACTIVATIONS)
         if self.controller != "rnn" and self.activation != "relu":
             raise UserError(f"activation: applies to the 'rnn' controller only, got controller {self.controller!r}")
-        _positive_ints(self, "width")
-        _check_bool("relu_output", self.relu_output)
-        _check_bool("read_to_output", self.read_to_output)
 
 
 @dataclasses.dataclass(frozen=True)
 class StackRNNConfig(_RNNMemoryConfig):
     """Stack-RNN hyperparameters (module docstring: sources)."""
 
-    stack_size: int = 30  # S cells (Delétang et al. 2023: 30)
-    read_cells: int = 1  # k, the top cells fed back (Delétang et al. 2023: 1; Joulin & Mikolov 2015's s^k)
-    push: str = "sigmoid"  # the pushed value: sigmoid (Joulin & Mikolov 2015) or linear (Delétang et al.'s code)
+    stack_size: int = option(30, checks.positive_int, doc="S cells (Delétang et al. 2023: 30)")
+    read_cells: int = option(
+        1, checks.positive_int, doc="k, the top cells fed back (Delétang et al. 2023: 1; Joulin & Mikolov 2015's s^k)"
+    )
+    push: str = option(
+        "sigmoid",
+        checks.one_of,
+        PUSH_ACTIVATIONS,
+        doc="the pushed value: sigmoid (Joulin & Mikolov 2015) or linear (Delétang et al.'s code)",
+    )
 
     def __post_init__(self):
         super().__post_init__()
-        _positive_ints(self, "stack_size", "read_cells")
-        one_of("push", self.push, PUSH_ACTIVATIONS)
         if self.read_cells > self.stack_size:
             raise ValueError(
                 f"read_cells: expected at most stack_size = {self.stack_size} cells, got {self.read_cells}"
@@ -326,14 +328,26 @@ class StackRNNConfig(_RNNMemoryConfig):
 class TapeRNNConfig(_RNNMemoryConfig):
     """Tape-RNN hyperparameters (module docstring: sources)."""
 
-    tape_size: int = 40  # S cells, circular (Delétang et al. 2023's released example: 40)
-    value_layers: tuple[int, ...] = (64, 64)  # hidden widths of the write-value MLP (Delétang et al. 2023)
-    jump_to_input_length: bool = True  # L = the example's input length (Delétang et al. 2023); False: L = 1
-    write: str = "tanh"  # the written value: tanh of the MLP's output (ours) or linear (Delétang et al.'s code)
+    tape_size: int = option(
+        40, checks.positive_int, doc="S cells, circular (Delétang et al. 2023's released example: 40)"
+    )
+    value_layers: tuple[int, ...] = option(
+        (64, 64),
+        allowed="a sequence of positive integers",
+        doc="hidden widths of the write-value MLP (Delétang et al. 2023)",
+    )
+    jump_to_input_length: bool = option(
+        True, checks.boolean, doc="L = the example's input length (Delétang et al. 2023); False: L = 1"
+    )
+    write: str = option(
+        "tanh",
+        checks.one_of,
+        WRITE_ACTIVATIONS,
+        doc="the written value: tanh of the MLP's output (ours) or linear (Delétang et al.'s code)",
+    )
 
     def __post_init__(self):
         super().__post_init__()
-        _positive_ints(self, "tape_size")
         layers = self.value_layers
         wrong = UserError(f"value_layers: expected a sequence of positive integers, got {layers!r}")
         if not isinstance(layers, (list, tuple)):
@@ -343,8 +357,6 @@ class TapeRNNConfig(_RNNMemoryConfig):
         except UserError:
             raise wrong from None
         object.__setattr__(self, "value_layers", layers)
-        _check_bool("jump_to_input_length", self.jump_to_input_length)
-        one_of("write", self.write, WRITE_ACTIVATIONS)
 
 
 def _make_controller(config: _ControllerConfig, in_features: int, rngs: nnx.Rngs) -> nnx.Module:

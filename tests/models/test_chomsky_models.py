@@ -267,7 +267,7 @@ def test_configs_have_the_documented_defaults_and_reject_bad_values():
         ("stack_rnn", dict(read_cells=True), r"read_cells: expected a positive integer, got True"),
         ("stack_rnn", dict(stack_size=4, read_cells=5), r"read_cells: expected at most stack_size = 4 cells, got 5"),
         ("stack_rnn", dict(width=-1), r"width: expected a positive integer, got -1"),
-        ("stack_rnn", dict(relu_output=1), r"relu_output: expected a bool, got 1"),
+        ("stack_rnn", dict(relu_output=1), r"relu_output: expected true or false, got 1"),
         (
             "stack_rnn",
             dict(controller="elman"),
@@ -288,7 +288,7 @@ def test_configs_have_the_documented_defaults_and_reject_bad_values():
         ("tape_rnn", dict(tape_size=2.0), r"tape_size: expected a positive integer, got 2.0"),
         ("tape_rnn", dict(value_layers=(8, 0)), r"value_layers: expected a sequence of positive integers"),
         ("tape_rnn", dict(value_layers=8), r"value_layers: expected a sequence of positive integers, got 8"),
-        ("tape_rnn", dict(jump_to_input_length="yes"), r"jump_to_input_length: expected a bool, got 'yes'"),
+        ("tape_rnn", dict(jump_to_input_length="yes"), r"jump_to_input_length: expected true or false, got 'yes'"),
         ("tape_rnn", dict(stack_size=3), r"unknown hyperparameter\(s\) \['stack_size'\] for model 'tape_rnn'"),
     ]
     for name, hparams, message in bad:

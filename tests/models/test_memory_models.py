@@ -206,7 +206,7 @@ def test_configs_have_the_documented_defaults_and_reject_bad_values():
         get_config("dnc", num_reads=0)
     with pytest.raises(ValueError, match=r"num_writes: expected a positive integer, got 0"):
         get_config("dnc", num_writes=0)
-    with pytest.raises(ValueError, match=r"stop_usage_write_gradient: expected a bool, got 'yes'"):
+    with pytest.raises(ValueError, match=r"stop_usage_write_gradient: expected true or false, got 'yes'"):
         get_config("dnc", stop_usage_write_gradient="yes")
     assert get_config("dnc", num_writes=2).num_writes == 2
     with pytest.raises(ValueError, match=r"controller_layers: the 'lstm' controller has one layer, got 2"):

@@ -193,10 +193,16 @@ def test_models_show_lists_the_model_options(capsys, monkeypatch):
     assert main(["models", "show", "dnc"]) == 0
     shown = _options(capsys.readouterr().out)
     assert shown["controller"].startswith("str = 'lstm'; one of ['feedforward', 'lstm', 'gru', 'transformer']")
-    assert "Keep the state for the backward pass only every k steps" in shown["remat_chunk"]  # a comment above it
-    assert main(["models", "show", "stack_lstm"]) == 0
+    assert shown["remat_chunk"].startswith("int = 0; a non-negative integer keep the backward pass's state")
+    assert main(["models", "show", "stack_rnn"]) == 0
     shown = _options(capsys.readouterr().out)
-    assert "add W_r r_t to the output" in shown["read_to_output"]  # a comment inside a field split over lines
+    assert shown["controller"].startswith("str = 'rnn'; one of ['rnn', 'feedforward', 'lstm', 'gru', 'transformer']")
+    assert main(["models", "show", "tape_rnn"]) == 0
+    shown = _options(capsys.readouterr().out)
+    assert shown["value_layers"].startswith("tuple[int, ...] = (64, 64); a sequence of positive integers hidden widths")
+    assert main(["models", "show", "lstm"]) == 0  # a config not declared with option yet: its comments, its probes
+    shown = _options(capsys.readouterr().out)
+    assert shown["hidden"].startswith("int = ")
     assert main(["models", "show", "nope"]) == 2
     assert capsys.readouterr().err.startswith("error: name: expected one of [")
 
