@@ -62,6 +62,7 @@ from panm_jax.modules.transformer import (
     masked_softmax,
     sinusoidal_encoding,
 )
+from panm_jax.options import check_options, option
 
 __all__ = [
     "AdditiveAttention",
@@ -99,14 +100,21 @@ class LSTMAttentionConfig:
     millions" for its 512-wide baselines.
     """
 
-    hidden: int = 512  # D: encoder and decoder LSTMs (App. D.1: 512 for these baselines)
-    attention: str = "content"  # "content" (Bahdanau 2014), "location" (Luong 2015) or "hybrid" (§3.1)
-    max_input_length: int = 256  # location/hybrid: W_a scores this many positions (Luong Eq. 8)
+    hidden: int = option(
+        512, checks.positive_int, doc="D: encoder and decoder LSTMs (App. D.1: 512 for these baselines)"
+    )
+    attention: str = option(
+        "content",
+        checks.one_of,
+        ATTENTIONS,
+        doc='"content" (Bahdanau 2014), "location" (Luong 2015) or "hybrid" (§3.1)',
+    )
+    max_input_length: int = option(
+        256, checks.positive_int, doc="location/hybrid: W_a scores this many positions (Luong Eq. 8)"
+    )
 
     def __post_init__(self):
-        checks.positive_int("hidden", self.hidden)
-        checks.positive_int("max_input_length", self.max_input_length)
-        checks.one_of("attention", self.attention, ATTENTIONS)
+        check_options(self)
 
 
 class LSTMAttentionTraces(NamedTuple):
@@ -196,12 +204,13 @@ class PointerNetworkConfig:
     2.66M parameters at the defaults with 12-wide inputs.
     """
 
-    hidden: int = 512  # D: encoder and decoder LSTMs and the attention width
-    token_offset: int = 0  # the one-hot token of an input row is channels [offset, offset + K)
+    hidden: int = option(512, checks.positive_int, doc="D: encoder and decoder LSTMs and the attention width")
+    token_offset: int = option(
+        0, checks.nonnegative_int, doc="the one-hot token of an input row is channels [offset, offset + K)"
+    )
 
     def __post_init__(self):
-        checks.positive_int("hidden", self.hidden)
-        checks.nonnegative_int("token_offset", self.token_offset)
+        check_options(self)
 
 
 class PointerNetworkTraces(NamedTuple):
@@ -284,19 +293,22 @@ class TransformerConfig:
     and the start vector).
     """
 
-    d_model: int = 512  # D (Le et al. 2024, App. D.1: hidden 512 for the baselines)
-    num_heads: int = 8  # H (Vaswani et al. 2017's base model; App. D.1 does not say)
-    num_layers: int = 1  # N_l encoder layers and N_l decoder layers (App. D.1: 1 layer was best)
-    ffn_hidden: int = 512  # FFN width; D rather than Vaswani's 4D keeps the size near App. D.1's 1-3M
-    teacher_forcing: bool = False  # decoder reads y_{t-1} (models.teacher_forcing); False: z_t = 0 (App. D.1)
+    d_model: int = option(512, checks.positive_int, doc="D (Le et al. 2024, App. D.1: hidden 512 for the baselines)")
+    num_heads: int = option(8, checks.positive_int, doc="H (Vaswani et al. 2017's base model; App. D.1 does not say)")
+    num_layers: int = option(
+        1, checks.positive_int, doc="N_l encoder layers and N_l decoder layers (App. D.1: 1 layer was best)"
+    )
+    ffn_hidden: int = option(
+        512, checks.positive_int, doc="FFN width; D rather than Vaswani's 4D keeps the size near App. D.1's 1-3M"
+    )
+    teacher_forcing: bool = option(
+        False, checks.boolean, doc="decoder reads y_{t-1} (models.teacher_forcing); False: z_t = 0 (App. D.1)"
+    )
 
     def __post_init__(self):
-        for name in ("d_model", "num_heads", "num_layers", "ffn_hidden"):
-            checks.positive_int(name, getattr(self, name))
+        check_options(self)
         if self.d_model % self.num_heads:
             raise ValueError(f"num_heads: expected a divisor of d_model = {self.d_model}, got {self.num_heads}")
-        if not isinstance(self.teacher_forcing, bool):
-            raise ValueError(f"teacher_forcing: expected a bool, got {self.teacher_forcing!r}")
 
 
 class TransformerTraces(NamedTuple):
@@ -483,21 +495,23 @@ class UniversalTransformerConfig:
     512, 8 heads, FFN ``4 D = 2048``, 6 steps.
     """
 
-    d_model: int = 128  # D (Csordás et al. 2021, SCAN: 128)
-    num_heads: int = 8  # H (Csordás et al. 2021: 8)
-    steps: int = 3  # recurrent applications of the one shared layer, encoder and decoder (SCAN: 3)
-    ffn_hidden: int = 256  # FFN width (Csordás et al. 2021: 2 D)
-    coordinate_embedding: bool = True  # add PE(position) + TE(step) before every step (Dehghani et al. 2019)
-    teacher_forcing: bool = False  # decoder reads y_{t-1} (models.teacher_forcing); False: z_t = 0 (App. D.1)
+    d_model: int = option(128, checks.positive_int, doc="D (Csordás et al. 2021, SCAN: 128)")
+    num_heads: int = option(8, checks.positive_int, doc="H (Csordás et al. 2021: 8)")
+    steps: int = option(
+        3, checks.positive_int, doc="recurrent applications of the one shared layer, encoder and decoder (SCAN: 3)"
+    )
+    ffn_hidden: int = option(256, checks.positive_int, doc="FFN width (Csordás et al. 2021: 2 D)")
+    coordinate_embedding: bool = option(
+        True, checks.boolean, doc="add PE(position) + TE(step) before every step (Dehghani et al. 2019)"
+    )
+    teacher_forcing: bool = option(
+        False, checks.boolean, doc="decoder reads y_{t-1} (models.teacher_forcing); False: z_t = 0 (App. D.1)"
+    )
 
     def __post_init__(self):
-        for name in ("d_model", "num_heads", "steps", "ffn_hidden"):
-            checks.positive_int(name, getattr(self, name))
+        check_options(self)
         if self.d_model % self.num_heads:
             raise ValueError(f"num_heads: expected a divisor of d_model = {self.d_model}, got {self.num_heads}")
-        for name in ("coordinate_embedding", "teacher_forcing"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name}: expected a bool, got {getattr(self, name)!r}")
 
 
 class UniversalTransformerSeq2Seq(_EncoderDecoderBody):

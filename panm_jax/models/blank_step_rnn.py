@@ -45,6 +45,7 @@ from panm_jax.kernels.scan import scan, select
 from panm_jax.models.memory_models import ACTIVATIONS, VanillaRNNCell
 from panm_jax.models.registry import prepare_inputs, refuse_aligned
 from panm_jax.modules.controllers import LSTMCell
+from panm_jax.options import check_options, option
 
 __all__ = ["BlankStepRNN", "RNNConfig", "SingleLSTMConfig"]
 
@@ -55,21 +56,22 @@ FORGET_BIAS = 1.0  # the LSTM's initial forget-gate bias (Haiku's LSTM adds 1 to
 class SingleLSTMConfig:
     """The single LSTM's one option (Delétang et al. 2023: an LSTM core of 256 units)."""
 
-    hidden: int = 256
+    hidden: int = option(256, checks.positive_int, doc="D, the core's width (Delétang et al. 2023: 256)")
 
     def __post_init__(self):
-        object.__setattr__(self, "hidden", checks.positive_int("hidden", self.hidden))
+        check_options(self)
 
 
 @dataclasses.dataclass(frozen=True)
 class RNNConfig(SingleLSTMConfig):
     """The plain RNN's options (Delétang et al. 2023: an Elman core of 256 units, Haiku's ReLU)."""
 
-    activation: str = "relu"  # relu (Haiku's VanillaRNN, Delétang et al. 2023) or tanh (Elman's)
+    activation: str = option(
+        "relu", checks.one_of, ACTIVATIONS, doc="relu (Haiku's VanillaRNN, Delétang et al. 2023) or tanh (Elman's)"
+    )
 
     def __post_init__(self):
         super().__post_init__()
-        checks.one_of("activation", self.activation, ACTIVATIONS)
 
 
 class BlankStepRNN(nnx.Module):

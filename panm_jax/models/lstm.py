@@ -33,6 +33,7 @@ from panm_jax.kernels.scan import scan
 from panm_jax.models.registry import prepare_inputs
 from panm_jax.modules.controllers import LSTMCell
 from panm_jax.modules.encoders import LSTMEncoder
+from panm_jax.options import check_options, option
 
 __all__ = ["LSTMSeq2Seq", "LSTMSeq2SeqConfig"]
 
@@ -45,12 +46,11 @@ class LSTMSeq2SeqConfig:
     Checked when built: ``hidden`` and ``layers`` must be positive ints (``ValueError`` naming the option).
     """
 
-    hidden: int = 512  # Le et al. 2024, App. D.1: 512-dimensional baselines
-    layers: int = 1  # stacked LSTMs in the encoder and in the decoder
+    hidden: int = option(512, checks.positive_int, doc="Le et al. 2024, App. D.1: 512-dimensional baselines")
+    layers: int = option(1, checks.positive_int, doc="stacked LSTMs in the encoder and in the decoder")
 
     def __post_init__(self):
-        checks.positive_int("hidden", self.hidden)
-        checks.positive_int("layers", self.layers)
+        check_options(self)
 
 
 class LSTMSeq2Seq(nnx.Module):

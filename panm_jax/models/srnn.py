@@ -81,7 +81,7 @@ from panm_jax.kernels.scan import scan
 from panm_jax.models.registry import prepare_inputs
 from panm_jax.modules.panm import DecoderCarry as PANMCarry
 from panm_jax.modules.panm import DecoderConfig, DecoderContext, PANMDecoder
-from panm_jax.options import option
+from panm_jax.options import check_options, option
 
 __all__ = ["PANMSRNN", "PANMSRNNConfig", "SRNN", "SRNNCell", "SRNNConfig", "SRNNTrace"]
 
@@ -90,13 +90,12 @@ __all__ = ["PANMSRNN", "PANMSRNNConfig", "SRNN", "SRNNCell", "SRNNConfig", "SRNN
 class SRNNConfig:
     """The SRNN's sizes (defaults: Suzgun et al. 2019's public code). Checked when made."""
 
-    hidden: int = 8  # the Elman RNN's width (their n_hidden)
-    stack_depth: int = 104  # S, cells of the stack (their memory_size)
-    stack_width: int = 5  # W, width of a cell (their memory_dim)
+    hidden: int = option(8, checks.positive_int, doc="the Elman RNN's width (their n_hidden)")
+    stack_depth: int = option(104, checks.positive_int, doc="S, cells of the stack (their memory_size)")
+    stack_width: int = option(5, checks.positive_int, doc="W, width of a cell (their memory_dim)")
 
     def __post_init__(self):
-        for name in ("hidden", "stack_depth", "stack_width"):
-            checks.positive_int(name, getattr(self, name))
+        check_options(self)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -57,6 +57,7 @@ from flax import nnx
 from panm_jax import checks
 from panm_jax.models.registry import prepare_inputs, refuse_aligned
 from panm_jax.modules.transformer import LayerNorm, MultiHeadAttention, masked_softmax
+from panm_jax.options import check_options, option
 
 __all__ = [
     "EMBEDDING_BOUND",
@@ -80,22 +81,21 @@ EMBEDDING_BOUND = 1e6
 class TransformerEncoderConfig:
     """Hyperparameters (module docstring: sources)."""
 
-    hidden: int = 64  # D, the embedding width (their embedding_dim)
-    num_layers: int = 5
-    num_heads: int = 8
-    widening_factor: int = 4  # the feed-forward width is widening_factor * D
-    dropout: float = 0.1  # training only
-    positions: str = "sin_cos"  # one of POSITIONS
+    hidden: int = option(64, checks.positive_int, doc="D, the embedding width (their embedding_dim)")
+    num_layers: int = option(5, checks.positive_int, doc="encoder layers (Delétang et al. 2023: 5)")
+    num_heads: int = option(
+        8, checks.positive_int, doc="attention heads, a divisor of hidden (Delétang et al. 2023: 8)"
+    )
+    widening_factor: int = option(4, checks.positive_int, doc="the feed-forward width is widening_factor * D")
+    dropout: float = option(0.1, checks.number, 0.0, 1.0, hi_open=True, doc="the dropout rate, in training only")
+    positions: str = option(
+        "sin_cos", checks.one_of, POSITIONS, doc="how positions enter the attention (Delétang et al. 2023: sin_cos)"
+    )
 
     def __post_init__(self):
-        for name in ("hidden", "num_layers", "num_heads", "widening_factor"):
-            object.__setattr__(self, name, checks.positive_int(name, getattr(self, name)))
+        check_options(self)
         if self.hidden % self.num_heads:
             raise ValueError(f"num_heads: expected a divisor of hidden = {self.hidden}, got {self.num_heads}")
-        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout: expected a number in [0, 1), got {self.dropout!r}")
-        if self.positions not in POSITIONS:
-            raise ValueError(f"positions: expected one of {list(POSITIONS)}, got {self.positions!r}")
         if self.positions == "rotary" and (self.hidden // self.num_heads) % 2:
             raise ValueError(
                 f"num_heads: rotary positions need an even head width hidden / num_heads, got "

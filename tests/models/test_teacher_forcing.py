@@ -108,7 +108,7 @@ def test_malformed_targets_are_named_errors():
         model(x, mask, T_OUT, targets=targets[:, :3])
     with pytest.raises(UserError, match=r"targets: expected integer class ids in 0\.\.3"):
         model(x, mask, T_OUT, targets=targets.astype(np.float32))
-    with pytest.raises(ValueError, match="teacher_forcing: expected a bool"):
+    with pytest.raises(ValueError, match="teacher_forcing: expected true or false"):
         build_model("transformer", input_size=D_IN, output_size=K, teacher_forcing=1)
 
 
