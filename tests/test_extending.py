@@ -67,6 +67,14 @@ def test_a_model_of_ones_own_by_module_and_registered_name(own_modules):
     # The builder function's name finds the same model.
     assert model_options("my_models:build_mean_readout") == model_options("my_models:mean_readout")
     assert MODELS["my_models:build_mean_readout"] is MODELS["my_models:mean_readout"]
+    with pytest.raises(ValueError, match=r"^hidden: expected a positive integer, got 0$"):  # its declared check
+        build_model("my_models:mean_readout", input_size=12, output_size=10, hidden=0)
+
+
+def test_models_show_lists_the_declared_options_of_ones_own_model(own_modules, capsys):
+    assert cli.main(["models", "show", "my_models:mean_readout"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "hidden int = 32; a positive integer the width of the input embedding" in out
 
 
 def test_train_and_eval_name_them_on_the_command_line(own_modules, tmp_path, capsys):
