@@ -102,10 +102,6 @@ AUTHORS_CODE: Mapping[str, Any] = {
 }
 
 
-def _variant_fields(cls: type) -> list[str]:
-    return [f.name for f in dataclasses.fields(cls)]
-
-
 @dataclasses.dataclass(frozen=True)
 class PANMConfig(DecoderConfig):
     """PANM's hyperparameters: the paper's decoder's (``modules.panm.DecoderConfig``), the encoder's, and
@@ -185,7 +181,7 @@ class PANMConfig(DecoderConfig):
         """The flat options that belong to a variant: ``{name: the variant configs that have it}``."""
         found: dict[str, tuple[type, ...]] = {}
         for variant, _ in VARIANTS.values():
-            for name in _variant_fields(variant):
+            for name in declared(variant):
                 found[name] = (*found.get(name, ()), variant)
         return found
 
@@ -242,7 +238,7 @@ class PANMConfig(DecoderConfig):
 
 
 def _is_default(cls: type, name: str, value: Any) -> bool:
-    default = {f.name: f.default for f in dataclasses.fields(cls)}[name]
+    default = declared(cls)[name].default
     return type(value) is type(default) and value == default
 
 
