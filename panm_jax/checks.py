@@ -41,7 +41,9 @@ __all__ = [
     "number",
     "odd_int",
     "one_of",
+    "optional_integer",
     "optional_positive_int",
+    "optional_positive_number",
     "positive_int",
     "positive_number",
     "probability",
@@ -106,7 +108,16 @@ def nonnegative_int(name: str, value) -> int:
 
 def optional_positive_int(name: str, value) -> int | None:
     """``None`` (a size left to its default rule), or a positive integer."""
-    return None if value is None else positive_int(name, value)
+    return optional_integer(name, value, 1)
+
+
+def optional_integer(name: str, value, lo: int | None = None, hi: int | None = None) -> int | None:
+    """``None`` (a value left to its default rule), or ``integer(name, value, lo, hi)``."""
+    if value is None:
+        return None
+    if not _is_int(value) or (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise UserError(f"{name}: expected {_integer_wants(lo, hi)} or None, got {value!r}")
+    return int(value)
 
 
 def odd_int(name: str, value) -> int:
@@ -148,6 +159,8 @@ def _number_wants(
         return "a finite number"
     if lo == 0 and lo_open and hi is None:
         return "a finite positive number"
+    if lo == 0 and not lo_open and hi is None:
+        return "a finite non-negative number"
     if hi is None:
         return f"a finite number {'>' if lo_open else '>='} {lo:g}"
     if lo is None:
@@ -163,6 +176,15 @@ def finite_number(name: str, value) -> float:
 def positive_number(name: str, value) -> float:
     """A finite number > 0 (a learning rate, a time limit)."""
     return number(name, value, 0.0, lo_open=True)
+
+
+def optional_positive_number(name: str, value) -> float | None:
+    """``None`` (off, or no limit), or a finite number > 0."""
+    if value is None:
+        return None
+    if not (_is_real(value) and math.isfinite(float(value)) and value > 0):
+        raise UserError(f"{name}: expected a finite positive number or None, got {value!r}")
+    return float(value)
 
 
 def probability(name: str, value) -> float:
@@ -191,6 +213,8 @@ _EXPECTS: dict[Any, Any] = {
     positive_int: lambda: "a positive integer",
     nonnegative_int: lambda: "a non-negative integer",
     optional_positive_int: lambda: "a positive integer or None",
+    optional_integer: lambda lo=None, hi=None: f"{_integer_wants(lo, hi)} or None",
+    optional_positive_number: lambda: "a finite positive number or None",
     odd_int: lambda: "an odd positive integer",
     number: _number_wants,
     finite_number: lambda: "a finite number",

@@ -24,10 +24,19 @@ from panm_jax.checks import expects
 __all__ = ["Declared", "check_options", "declared", "option"]
 
 
-def option(default: Any, check=None, *args, doc: str, allowed: str | None = None, **kwargs) -> Any:
-    """A config field with ``default``, checked by ``check(name, value, *args, **kwargs)`` whenever a config is
-    made (``check_options``); ``doc``: its meaning in one line; ``allowed``: what it accepts, where the check
-    is not one of ``panm_jax.checks``'s (whose words ``checks.expects`` gives)."""
+def option(
+    default: Any = dataclasses.MISSING,
+    check=None,
+    *args,
+    doc: str,
+    allowed: str | None = None,
+    default_factory: Any = dataclasses.MISSING,
+    **kwargs,
+) -> Any:
+    """A config field with ``default`` (or ``default_factory``, for a mutable default), checked by
+    ``check(name, value, *args, **kwargs)`` whenever a config is made (``check_options``); ``doc``: its
+    meaning in one line; ``allowed``: what it accepts, where the check is not one of ``panm_jax.checks``'s
+    (whose words ``checks.expects`` gives)."""
     if not doc or "\n" in doc:
         raise ValueError(f"doc: expected one line saying what the option means, got {doc!r}")
     metadata: dict[str, Any] = {"doc": doc}
@@ -36,15 +45,16 @@ def option(default: Any, check=None, *args, doc: str, allowed: str | None = None
         metadata["allowed"] = allowed if allowed is not None else expects(check, *args, **kwargs)
     elif allowed is not None:
         metadata["allowed"] = allowed
-    return dataclasses.field(default=default, metadata=metadata)
+    return dataclasses.field(default=default, default_factory=default_factory, metadata=metadata)
 
 
-def check_options(config: Any) -> None:
+def check_options(config: Any, prefix: str = "") -> None:
     """Run the check of every field of the dataclass ``config`` declared with one, from the field's nearest
     declaration with one (a subclass may change a default only), and keep the value in the type the check
-    returns (``panm_jax.checks``: a NumPy integer becomes an ``int``); ``config`` may be frozen."""
+    returns (``panm_jax.checks``: a NumPy integer becomes an ``int``); ``config`` may be frozen. A message
+    names the field as ``prefix + name`` (``optimizer.learning_rate``)."""
     for name, check in _nearest(type(config), "check").items():
-        value = check(name, getattr(config, name))
+        value = check(prefix + name, getattr(config, name))
         if value is not None:
             object.__setattr__(config, name, value)
 
@@ -53,7 +63,7 @@ class Declared(NamedTuple):
     """An option as ``option`` declared it."""
 
     name: str
-    default: Any
+    default: Any  # dataclasses.MISSING where the field has none
     allowed: str  # what its check accepts (``"a positive integer"``), or "" where nothing checks it
     doc: str  # its meaning, or "" for a field not declared with ``option``
 
@@ -63,9 +73,18 @@ def declared(cls: type) -> dict[str, Declared]:
     default keeps its base's check, allowed values and meaning)."""
     allowed, docs = _nearest(cls, "allowed"), _nearest(cls, "doc")
     return {
-        f.name: Declared(f.name, f.default, allowed.get(f.name, ""), docs.get(f.name, ""))
+        f.name: Declared(f.name, _default(f), allowed.get(f.name, ""), docs.get(f.name, ""))
         for f in dataclasses.fields(cls)
     }
+
+
+def _default(f: dataclasses.Field) -> Any:
+    # A field's default: its value, a fresh one from its factory, or dataclasses.MISSING where it has none.
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return dataclasses.MISSING
 
 
 def _nearest(cls: type, key: str) -> dict[str, Any]:

@@ -76,6 +76,10 @@ def test_the_meaning_is_one_line_and_required():
         (checks.probability, (), {}, 1.5),
         (checks.boolean, (), {}, "yes"),
         (checks.one_of, (("a", "b"),), {}, "c"),
+        (checks.optional_integer, (2, 9), {}, 1),
+        (checks.optional_integer, (0,), {}, "x"),
+        (checks.optional_positive_int, (), {}, 0),
+        (checks.optional_positive_number, (), {}, -1.0),
     ],
 )
 def test_what_a_check_expects_is_what_its_message_says(check, args, kwargs, bad):
