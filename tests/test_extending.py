@@ -25,7 +25,7 @@ from panm_jax import cli
 from panm_jax.errors import UserError
 from panm_jax.models import build_model, register_model
 from panm_jax.models.registry import MODELS, model_options
-from panm_jax.tasks import get_task
+from panm_jax.tasks import TaskOptionError, get_task, task_options
 from panm_jax.tasks.registry import TASKS
 from panm_jax.train.io import read_jsonl
 
@@ -58,6 +58,25 @@ def test_a_task_of_ones_own_by_module_and_class(own_modules):
     np.testing.assert_array_equal(batch.targets[0], [2, 3, 4, 1])
     assert task.sample(np.random.default_rng(0), 4, 5).targets.shape[0] == 4
     assert "my_tasks:Rotate" in TASKS  # registered under the whole name
+    # Its own option, declared with panm_jax.options.option: checked, recorded, listed with the shared ones.
+    np.testing.assert_array_equal(get_task("my_tasks:Rotate", by=2).example([1, 2, 3, 4]).targets[0], [3, 4, 1, 2])
+    assert get_task("my_tasks:Rotate", by=3).options()["by"] == 3
+    with pytest.raises(TaskOptionError, match=r"^rotate: option by: expected a positive integer, got 0$"):
+        get_task("my_tasks:Rotate", by=0)
+    assert list(task_options("my_tasks:Rotate")) == [
+        "max_train_length",
+        "min_train_length",
+        "max_length",
+        "test_lengths",
+        "by",
+    ]
+
+
+def test_the_own_tasks_option_is_shown_as_declared(own_modules, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    assert cli.main(["tasks", "show", "my_tasks:Rotate", "--length", "4"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "by int = 1; a positive integer k, the places each token moves left" in out
 
 
 def test_a_model_of_ones_own_by_module_and_registered_name(own_modules):

@@ -48,6 +48,7 @@ from panm_jax.tasks.base import (
     LengthRange,
     Task,
     TaskOptionError,
+    TaskOptions,
 )
 from panm_jax.tasks.base import UnknownTaskError as UnknownTaskError  # the name UnknownNameError had for tasks
 from panm_jax.tasks.buckets import bucket_length, pad_batch, pad_to_bucket, power_of_two_buckets
@@ -66,6 +67,7 @@ __all__ = [
     "TASKS",
     "Task",
     "TaskOptionError",
+    "TaskOptions",
     "UnknownNameError",
     "bucket_length",
     "coarse_accuracy",

@@ -82,11 +82,14 @@ so ``max_length = 1024 - (T_in - n)`` by default (option ``max_length``).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar
 
 import numpy as np
 
 from panm_jax import checks
+from panm_jax.errors import UserError
+from panm_jax.options import option
 from panm_jax.tasks import metrics as _metrics
 from panm_jax.tasks.base import (
     Batch,
@@ -94,8 +97,8 @@ from panm_jax.tasks.base import (
     LengthRange,
     Task,
     TaskOptionError,
+    TaskOptions,
     check_int_option,
-    check_option,
     check_option_names,
     step_mask,
 )
@@ -142,50 +145,64 @@ def _listed_lengths(value) -> list[int]:
     return [int(p) for p in parts]
 
 
+# What option ``test_lengths`` accepts, before the bounds of a task's lengths (``_test_modes``).
+_TEST_LENGTHS_WORDS = f"one of {list(TEST_LENGTHS)} or test lengths ('10,61' or 10)"
+
+
+def _test_lengths(name: str, value) -> str | int | tuple[int, ...]:
+    """Option ``test_lengths``: a convention of ``TEST_LENGTHS``, or positive test lengths (``"10,61"``, ``10``,
+    ``(10, 61)``; a list is kept as a tuple). Each task bounds the lengths further (``_test_modes``)."""
+    if isinstance(value, str) and value in TEST_LENGTHS:
+        return value
+    listed = _listed_lengths(value)
+    if not listed or min(listed) < 1:
+        raise UserError(f"{name}: expected {_TEST_LENGTHS_WORDS}, each a positive integer, got {value!r}")
+    return tuple(value) if isinstance(value, (list, tuple)) else value
+
+
 class AlgorithmicTask(Task):
     """Shared layout, options and metric of the six tasks (see the module docstring).
 
-    Options:
-      max_train_length: ``L``, the longest training length (default 10).
-      min_train_length: the shortest training length (default: the task's shortest, 1, or 2 for
-        Dynamic Recall); training draws ``n ~ U{min_train_length..L}``.
-      max_length: the longest length ``sample`` accepts (default: what fits
-        1024 PANM address slots).
-      test_lengths: ``"kL+1"`` (default; modes ``L, L+1, 2L+1, 4L+1, 8L+1``),
-        ``"k(L+1)"`` (modes ``L, L+1, 2(L+1), 4(L+1), 8(L+1)``, Le et al. 2024, §3.1),
-        or test lengths, ``"10,61"``, ``(10, 61)`` or ``10`` (modes ``L``, ``L+1`` and one per length, named
-        by it).
+    Their options: ``AlgorithmicTask.Options`` (a task with options of its own extends it). Training draws
+    ``n ~ U{min_train_length..L}``; the shortest length is the task's (``min_length``: 1, or 2 for Dynamic
+    Recall), which bounds ``max_train_length``, ``min_train_length`` and ``max_length`` from below.
     """
+
+    @dataclasses.dataclass(frozen=True)
+    class Options(TaskOptions):
+        max_train_length: int = option(10, checks.integer, 1, doc="L, the longest training length")
+        min_train_length: int | None = option(
+            None, checks.optional_integer, 1, doc="the shortest training length (None: the task's shortest)"
+        )
+        max_length: int | None = option(
+            None,
+            checks.optional_integer,
+            1,
+            doc="the longest length sample accepts (None: what fits 1024 PANM address slots)",
+        )
+        test_lengths: str | int | tuple[int, ...] = option(
+            "kL+1",
+            _test_lengths,
+            allowed=f"{_TEST_LENGTHS_WORDS}, each a positive integer",
+            doc="the test modes beside L and L+1: kL+1 or k(L+1) for k = 2, 4, 8, or one per listed length",
+        )
 
     extra_channels: ClassVar[int] = 0
     extra_rows: ClassVar[int] = 0  # rows after the end delimiter
-    _own_options: ClassVar[tuple[str, ...]] = ()  # the options a subclass's __init__ takes (for error messages)
     min_length: ClassVar[int] = 1
     output_size = NUM_SYMBOLS
 
-    def __init__(
-        self,
-        max_train_length: int = 10,
-        min_train_length: int | None = None,
-        max_length: int | None = None,
-        test_lengths: str | int | tuple[int, ...] = "kL+1",
-        **unknown: Any,
-    ):
-        check_option_names(
-            self.name,
-            unknown,
-            ("max_train_length", "min_train_length", "max_length", "test_lengths", *self._own_options),
-        )
-        L = check_int_option(self.name, "max_train_length", max_train_length, self.min_length)
-        if min_train_length is None:
-            min_train_length = self.min_length
+    def __init__(self, **options: Any):
+        o = self.take_options(options)
+        # The bounds that depend on the task's shortest length and on L.
+        L = check_int_option(self.name, "max_train_length", o.max_train_length, self.min_length)
+        min_train_length = self.min_length if o.min_train_length is None else o.min_train_length
         lo = check_int_option(self.name, "min_train_length", min_train_length, self.min_length, L)
         fixed = 2 + self.extra_rows
-        if max_length is None:
-            max_length = ADDRESS_SLOTS - fixed
+        max_length = ADDRESS_SLOTS - fixed if o.max_length is None else o.max_length
         max_length = check_int_option(self.name, "max_length", max_length, self.min_length)
         self.lengths = LengthRange(self.min_length, max_length)
-        test_lengths, modes = self._test_modes(test_lengths, L)
+        test_lengths, modes = self._test_modes(o.test_lengths, L)
         if max(modes.values()) > max_length:
             raise TaskOptionError(
                 f"{self.name}: option max_train_length: expected the longest test mode "
@@ -201,16 +218,21 @@ class AlgorithmicTask(Task):
         self.input_size = NUM_SYMBOLS + 2 + self.extra_channels
         self.train_lengths = LengthRange(lo, L)
         self.test_modes = {name: LengthRange(n, n) for name, n in modes.items()}
+        self._take_own_options(o)
+
+    def _take_own_options(self, o: Any) -> None:
+        """Read the options a subclass adds to ``AlgorithmicTask.Options`` from ``o`` (its ``Options``, checked)
+        and record them in ``_options``; none here."""
 
     def _test_modes(self, test_lengths, L: int) -> tuple[str | int, dict[str, int]]:
-        """``(the option as recorded, {mode: length})`` of option ``test_lengths`` (see the class docstring)."""
+        """``(the option as recorded, {mode: length})`` of option ``test_lengths`` (see the module docstring)."""
         if isinstance(test_lengths, str) and test_lengths in TEST_LENGTHS:
             return test_lengths, TEST_LENGTHS[test_lengths](L)
         listed = _listed_lengths(test_lengths)
         if not listed or not all(self.lengths.contains(n) for n in listed):
             raise TaskOptionError(
-                f"{self.name}: option test_lengths: expected one of {list(TEST_LENGTHS)} or test lengths "
-                f"('10,61' or 10), each {self.lengths.expected()}, got {test_lengths!r}"
+                f"{self.name}: option test_lengths: expected {_TEST_LENGTHS_WORDS}, "
+                f"each {self.lengths.expected()}, got {test_lengths!r}"
             )
         named = {L: "L", L + 1: "L+1"}
         modes = {named.get(n, str(n)): n for n in sorted({*listed, L, L + 1})}
@@ -326,19 +348,25 @@ class ReverseTask(AlgorithmicTask):
 class MixTask(AlgorithmicTask):
     """Mix: ``y_t = x_{ceil(n/2)}`` at odd ``t``, ``x_1`` at even ``t`` (1-indexed).
 
-    Options (besides the shared ones; the module docstring says why):
-      middle: ``"own"`` (default): ``ceil(n/2)`` of the example's own length ``n``;
-        ``"fixed"``: ``min(ceil(L/2), n)`` for the longest training length ``L``.
-      t_from: 1 (default; the first output is the middle) or 0 (the first is ``x_1``).
+    Its options: ``MixTask.Options``, the shared ones and two of its own (the module docstring says why).
     """
 
-    name = "mix"
-    _own_options = ("middle", "t_from")
+    @dataclasses.dataclass(frozen=True)
+    class Options(AlgorithmicTask.Options):
+        middle: str = option(
+            "own",
+            checks.one_of,
+            ("own", "fixed"),
+            doc="the middle's position: own, ceil(n/2) of the example's length n; fixed, min(ceil(L/2), n)",
+        )
+        t_from: int = option(
+            1, checks.integer, 0, 1, doc="the number of the first output step (1: it is the middle; 0: it is x_1)"
+        )
 
-    def __init__(self, middle: str = "own", t_from: int = 1, **options: Any):
-        super().__init__(**options)
-        self.middle = check_option(self.name, "middle", checks.one_of, middle, ("own", "fixed"))
-        self.t_from = check_int_option(self.name, "t_from", t_from, 0, 1)
+    name = "mix"
+
+    def _take_own_options(self, o: Any) -> None:
+        self.middle, self.t_from = o.middle, o.t_from
         self._options.update(middle=self.middle, t_from=self.t_from)
 
     def _targets(self, x, lengths, valid):  # type: ignore[override]
@@ -367,19 +395,27 @@ def _has_neighbour(first, lengths):
 
 
 class DynamicRecallTask(AlgorithmicTask):
-    """Dynamic Recall: recall the neighbour of the query's first occurrence (see the module docstring)."""
+    """Dynamic Recall: recall the neighbour of the query's first occurrence (see the module docstring).
+
+    Its options: ``DynamicRecallTask.Options``, the shared ones and ``answer`` (the module docstring says why).
+    """
+
+    @dataclasses.dataclass(frozen=True)
+    class Options(AlgorithmicTask.Options):
+        answer: str = option(
+            "neighbour",
+            checks.one_of,
+            ("neighbour", "onwards"),
+            doc="neighbour: one output, the neighbour; onwards: the neighbour and every token after it",
+        )
 
     name = "dynamic_recall"
     extra_channels = 1  # channel 12 marks the query row
     extra_rows = 1  # the query row, after the end delimiter
     min_length = 2
-    _own_options = ("answer",)
 
-    def __init__(self, answer: str = "neighbour", **options: Any):
-        """``answer``: ``"neighbour"`` (default, one output) or ``"onwards"`` (the neighbour and every token
-        after it; the module docstring says why)."""
-        super().__init__(**options)
-        self.answer = check_option(self.name, "answer", checks.one_of, answer, ("neighbour", "onwards"))
+    def _take_own_options(self, o: Any) -> None:
+        self.answer = o.answer
         self._options["answer"] = self.answer
 
     def output_steps(self, length: int) -> int:
@@ -442,30 +478,38 @@ class DynamicRecallTask(AlgorithmicTask):
         return f"?{label}" if row[EXTRA_CHANNEL] > 0.5 else label
 
 
-def _share(name: str, value) -> float:
-    """A number in ``(0, 1]`` (``checks.number`` with the lower bound open)."""
-    return checks.number(name, value, 0.0, 1.0, lo_open=True)
-
-
 class PrioritySortTask(AlgorithmicTask):
     """Priority Sort: tokens sorted by ascending priority ``~ N(0, 1)`` (channel 12).
 
-    Options (besides the shared ones; the module docstring says why):
-      priority: ``"normal"`` (default, ``N(0, 1)``) or ``"uniform"`` (``U[-1, 1]``).
-      order: ``"ascending"`` (default) or ``"descending"``.
-      keep: the share of the sorted sequence output, in ``(0, 1]`` (default 1: all ``n`` tokens); an
-        example of length ``n`` has ``ceil(keep * n)`` outputs, the first of the sorted order.
+    Its options: ``PrioritySortTask.Options``, the shared ones and three of its own (the module docstring
+    says why).
     """
+
+    @dataclasses.dataclass(frozen=True)
+    class Options(AlgorithmicTask.Options):
+        priority: str = option(
+            "normal",
+            checks.one_of,
+            ("normal", "uniform"),
+            doc="the priorities' distribution: normal N(0, 1) or uniform U[-1, 1]",
+        )
+        order: str = option(
+            "ascending", checks.one_of, ("ascending", "descending"), doc="sort by ascending or descending priority"
+        )
+        keep: float = option(
+            1.0,
+            checks.number,
+            0.0,
+            1.0,
+            lo_open=True,
+            doc="the share of the sorted sequence output: its first ceil(keep * n) tokens (1: all n)",
+        )
 
     name = "priority_sort"
     extra_channels = 1
-    _own_options = ("priority", "order", "keep")
 
-    def __init__(self, priority: str = "normal", order: str = "ascending", keep: float = 1.0, **options: Any):
-        super().__init__(**options)
-        self.priority = check_option(self.name, "priority", checks.one_of, priority, ("normal", "uniform"))
-        self.order = check_option(self.name, "order", checks.one_of, order, ("ascending", "descending"))
-        self.keep = check_option(self.name, "keep", _share, keep)
+    def _take_own_options(self, o: Any) -> None:
+        self.priority, self.order, self.keep = o.priority, o.order, o.keep
         self._options.update(priority=self.priority, order=self.order, keep=self.keep)
 
     def _kept(self, lengths):

@@ -38,6 +38,7 @@ import numpy as np
 
 from panm_jax import checks
 from panm_jax.errors import UnknownNameError, UserError
+from panm_jax.options import check_options
 
 __all__ = [
     "Batch",
@@ -45,6 +46,7 @@ __all__ = [
     "LengthRange",
     "Task",
     "TaskOptionError",
+    "TaskOptions",
     "UnknownTaskError",
     "check_batch_size",
     "check_rng",
@@ -137,11 +139,23 @@ def check_rng(rng) -> np.random.Generator:
     return rng
 
 
+@dataclasses.dataclass(frozen=True)
+class TaskOptions:
+    """The options of a task: a frozen dataclass whose fields are declared with ``panm_jax.options.option``
+    (default, check, allowed values, meaning), each checked as it is made. A task's class names its own as
+    ``Options`` (a subclass of its base task's ``Options`` where it adds options); checks that relate an
+    option to another, or to the task's class, stay in the task's ``__init__``."""
+
+    def __post_init__(self):
+        check_options(self)
+
+
 class Task(abc.ABC):
     """A procedural task: sizes, length modes, a generator and its metrics.
 
-    Subclasses set the class attributes and the ``__init__``-computed fields
-    below, and implement ``_generate(rng, lengths)`` for a validated
+    Its options are the fields of its ``Options`` dataclass (``TaskOptions``); ``__init__(**options)``
+    reads them with ``take_options``. Subclasses set the class attributes and the ``__init__``-computed
+    fields below, and implement ``_generate(rng, lengths)`` for a validated
     per-example length vector, ``input_steps``/``output_steps``, ``metrics``
     and ``decode``.
 
@@ -164,6 +178,7 @@ class Task(abc.ABC):
     """
 
     name: ClassVar[str]
+    Options: ClassVar[type[TaskOptions]] = TaskOptions
     target_kind: ClassVar[str] = "classes"
     output_mode: ClassVar[str] = "after_input"
     metric_names: ClassVar[tuple[str, ...]] = ("token_accuracy",)
@@ -174,6 +189,20 @@ class Task(abc.ABC):
     train_lengths: LengthRange
     test_modes: Mapping[str, LengthRange]
     lengths: LengthRange
+
+    def take_options(self, given: Mapping[str, Any]) -> Any:
+        """``self.Options(**given)``: each name an option of the task, each value passing its declared check.
+
+        Raises:
+          TaskOptionError: ``"<task>: unknown option(s) [...]; expected some of [...]"`` or
+            ``"<task>: option <name>: expected ..., got ..."``.
+        """
+        known = [f.name for f in dataclasses.fields(self.Options)]
+        check_option_names(self.name, given, known)
+        try:
+            return self.Options(**given)
+        except UserError as err:
+            raise TaskOptionError(f"{self.name}: option {err}") from None
 
     # ------------------------------------------------------------------ shapes
 

@@ -81,6 +81,7 @@ strings above).
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -88,6 +89,7 @@ from typing import Any
 import numpy as np
 
 from panm_jax import checks
+from panm_jax.options import option
 from panm_jax.tasks import losses as _losses
 from panm_jax.tasks import metrics as _metrics
 from panm_jax.tasks.base import (
@@ -96,10 +98,8 @@ from panm_jax.tasks.base import (
     LengthRange,
     Task,
     TaskOptionError,
+    TaskOptions,
     check_batch_size,
-    check_int_option,
-    check_option,
-    check_option_names,
     check_rng,
     one_hot,
     step_mask,
@@ -108,6 +108,8 @@ from panm_jax.tasks.base import (
 __all__ = ["BRACKET_PAIRS", "DyckGrammar", "DyckTask", "count_dyck_strings", "next_bracket_targets"]
 
 BRACKET_PAIRS = ("()", "[]", "{}", "<>")
+_LOSSES = ("bce", "mse")  # option loss (module docstring)
+_TRAIN_SETS = ("distinct", "sampled")  # option train_set
 # Enumerating a whole length range is only done when it is this small (it is
 # then also no larger than the requested set).
 _MAX_ENUMERATE = 1_000_000
@@ -297,17 +299,32 @@ def next_bracket_targets(ids: np.ndarray, lengths: np.ndarray, n: int) -> np.nda
 class DyckTask(Task):
     """``D_n`` next-bracket prediction with the paper's fixed datasets (module docstring).
 
-    Options:
-      n: the number of bracket types, 1..4 (default 2; the paper uses 2 and 3).
-      p, q: grammar probabilities (default 0.5, 0.25).
-      max_train_length: ``L`` (default 10 for ``n = 2``, 20 otherwise).
-      num_train: unique training strings (default 5000).
-      num_test: unique strings per test bin (default 5000).
-      data_seed: the seed of the fixed datasets (default 0).
-      max_length: the longest string ``sample`` accepts (default 1024).
-      loss: ``"bce"`` (sigmoid cross-entropy, default) or ``"mse"`` (Suzgun et al.'s code's).
-      train_set: ``"distinct"`` (unique strings, default) or ``"sampled"`` (repeats kept).
+    Its options: ``DyckTask.Options``.
     """
+
+    @dataclasses.dataclass(frozen=True)
+    class Options(TaskOptions):
+        n: int = option(
+            2, checks.integer, 1, len(BRACKET_PAIRS), doc="the number of bracket types (the paper uses 2 and 3)"
+        )
+        p: float = option(0.5, checks.probability, doc="the grammar's probability of S -> (_i S )_i, over all i")
+        q: float = option(0.25, checks.probability, doc="the grammar's probability of S -> S S")
+        max_train_length: int | None = option(
+            None,
+            checks.optional_integer,
+            2,
+            doc="L, the longest training string (None: the paper's, 10 for n <= 2, else 20)",
+        )
+        num_train: int = option(5000, checks.positive_int, doc="the number of training strings")
+        num_test: int = option(5000, checks.positive_int, doc="the number of unique strings per test bin")
+        data_seed: int = option(0, checks.nonnegative_int, doc="the seed of the fixed datasets")
+        max_length: int = option(1024, checks.integer, 2, doc="the longest string sample accepts")
+        loss: str = option(
+            "bce", checks.one_of, _LOSSES, doc="bce: sigmoid cross-entropy; mse: Suzgun et al.'s code's squared error"
+        )
+        train_set: str = option(
+            "distinct", checks.one_of, _TRAIN_SETS, doc="distinct: unique training strings; sampled: repeats kept"
+        )
 
     name = "dyck"
     target_kind = "multi_hot"
@@ -315,65 +332,33 @@ class DyckTask(Task):
     metric_names = ("sequence_accuracy", "step_accuracy")
     length_sampling = "per_example"
 
-    _OPTIONS = (
-        "n",
-        "p",
-        "q",
-        "max_train_length",
-        "num_train",
-        "num_test",
-        "data_seed",
-        "max_length",
-        "loss",
-        "train_set",
-    )
-    LOSSES = ("bce", "mse")
-    TRAIN_SETS = ("distinct", "sampled")
+    LOSSES = _LOSSES
+    TRAIN_SETS = _TRAIN_SETS
 
-    def __init__(
-        self,
-        n: int = 2,
-        p: float = 0.5,
-        q: float = 0.25,
-        max_train_length: int | None = None,
-        num_train: int = 5000,
-        num_test: int = 5000,
-        data_seed: int = 0,
-        max_length: int = 1024,
-        loss: str = "bce",
-        train_set: str = "distinct",
-        **unknown: Any,
-    ):
-        check_option_names(self.name, unknown, self._OPTIONS)
-        n = check_int_option(self.name, "n", n, 1, len(BRACKET_PAIRS))
-        p = check_option(self.name, "p", checks.probability, p)
-        q = check_option(self.name, "q", checks.probability, q)
+    def __init__(self, **options: Any):
+        o = self.take_options(options)
+        n, p, q = o.n, o.p, o.q
         if not (p > 0 and p + q < 1.0 and p + 2 * q <= 1.0):
             raise TaskOptionError(
                 f"{self.name}: options p, q: expected p > 0, p + q < 1 and p + 2q <= 1 "
                 f"(a grammar that terminates and can derive every length), got p = {p}, q = {q}"
             )
-        if max_train_length is None:
-            max_train_length = 10 if n <= 2 else 20  # the paper's L for D_2 and D_3
-        L = check_int_option(self.name, "max_train_length", max_train_length, 2)
-        num_train = check_int_option(self.name, "num_train", num_train, 1)
-        num_test = check_int_option(self.name, "num_test", num_test, 1)
-        data_seed = check_int_option(self.name, "data_seed", data_seed, 0)
-        max_length = check_int_option(self.name, "max_length", max_length, 2)
-        loss = check_option(self.name, "loss", checks.one_of, loss, self.LOSSES)
-        train_set = check_option(self.name, "train_set", checks.one_of, train_set, self.TRAIN_SETS)
+        L = o.max_train_length
+        if L is None:
+            L = 10 if n <= 2 else 20  # the paper's L for D_2 and D_3
         L -= L % 2  # strings have even length
+        max_length = o.max_length
         self._options: dict[str, Any] = {
             "n": n,
             "p": p,
             "q": q,
             "max_train_length": L,
-            "num_train": num_train,
-            "num_test": num_test,
-            "data_seed": data_seed,
+            "num_train": o.num_train,
+            "num_test": o.num_test,
+            "data_seed": o.data_seed,
             "max_length": max_length,
-            "loss": loss,
-            "train_set": train_set,
+            "loss": o.loss,
+            "train_set": o.train_set,
         }
         self.n = n
         self._datasets: dict[str, tuple[tuple[int, ...], ...]] = {}

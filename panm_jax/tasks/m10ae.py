@@ -45,12 +45,14 @@ on 10,000 random expressions (``tests/tasks/test_m10ae.py``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from panm_jax import checks
+from panm_jax.options import option
 from panm_jax.tasks import metrics as _metrics
 from panm_jax.tasks.base import (
     Batch,
@@ -58,9 +60,7 @@ from panm_jax.tasks.base import (
     LengthRange,
     Task,
     TaskOptionError,
-    check_int_option,
-    check_option,
-    check_option_names,
+    TaskOptions,
     step_mask,
 )
 
@@ -235,32 +235,24 @@ def generate_expression(
 class M10AETask(Task):
     """Modulo-10 arithmetic expressions (module docstring).
 
-    Options:
-      max_train_length: ``L`` (odd, default 19).
-      max_depth: the deepest parenthesis nesting (default 4).
-      paren_prob: the chance that a sub-expression is parenthesised (default 0.25).
-      max_length: the longest expression ``sample`` accepts (default 1021).
+    Its options: ``M10AETask.Options``.
     """
+
+    @dataclasses.dataclass(frozen=True)
+    class Options(TaskOptions):
+        max_train_length: int = option(19, checks.odd_int, doc="L, the longest training expression (in tokens)")
+        max_depth: int = option(4, checks.nonnegative_int, doc="the deepest parenthesis nesting (0: no parentheses)")
+        paren_prob: float = option(0.25, checks.probability, doc="the chance that a sub-expression is parenthesised")
+        max_length: int = option(
+            1021, checks.positive_int, doc="the longest expression sample accepts (an even value is taken one lower)"
+        )
 
     name = "m10ae"
     output_size = 10
-    _OPTIONS = ("max_train_length", "max_depth", "paren_prob", "max_length")
 
-    def __init__(
-        self,
-        max_train_length: int = 19,
-        max_depth: int = 4,
-        paren_prob: float = 0.25,
-        max_length: int = 1021,
-        **unknown: Any,
-    ):
-        check_option_names(self.name, unknown, self._OPTIONS)
-        L = check_int_option(self.name, "max_train_length", max_train_length, 1)
-        if L % 2 == 0:
-            raise TaskOptionError(f"{self.name}: option max_train_length: expected an odd integer, got {L}")
-        max_depth = check_int_option(self.name, "max_depth", max_depth, 0)
-        paren_prob = check_option(self.name, "paren_prob", checks.probability, paren_prob)
-        max_length = check_int_option(self.name, "max_length", max_length, 1)
+    def __init__(self, **options: Any):
+        o = self.take_options(options)
+        L, max_depth, paren_prob, max_length = o.max_train_length, o.max_depth, o.paren_prob, o.max_length
         max_length -= 1 - max_length % 2  # odd
         if 8 * L + 1 > max_length:
             raise TaskOptionError(
@@ -272,7 +264,7 @@ class M10AETask(Task):
             "paren_prob": paren_prob,
             "max_length": max_length,
         }
-        self.max_depth, self.paren_prob = max_depth, float(paren_prob)
+        self.max_depth, self.paren_prob = max_depth, paren_prob
         self.input_size = len(SYMBOLS) + 2
         self.lengths = LengthRange(1, max_length, 2)
         self.train_lengths = LengthRange(1, L, 2)

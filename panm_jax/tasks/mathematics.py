@@ -96,6 +96,7 @@ answer alone).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import json
@@ -112,16 +113,16 @@ import numpy as np
 
 from panm_jax import checks
 from panm_jax._cache import cache_root
+from panm_jax.options import option
 from panm_jax.tasks import metrics as _metrics
 from panm_jax.tasks.base import (
     Batch,
     DecodedExample,
     LengthRange,
     Task,
+    TaskOptions,
     check_batch_size,
-    check_int_option,
     check_option,
-    check_option_names,
     check_rng,
     one_hot,
     step_mask,
@@ -360,46 +361,45 @@ def pool(module: str, split: str, size: int, seed: int = 0, max_answer_length: i
 class MathematicsTask(Task):
     """A module of the Mathematics dataset with its extrapolation set (module docstring).
 
-    Options:
-      module: ``"add_or_sub"`` (default) or ``"place_value"``.
-      train_pool_size: questions in the training pool (default 50,000).
-      test_pool_size: questions in the extrapolation pool (default 10,000).
-      pool_seed: seeds the pools (default 0).
-      max_answer_length: ``T_out - 1``; longer answers are not drawn (default
-        30 for add_or_sub, the generator's bound, 1 for place_value).
+    Its options: ``MathematicsTask.Options``.
 
     Raises:
       TaskOptionError: an option is unknown or invalid.
       MathematicsUnavailableError: the optional package is not installed.
     """
 
+    @dataclasses.dataclass(frozen=True)
+    class Options(TaskOptions):
+        module: str = option(
+            "add_or_sub",
+            checks.one_of,
+            MODULES,
+            doc="the dataset's module: add_or_sub (arithmetic) or place_value (numbers)",
+        )
+        train_pool_size: int = option(50_000, checks.positive_int, doc="questions in the training pool")
+        test_pool_size: int = option(10_000, checks.positive_int, doc="questions in the extrapolation pool")
+        pool_seed: int = option(0, checks.nonnegative_int, doc="seeds the pools")
+        max_answer_length: int | None = option(
+            None,
+            checks.optional_integer,
+            1,
+            MAX_ANSWER_LENGTH,
+            doc="T_out - 1, longer answers are not drawn (None: 30 for add_or_sub, 1 for place_value)",
+        )
+
     name = "mathematics"
     metric_names = ("sequence_accuracy", "token_accuracy")
     length_sampling = "per_example"
     output_mode = "after_input"
 
-    def __init__(
-        self,
-        module: str = "add_or_sub",
-        train_pool_size: int = 50_000,
-        test_pool_size: int = 10_000,
-        pool_seed: int = 0,
-        max_answer_length: int | None = None,
-        **options: Any,
-    ):
-        check_option_names(
-            self.name,
-            options,
-            ("module", "train_pool_size", "test_pool_size", "pool_seed", "max_answer_length"),
-        )
-        self.module = check_option(self.name, "module", checks.one_of, module, MODULES)
-        self.train_pool_size = check_int_option(self.name, "train_pool_size", train_pool_size, 1)
-        self.test_pool_size = check_int_option(self.name, "test_pool_size", test_pool_size, 1)
-        self.pool_seed = check_int_option(self.name, "pool_seed", pool_seed, 0)
-        if max_answer_length is None:
-            max_answer_length = _DEFAULT_MAX_ANSWER[self.module]
-        self.max_answer_length = check_int_option(
-            self.name, "max_answer_length", max_answer_length, 1, MAX_ANSWER_LENGTH
+    def __init__(self, **options: Any):
+        o = self.take_options(options)
+        self.module = o.module
+        self.train_pool_size = o.train_pool_size
+        self.test_pool_size = o.test_pool_size
+        self.pool_seed = o.pool_seed
+        self.max_answer_length = (
+            _DEFAULT_MAX_ANSWER[self.module] if o.max_answer_length is None else o.max_answer_length
         )
         self._options = {
             "module": self.module,

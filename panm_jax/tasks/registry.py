@@ -30,6 +30,7 @@ evaluated.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import typing
 from collections.abc import Callable
@@ -102,7 +103,7 @@ def _factory(name: str) -> Callable[..., Task]:
 
 
 def get_task(name: str, **options: Any) -> Task:
-    """Build the task ``name`` with ``options`` (each task's docstring lists its options).
+    """Build the task ``name`` with ``options`` (its ``Options``: ``panm-jax tasks show NAME`` lists them).
 
     Raises:
       UnknownNameError: ``name`` is not registered (the message lists the known names).
@@ -112,40 +113,50 @@ def get_task(name: str, **options: Any) -> Task:
 
 
 def task_options(name: str) -> dict[str, inspect.Parameter]:
-    """The options of task ``name``: ``{option: inspect.Parameter}``, in signature order.
+    """The options of task ``name``: ``{option: inspect.Parameter}``, in declaration order.
 
-    Read from the factory's signature: each parameter's ``annotation`` is its
-    resolved type hint (``int``, ``float``, ``int | None``; ``typing.Any`` where
-    the signature gives none) and its ``default`` the factory's default
-    (``None`` where the task derives the value from other options,
-    ``inspect.Parameter.empty`` where there is none). A task class whose
-    ``__init__`` takes ``**options`` has the options of the ``__init__`` of its
-    base classes too, read along its MRO (the transduction tasks pass theirs
-    on). A factory that is not a class and takes ``**options`` keeps that
-    parameter (kind ``VAR_KEYWORD``): its other option names cannot be read.
+    A task class's options are the fields of its ``Options`` dataclass (``TaskOptions``, declared with
+    ``panm_jax.options.option``): each parameter's ``annotation`` is the field's resolved type hint and its
+    ``default`` the field's default (``None`` where the task derives the value from other options). A
+    factory that is not such a class (a function, or a class whose ``__init__`` takes keywords of its own)
+    has the options of its signature (``inspect.Parameter.empty`` where one has no default); where it takes
+    ``**options`` it keeps that parameter (kind ``VAR_KEYWORD``): its other option names cannot be read.
 
     Raises:
       UnknownNameError: ``name`` is not registered.
     """
     factory = _factory(name)
+    declared = getattr(factory, "Options", None) if isinstance(factory, type) else None
+    if declared is not None and dataclasses.fields(declared):
+        hints = typing.get_type_hints(declared)
+        return {
+            f.name: inspect.Parameter(
+                f.name, inspect.Parameter.KEYWORD_ONLY, default=_default(f), annotation=hints.get(f.name, Any)
+            )
+            for f in dataclasses.fields(declared)
+        }
+    fn: Callable[..., Any] = factory
     if isinstance(factory, type):
-        signatures = [(vars(c)["__init__"], True) for c in factory.__mro__ if c is not object and "__init__" in vars(c)]
-    else:
-        signatures = [(factory, False)]
+        fn = getattr(factory, "__init__")  # noqa: B009 (mypy refuses factory.__init__ on a class)
+        if fn is object.__init__:
+            return {}
+    hints = typing.get_type_hints(fn)
+    params = list(inspect.signature(fn).parameters.values())[1 if isinstance(factory, type) else 0 :]
     options: dict[str, inspect.Parameter] = {}
-    for fn, is_method in signatures:
-        hints = typing.get_type_hints(fn)
-        params = list(inspect.signature(fn).parameters.values())[1 if is_method else 0 :]
-        for param in params:
-            if param.kind is inspect.Parameter.VAR_POSITIONAL or param.name in options:
-                continue
-            if param.kind is inspect.Parameter.VAR_KEYWORD and is_method:
-                continue  # checked by the class, or passed on to the next __init__ of the MRO
-            kind = param.kind if param.kind is inspect.Parameter.VAR_KEYWORD else inspect.Parameter.KEYWORD_ONLY
-            options[param.name] = param.replace(kind=kind, annotation=hints.get(param.name, Any))
-        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-            break
+    for param in params:
+        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+            continue
+        kind = param.kind if param.kind is inspect.Parameter.VAR_KEYWORD else inspect.Parameter.KEYWORD_ONLY
+        options[param.name] = param.replace(kind=kind, annotation=hints.get(param.name, Any))
     return options
+
+
+def _default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return inspect.Parameter.empty
 
 
 def _register_own(path: str) -> None:

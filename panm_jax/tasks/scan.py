@@ -84,6 +84,7 @@ symbol included), then ``token_accuracy``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -93,15 +94,16 @@ import numpy as np
 
 from panm_jax import checks
 from panm_jax.errors import UserError
+from panm_jax.options import option
 from panm_jax.tasks import metrics as _metrics
 from panm_jax.tasks.base import (
     Batch,
     DecodedExample,
     LengthRange,
     Task,
-    TaskOptionError,
+    TaskOptions,
     check_batch_size,
-    check_option_names,
+    check_option,
     check_rng,
     one_hot,
     step_mask,
@@ -256,14 +258,16 @@ def interpret(command) -> list[str]:
     return list(language().actions[i])
 
 
-def _check_cutoff(cutoff, who: str = "scan") -> int:
+def _check_cutoff(name: str, value) -> int:
+    """``value`` as an ``int`` if it is one of ``CUTOFFS``, else ``UserError`` naming ``name`` (the check of
+    ``SCANTask.Options.cutoff``)."""
     try:
-        value = checks.integer("cutoff", cutoff)
-        if value in CUTOFFS:
-            return value
+        cutoff = checks.integer(name, value)
+        if cutoff in CUTOFFS:
+            return cutoff
     except UserError:
         pass
-    raise TaskOptionError(f"{who}: option cutoff: expected one of {list(CUTOFFS)}, got {cutoff!r}")
+    raise UserError(f"{name}: expected one of {list(CUTOFFS)}, got {value!r}")
 
 
 def split(cutoff: int = 22) -> tuple[list[Pair], list[Pair]]:
@@ -272,7 +276,7 @@ def split(cutoff: int = 22) -> tuple[list[Pair], list[Pair]]:
     ``train`` holds the commands of at most ``cutoff`` actions, ``test`` the
     rest; both in the language's (sorted) order.
     """
-    cutoff = _check_cutoff(cutoff, "split")
+    cutoff = check_option("split", "cutoff", _check_cutoff, cutoff)
     lang = language()
     train = [(w, a) for w, a in zip(lang.commands, lang.actions, strict=True) if len(a) <= cutoff]
     test = [(w, a) for w, a in zip(lang.commands, lang.actions, strict=True) if len(a) > cutoff]
@@ -285,19 +289,26 @@ def split(cutoff: int = 22) -> tuple[list[Pair], list[Pair]]:
 class SCANTask(Task):
     """SCAN with a length split (module docstring).
 
-    Options:
-      cutoff: train on commands of at most ``cutoff`` actions, test on the
-        longer ones; one of ``CUTOFFS`` (default 22, Lake & Baroni's split).
+    Its options: ``SCANTask.Options``.
     """
+
+    @dataclasses.dataclass(frozen=True)
+    class Options(TaskOptions):
+        cutoff: int = option(
+            22,
+            _check_cutoff,
+            doc="train on commands of at most cutoff actions, test on the longer ones (22: Lake & Baroni)",
+            allowed=f"one of {list(CUTOFFS)}",
+        )
 
     name = "scan"
     metric_names = ("sequence_accuracy", "token_accuracy")
     length_sampling = "per_example"
     output_mode = "after_input"
 
-    def __init__(self, cutoff: int = 22, **options: Any):
-        check_option_names(self.name, options, ("cutoff",))
-        self.cutoff = _check_cutoff(cutoff, self.name)
+    def __init__(self, **options: Any):
+        o = self.take_options(options)
+        self.cutoff = o.cutoff
         self._options = {"cutoff": self.cutoff}
         lang = self._lang = language()
         self.input_size = len(INPUT_VOCABULARY)

@@ -41,10 +41,13 @@ before its first error; token accuracy as well.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar
 
 import numpy as np
 
+from panm_jax import checks
+from panm_jax.options import option
 from panm_jax.tasks import itg as _itg
 from panm_jax.tasks import metrics as _metrics
 from panm_jax.tasks.base import (
@@ -53,8 +56,9 @@ from panm_jax.tasks.base import (
     LengthRange,
     Task,
     TaskOptionError,
+    TaskOptions,
     check_int_option,
-    check_option_names,
+    check_option,
     one_hot,
     step_mask,
 )
@@ -75,43 +79,35 @@ NUM_SPECIALS = len(SPECIALS)
 
 
 class TransductionTask(Task):
-    """Shared format, options and metrics (module docstring).
+    """Shared format, options and metrics (module docstring). Its options: ``TransductionTask.Options``
+    (and a subclass's own: ``vocab_size``, ``grammar``)."""
 
-    Options:
-      min_train_length, max_train_length: the training source lengths (8, 64).
-      max_test_length: test source lengths are ``max_train_length + 1 ..
-        max_test_length`` (default 128).
-      max_length: the longest source ``sample`` accepts (default 1024).
-      vocab_size: source symbols of the random-string tasks (default 128).
-    """
+    @dataclasses.dataclass(frozen=True)
+    class Options(TaskOptions):
+        min_train_length: int = option(8, checks.positive_int, doc="the shortest training source")
+        max_train_length: int = option(
+            64, checks.positive_int, doc="the training source lengths are min_train_length .. max_train_length"
+        )
+        max_test_length: int = option(
+            128, checks.integer, 2, doc="the test source lengths are max_train_length + 1 .. max_test_length"
+        )
+        max_length: int = option(1024, checks.integer, 2, doc="the longest source that sample() accepts")
 
     metric_names = ("coarse_accuracy", "fine_accuracy", "token_accuracy")
     length_sampling = "per_example"
     length_step: ClassVar[int] = 1  # 2: even lengths only
     min_length: int = 1  # the shortest source (a grammar task: its grammar's, set per instance)
-    _OPTIONS: ClassVar[tuple[str, ...]] = ("min_train_length", "max_train_length", "max_test_length", "max_length")
 
-    def __init__(
-        self,
-        min_train_length: int = 8,
-        max_train_length: int = 64,
-        max_test_length: int = 128,
-        max_length: int = 1024,
-        **options: Any,
-    ):
-        check_option_names(self.name, options, self._OPTIONS)
+    def __init__(self, **options: Any):
+        o = self.take_options(options)
+        self._configure(o)
+        # The bounds that depend on the task's shortest source, its length step and the other lengths.
         step = self.length_step
-        lo = check_int_option(self.name, "min_train_length", min_train_length, self.min_length)
-        hi = check_int_option(self.name, "max_train_length", max_train_length, lo)
-        test_hi = check_int_option(self.name, "max_test_length", max_test_length, hi + step)
-        max_length = check_int_option(self.name, "max_length", max_length, test_hi)
-        self._options = {
-            "min_train_length": lo,
-            "max_train_length": hi,
-            "max_test_length": test_hi,
-            "max_length": max_length,
-            **options,
-        }
+        lo = check_int_option(self.name, "min_train_length", o.min_train_length, self.min_length)
+        hi = check_int_option(self.name, "max_train_length", o.max_train_length, lo)
+        test_hi = check_int_option(self.name, "max_test_length", o.max_test_length, hi + step)
+        max_length = check_int_option(self.name, "max_length", o.max_length, test_hi)
+        self._options = {f.name: getattr(o, f.name) for f in dataclasses.fields(o)}
 
         def even_up(n):  # the first admissible length >= n
             return n + (n - self.min_length) % step
@@ -128,6 +124,10 @@ class TransductionTask(Task):
         self.vocabulary = SPECIALS + self._words()
         self._index = {w: i for i, w in enumerate(self.vocabulary)}
         self.input_size = self.output_size = len(self.vocabulary)
+
+    def _configure(self, o: Any) -> None:
+        """Read a subclass's own options from ``o`` (its ``Options``), before the lengths (which may depend
+        on them, through ``min_length``) and the vocabulary (``_words``) are made."""
 
     def _words(self) -> tuple[str, ...]:
         raise NotImplementedError
@@ -187,13 +187,15 @@ class TransductionTask(Task):
 
 
 class _RandomStringTask(TransductionTask):
-    """Sources are uniform strings over ``vocab_size`` symbols ``s0 .. s{V-1}``."""
+    """Sources are uniform strings over ``vocab_size`` symbols ``s0 .. s{V-1}``. Its options:
+    ``_RandomStringTask.Options``."""
 
-    _OPTIONS = TransductionTask._OPTIONS + ("vocab_size",)
+    @dataclasses.dataclass(frozen=True)
+    class Options(TransductionTask.Options):
+        vocab_size: int = option(128, checks.integer, 2, doc="source symbols of the random strings, s0 .. s{V-1}")
 
-    def __init__(self, vocab_size: int = 128, **options: Any):
-        self.vocab_size = check_int_option(self.name, "vocab_size", vocab_size, 2)
-        super().__init__(**options, vocab_size=self.vocab_size)
+    def _configure(self, o: Any) -> None:
+        self.vocab_size = o.vocab_size
 
     def _words(self):
         return tuple(f"s{i}" for i in range(self.vocab_size))
@@ -243,25 +245,28 @@ class BigramFlipTask(_RandomStringTask):
 
 
 class _GrammarTask(TransductionTask):
-    """Source/target pairs from an ITG (``panm_jax.tasks.itg``).
+    """Source/target pairs from an ITG (``panm_jax.tasks.itg``). Its options: ``_GrammarTask.Options``.
 
-    Option ``grammar``: ``"paper"`` (default), the grammar of Grefenstette et al.
-    2015's Table 1; ``"library"``, this library's earlier grammar of the same
-    transduction (docs/tasks.md), which the transduction results recorded before
-    the paper's grammars were implemented were trained on.
+    The ``"library"`` grammar of a transduction (docs/tasks.md) is the one the
+    transduction results recorded before the paper's grammars were implemented
+    were trained on.
     """
 
-    grammars: ClassVar[dict[str, _itg.ITG]]
-    _OPTIONS = TransductionTask._OPTIONS + ("grammar",)
+    @dataclasses.dataclass(frozen=True)
+    class Options(TransductionTask.Options):
+        grammar: str = option(
+            "paper",
+            checks.one_of,
+            ("paper", "library"),
+            doc="paper: Grefenstette et al. 2015's Table 1 grammar; library: this library's earlier one",
+        )
 
-    def __init__(self, grammar: str = "paper", **options: Any):
-        if grammar not in self.grammars:
-            raise TaskOptionError(
-                f"{self.name}: option grammar: expected one of {', '.join(self.grammars)}, got {grammar!r}"
-            )
+    grammars: ClassVar[dict[str, _itg.ITG]]
+
+    def _configure(self, o: Any) -> None:
+        grammar = check_option(self.name, "grammar", checks.one_of, o.grammar, tuple(self.grammars))
         self.grammar = self.grammars[grammar]
         self.min_length = self.grammar.min_length()
-        super().__init__(**options, grammar=grammar)
 
     def _words(self):
         return tuple(sorted(set(self.grammar.source_words()) | set(self.grammar.target_words())))

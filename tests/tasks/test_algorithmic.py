@@ -294,16 +294,16 @@ def test_a_listed_test_length_may_be_shorter_than_every_training_length():
             {"min_train_length": 31, "max_train_length": 30},
             "mix: option min_train_length: expected an integer in [1, 30], got 31",
         ),
-        ({"min_train_length": 0}, "mix: option min_train_length: expected an integer in [1, 10], got 0"),
+        ({"min_train_length": 0}, "mix: option min_train_length: expected a positive integer or None, got 0"),
         (
             {"test_lengths": "0,10"},
             "mix: option test_lengths: expected one of ['kL+1', 'k(L+1)'] or test lengths ('10,61' or 10), "
-            "each an integer in [1, 1022], got '0,10'",
+            "each a positive integer, got '0,10'",
         ),
         (
             {"test_lengths": "10;61"},
             "mix: option test_lengths: expected one of ['kL+1', 'k(L+1)'] or test lengths ('10,61' or 10), "
-            "each an integer in [1, 1022], got '10;61'",
+            "each a positive integer, got '10;61'",
         ),
         (
             {"test_lengths": 1023},
@@ -376,3 +376,58 @@ def test_priority_sort_keep_outputs_the_first_share_of_the_sorted_order():
 def test_priority_sort_keep_is_checked(keep):
     with pytest.raises(TaskOptionError, match=r"priority_sort: option keep: expected a number in \(0, 1\]"):
         get_task("priority_sort", keep=keep)
+
+
+# ------------------------------------------------------------------ options
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_options_are_declared_with_a_default_allowed_values_and_a_meaning(name):
+    from panm_jax.options import declared
+    from panm_jax.tasks import task_options
+    from panm_jax.tasks.registry import TASKS
+
+    cls = TASKS[name]
+    own = {
+        "mix": {"middle": "own", "t_from": 1},
+        "dynamic_recall": {"answer": "neighbour"},
+        "priority_sort": {"priority": "normal", "order": "ascending", "keep": 1.0},
+    }.get(name, {})
+    shared = {"max_train_length": 10, "min_train_length": None, "max_length": None, "test_lengths": "kL+1"}
+    options = task_options(name)
+    assert {k: p.default for k, p in options.items()} == {**shared, **own}  # the shared ones first
+    assert options["min_train_length"].annotation == int | None
+    for entry in declared(cls.Options).values():
+        assert entry.allowed and entry.doc and "\n" not in entry.doc, entry
+    # What get_task resolves: the shortest lengths and the longest that fits the address slots.
+    task = get_task(name)
+    assert task.options() == {**shared, **own, "min_train_length": cls.min_length, "max_length": 1022 - cls.extra_rows}
+
+
+def test_the_task_s_shortest_length_bounds_the_length_options():
+    # Dynamic Recall's shortest length is 2: a bound of the class, checked past the declared one (>= 1).
+    for option, message in (
+        ("max_train_length", "expected an integer >= 2, got 1"),
+        ("min_train_length", "expected an integer in [2, 10], got 1"),
+        ("max_length", "expected an integer >= 2, got 1"),
+    ):
+        with pytest.raises(TaskOptionError) as err:
+            get_task("dynamic_recall", **{option: 1})
+        assert str(err.value) == f"dynamic_recall: option {option}: {message}"
+    # Copy's is 1.
+    assert get_task("copy", min_train_length=1, max_train_length=1).train_lengths.values().tolist() == [1]
+
+
+def test_options_are_keywords_and_their_names_are_checked():
+    from panm_jax.tasks.algorithmic import MixTask
+
+    with pytest.raises(TypeError):
+        MixTask(10)  # type: ignore[misc]
+    with pytest.raises(TaskOptionError) as err:
+        get_task("mix", midle="own")
+    assert str(err.value) == (
+        "mix: unknown option(s) ['midle']; expected some of ['max_length', 'max_train_length', 'middle', "
+        "'min_train_length', 't_from', 'test_lengths']; did you mean 'middle'?"
+    )
+    # A list of test lengths is kept as a tuple and recorded as it rebuilds the task.
+    assert get_task("copy", test_lengths=[12, 5]).options()["test_lengths"] == "5,12"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+import typing
 from collections import Counter
 from importlib import resources
 
@@ -250,6 +251,30 @@ def test_acceptance_options():
         AcceptanceTask(machine="binary_increment")
     with pytest.raises(TaskOptionError, match="expected a Turing machine, got a pushdown automaton"):
         TransductionTask(machine="anbn")
+
+
+@pytest.mark.parametrize("cls", [AcceptanceTask, TransductionTask])
+def test_options_are_declared_with_a_default_allowed_values_and_a_meaning(cls):
+    from panm_jax.options import declared
+
+    default = "anbn" if cls is AcceptanceTask else "binary_increment"
+    options = registry.task_options(cls.name)
+    assert {k: p.default for k, p in options.items()} == {
+        "machine": default,
+        "max_train_length": 20,
+        "max_test_length": 40,
+    }
+    assert options["max_train_length"].annotation is int and str in typing.get_args(options["machine"].annotation)
+    entries = declared(cls.Options)
+    for entry in entries.values():
+        assert entry.allowed and entry.doc and "\n" not in entry.doc, entry
+    assert entries["machine"].allowed.startswith("a shipped name or a path to a TOML file, or a ")
+    assert cls().options() == {"machine": default, "max_train_length": 20, "max_test_length": 40}
+    with pytest.raises(TaskOptionError) as err:
+        cls(max_train_length=0)
+    assert str(err.value) == f"{cls.name}: option max_train_length: expected a positive integer, got 0"
+    with pytest.raises(TypeError):
+        cls(default)  # type: ignore[misc]
 
 
 # ------------------------------------------------------------ dataclasses

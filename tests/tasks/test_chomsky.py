@@ -298,10 +298,18 @@ def test_option_and_length_errors(name):
     lo = SPEC[name][3]
     with pytest.raises(TaskOptionError, match=rf"{name}: unknown option.*'bogus'"):
         _task(name, bogus=1)
-    for bad in (lo - 1, "40", True, 4.0, MAX_LENGTH):
-        with pytest.raises(TaskOptionError, match=rf"{name}: option max_train_length: expected an integer in \[{lo}, "):
+    # The declared check first (the bounds every Chomsky task has), then the bounds of this task and of L.
+    for bad in ("40", True, 4.0, MAX_LENGTH):
+        with pytest.raises(
+            TaskOptionError, match=rf"{name}: option max_train_length: expected an integer in \[1, 4095"
+        ):
             _task(name, max_train_length=bad)
-    for bad in (40, 12, MAX_LENGTH + 1, "500"):
+    with pytest.raises(TaskOptionError, match=rf"{name}: option max_train_length: expected an integer in \[{lo}, 4095"):
+        _task(name, max_train_length=lo - 1)
+    for bad in (MAX_LENGTH + 1, "500"):
+        with pytest.raises(TaskOptionError, match=rf"{name}: option max_test_length: expected an integer in \[2, 4096"):
+            _task(name, max_test_length=bad)
+    for bad in (40, 12):
         with pytest.raises(TaskOptionError, match=rf"{name}: option max_test_length: expected an integer in \[41, "):
             _task(name, max_test_length=bad)
     task = _task(name)

@@ -110,7 +110,7 @@ def _options(out: str) -> dict[str, str]:
     entries: dict[str, str] = {}
     name = None
     for line in out.splitlines():
-        m = re.match(r"^  (\w+)  +(.*)$", line)  # continuation lines start with more spaces
+        m = re.match(r"^  ([\w.]+)  +(.*)$", line)  # continuation lines start with more spaces
         if m:
             name = m[1]
             entries[name] = m[2]
@@ -129,25 +129,39 @@ def test_show_lists_the_task_options_with_types_defaults_allowed_values_and_mean
     options = _options(out)
     assert set(options) == {"vocab_size", "min_train_length", "max_train_length", "max_test_length", "max_length"}
     assert options["vocab_size"].startswith("int = 128; an integer >= 2 source symbols")  # its own option
-    assert options["max_train_length"].startswith("int = 64; an integer >= 8 the training source")  # its base's
+    assert options["max_train_length"].startswith("int = 64; a positive integer the training source")  # its base's
     assert "train lengths 8..64 (even); test length modes test: 66..128 (even)" in " ".join(out.split())
     assert main(["tasks", "show", "dyck", "--length", "4"]) == 0
     options = _options(capsys.readouterr().out)
-    assert (
-        options["n"]
-        == "int = 2; an integer in [1, 4] the number of bracket types, 1..4 (default 2; the paper uses 2 and 3)."
-    )
-    assert options["p"].startswith("float = 0.5; a number in [0, 1] grammar probabilities")  # "p, q:" in the docstring
-    assert options["q"].startswith("float = 0.25; a number in [0, 1] grammar probabilities")
-    assert options["max_train_length"].startswith("int | None = None; an integer >= 2 L (default 10 for n = 2")
+    assert options["n"] == "int = 2; an integer in [1, 4] the number of bracket types (the paper uses 2 and 3)"
+    assert options["p"].startswith("float = 0.5; a number in [0, 1] ")
+    assert options["max_train_length"].startswith("int | None = None; an integer >= 2 or None L")
     assert main(["tasks", "show", "scan", "--length", "3"]) == 0
     options = _options(capsys.readouterr().out)
     assert options["cutoff"].startswith("int = 22; one of [22, 24, 25, 26, 27, 28, 30, 32, 33, 36, 40] train on")
 
 
 @pytest.mark.parametrize("name", list_tasks())
+def test_every_task_option_is_shown_as_declared(name, capsys, monkeypatch):
+    # What `tasks show` prints of each option is its declaration (panm_jax.options.option), nothing else:
+    # type = default; the values its check allows; its one-line meaning.
+    from panm_jax.options import declared
+    from panm_jax.tasks import TASKS
+
+    monkeypatch.setenv("COLUMNS", "400")
+    found = declared(TASKS[name].Options)
+    assert found and all(d.doc for d in found.values()), f"{name}: an option without a meaning"
+    assert main(["tasks", "show", name]) == 0
+    shown = _options(capsys.readouterr().out)
+    assert list(shown) == list(found)
+    for option, d in found.items():
+        head = f"{repr(d.default)}" + (f"; {d.allowed}" if d.allowed else "")
+        assert f"= {head} {d.doc}" in shown[option], (name, option, shown[option])
+
+
+@pytest.mark.parametrize("name", list_tasks())
 def test_task_options_are_every_option_the_task_accepts(name):
-    # The options read from the factory's signature are exactly the names the task itself accepts
+    # The options task_options reads (the task's Options) are exactly the names the task itself accepts
     # (the list its unknown-option error gives), each with the factory's default.
     options = task_options(name)
     assert options and all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in options.values())
@@ -180,7 +194,7 @@ def test_models_show_lists_the_model_options(capsys, monkeypatch):
     assert _options(authors)["controller_start"].startswith("str = 'sum'; one of ['sum', 'encoder_final'] h^c_0")
     assert list(options) == [*fields, *_options(ours), *list(_options(authors))[:-1]]
     shown = {**shown, **_options(authors)}
-    # type = default; what its check accepts; the comment on the field
+    # type = default; what its check accepts; its declared meaning
     assert (
         shown["hidden"]
         == "int = 256; a positive integer D: encoder, Pointer Unit and Controller GRU width (App. C: 256)"
@@ -200,9 +214,9 @@ def test_models_show_lists_the_model_options(capsys, monkeypatch):
     assert main(["models", "show", "tape_rnn"]) == 0
     shown = _options(capsys.readouterr().out)
     assert shown["value_layers"].startswith("tuple[int, ...] = (64, 64); a sequence of positive integers hidden widths")
-    assert main(["models", "show", "lstm"]) == 0  # a config not declared with option yet: its comments, its probes
+    assert main(["models", "show", "lstm"]) == 0
     shown = _options(capsys.readouterr().out)
-    assert shown["hidden"].startswith("int = ")
+    assert shown["hidden"].startswith("int = 512; a positive integer Le et al. 2024")
     assert main(["models", "show", "nope"]) == 2
     assert capsys.readouterr().err.startswith("error: name: expected one of [")
 
@@ -212,3 +226,22 @@ def test_train_help_points_at_the_options_tables(capsys):
         main(["train", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "panm-jax models show MODEL" in out and "panm-jax tasks show TASK" in out
+    assert "panm-jax train --settings" in out
+
+
+def test_train_settings_lists_every_field_as_declared(capsys, monkeypatch):
+    from panm_jax.options import declared
+    from panm_jax.train.config import OptimizerConfig, TrainConfig
+
+    monkeypatch.setenv("COLUMNS", "400")
+    assert main(["train", "--settings"]) == 0
+    shown = _options(capsys.readouterr().out)
+    train = {n: d for n, d in declared(TrainConfig).items() if n != "optimizer"}
+    optimizer = {f"optimizer.{n}": d for n, d in declared(OptimizerConfig).items()}
+    assert list(shown) == [*train, *optimizer]  # the optimiser's table as its fields
+    for name, d in {**train, **optimizer}.items():
+        assert d.doc, f"{name}: a setting without a meaning"
+        assert shown[name].endswith(f"= {d.default!r}" + (f"; {d.allowed}" if d.allowed else "") + f" {d.doc}")
+    assert shown["num_steps"] == (
+        "int = 50000; an integer in [1, 2147483647] (the step counter is int32) training steps"
+    )

@@ -232,3 +232,40 @@ def test_perfect_logits_score_one():
     logits = np.where(b.targets > 0.5, 3.0, -3.0)
     m = task.metrics(logits, b)
     assert float(m["sequence_accuracy"]) == 1.0 and float(m["step_accuracy"]) == 1.0
+
+
+def test_options_are_declared_and_checked():
+    from panm_jax.options import declared
+    from panm_jax.tasks import task_options
+    from panm_jax.tasks.base import TaskOptionError
+    from panm_jax.tasks.dyck import DyckTask
+
+    defaults = {
+        "n": 2,
+        "p": 0.5,
+        "q": 0.25,
+        "max_train_length": None,  # the paper's L for the number of bracket types
+        "num_train": 5000,
+        "num_test": 5000,
+        "data_seed": 0,
+        "max_length": 1024,
+        "loss": "bce",
+        "train_set": "distinct",
+    }
+    assert {k: p.default for k, p in task_options("dyck").items()} == defaults
+    for entry in declared(DyckTask.Options).values():
+        assert entry.allowed and entry.doc and "\n" not in entry.doc, entry
+    assert get_task("dyck").options() == {**defaults, "max_train_length": 10}
+    assert get_task("dyck", n=3, max_train_length=21).options()["max_train_length"] == 20  # even lengths
+    for options, message in (
+        ({"n": 0}, "dyck: option n: expected an integer in [1, 4], got 0"),
+        ({"loss": "l2"}, "dyck: option loss: expected one of ['bce', 'mse'], got 'l2'"),
+        ({"max_train_length": 1}, "dyck: option max_train_length: expected an integer >= 2 or None, got 1"),
+        ({"p": 0.0}, "dyck: options p, q: expected p > 0, p + q < 1 and p + 2q <= 1"),
+        ({"max_length": 90}, "dyck: option max_length: expected at least 96 (the test bin 8L), got 90"),
+    ):
+        with pytest.raises(TaskOptionError) as err:
+            get_task("dyck", **options)
+        assert str(err.value).startswith(message)
+    with pytest.raises(TypeError):
+        DyckTask(3)  # type: ignore[misc]

@@ -185,7 +185,7 @@ def test_invalid_option_values_are_named():
         match=r"copy: option max_train_length: expected the longest test mode \(kL\+1: 1601\) <= max_length = 1022",
     ):
         get_task("copy", max_train_length=200)
-    with pytest.raises(TaskOptionError, match="m10ae: option max_train_length: expected an odd integer"):
+    with pytest.raises(TaskOptionError, match="m10ae: option max_train_length: expected an odd positive integer"):
         get_task("m10ae", max_train_length=10)
 
 

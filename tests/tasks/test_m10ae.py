@@ -115,3 +115,26 @@ def test_batches_by_depth_group_every_example_by_its_depth():
         task.batches_by_depth(np.random.default_rng(0), 40, 10)
     with pytest.raises(ValueError, match="num_examples: expected"):
         task.batches_by_depth(np.random.default_rng(0), 39, 0)
+
+
+def test_options_are_declared_and_checked():
+    from panm_jax.options import declared
+    from panm_jax.tasks import task_options
+    from panm_jax.tasks.base import TaskOptionError
+    from panm_jax.tasks.m10ae import M10AETask
+
+    defaults = {"max_train_length": 19, "max_depth": 4, "paren_prob": 0.25, "max_length": 1021}
+    assert {k: p.default for k, p in task_options("m10ae").items()} == defaults
+    for entry in declared(M10AETask.Options).values():
+        assert entry.allowed and entry.doc and "\n" not in entry.doc, entry
+    assert get_task("m10ae").options() == defaults
+    assert get_task("m10ae", max_train_length=3, max_length=30).options()["max_length"] == 29  # odd lengths
+    for options, message in (
+        ({"max_train_length": 0}, "m10ae: option max_train_length: expected a positive integer, got 0"),
+        ({"max_depth": -1}, "m10ae: option max_depth: expected a non-negative integer, got -1"),
+        ({"paren_prob": 2}, "m10ae: option paren_prob: expected a number in [0, 1], got 2"),
+        ({"max_length": 100}, "m10ae: option max_train_length: expected 8 * L + 1 <= max_length = 99, got L = 19"),
+    ):
+        with pytest.raises(TaskOptionError) as err:
+            get_task("m10ae", **options)
+        assert str(err.value) == message

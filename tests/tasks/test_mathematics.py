@@ -335,7 +335,9 @@ def test_options_and_their_errors():
         TaskOptionError, match="mathematics: option train_pool_size: expected a positive integer, got 0"
     ):
         MathematicsTask(train_pool_size=0)
-    with pytest.raises(TaskOptionError, match=r"option max_answer_length: expected an integer in \[1, 30\], got 31"):
+    with pytest.raises(
+        TaskOptionError, match=r"option max_answer_length: expected an integer in \[1, 30\] or None, got 31"
+    ):
         MathematicsTask(max_answer_length=31)
     with pytest.raises(TaskOptionError, match="unknown option.*'bogus'"):
         MathematicsTask(bogus=1)
@@ -363,6 +365,28 @@ def test_vocabulary_is_the_generators():
 
     assert list(INPUT_VOCABULARY[:-1]) == [c for c in generate_settings.QUESTION_CHARS if c]
     assert set(string.digits + "-.") == set(OUTPUT_VOCABULARY[:-1])
+
+
+def test_options_are_declared_with_a_default_allowed_values_and_a_meaning():
+    # Read from the declaration: nothing is built, so the package is not needed.
+    from panm_jax.options import declared
+    from panm_jax.tasks import task_options
+
+    options = task_options("mathematics")
+    assert {k: p.default for k, p in options.items()} == {
+        "module": "add_or_sub",
+        "train_pool_size": 50_000,
+        "test_pool_size": 10_000,
+        "pool_seed": 0,
+        "max_answer_length": None,  # 30 for add_or_sub, 1 for place_value
+    }
+    assert options["max_answer_length"].annotation == int | None and options["module"].annotation is str
+    entries = declared(MathematicsTask.Options)
+    for entry in entries.values():
+        assert entry.allowed and entry.doc and "\n" not in entry.doc, entry
+    assert entries["max_answer_length"].allowed == "an integer in [1, 30] or None"
+    with pytest.raises(TypeError):
+        MathematicsTask("place_value")  # type: ignore[misc]
 
 
 def test_without_the_package_the_error_names_the_extra(monkeypatch):

@@ -165,6 +165,18 @@ def test_option_errors_name_the_option():
     assert SCANTask(cutoff=np.int64(30)).options() == {"cutoff": 30}
 
 
+def test_the_option_is_declared_with_a_default_allowed_values_and_a_meaning():
+    from panm_jax.options import declared
+    from panm_jax.tasks import task_options
+
+    (cutoff,) = task_options("scan").values()
+    assert (cutoff.name, cutoff.default, cutoff.annotation) == ("cutoff", 22, int)
+    entry = declared(SCANTask.Options)["cutoff"]
+    assert entry.allowed == f"one of {list(CUTOFFS)}" and entry.doc.startswith("train on commands of at most")
+    with pytest.raises(TypeError):
+        SCANTask(25)  # type: ignore[misc]
+
+
 def test_lengths_and_modes():
     task = SCANTask(cutoff=25)
     assert (task.lengths.lo, task.lengths.hi) == (1, 48)

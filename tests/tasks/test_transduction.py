@@ -191,3 +191,44 @@ def test_the_grammars_do_what_the_paper_describes():
                 gender = next(g for g, ns in nouns.items() if noun in ns)
                 allowed = {t for x in (f"DN_{gender}", f"DA_{gender}") for s, t in GENDER_ARTICLES[x] if s == e}
                 assert f in allowed
+
+
+# ------------------------------------------------------------------ options
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_options_are_declared_with_a_default_allowed_values_and_a_meaning(name):
+    from panm_jax.options import declared
+    from panm_jax.tasks import task_options
+    from panm_jax.tasks.registry import TASKS
+
+    own = {"grammar": "paper"} if name in ("svo_sov", "gender_conjugation") else {"vocab_size": 128}
+    shared = {"min_train_length": 8, "max_train_length": 64, "max_test_length": 128, "max_length": 1024}
+    options = task_options(name)
+    assert {k: p.default for k, p in options.items()} == {**shared, **own}  # the shared ones first
+    assert all(p.annotation is (str if k == "grammar" else int) for k, p in options.items())
+    for entry in declared(TASKS[name].Options).values():
+        assert entry.allowed and entry.doc and "\n" not in entry.doc, entry
+    assert get_task(name).options() == {**shared, **own}
+
+
+def test_the_task_s_shortest_source_bounds_the_length_options():
+    from panm_jax.tasks import TaskOptionError
+    from panm_jax.tasks.transduction import BigramFlipTask
+
+    # Past the declared bounds (a positive integer, an integer >= 2), the bounds of the class and the other lengths.
+    for name, options, message in (
+        ("svo_sov", {"min_train_length": 2}, "option min_train_length: expected an integer >= 3, got 2"),
+        ("svo_sov", {"min_train_length": 0}, "option min_train_length: expected a positive integer, got 0"),
+        ("bigram_flip", {"max_test_length": 64}, "option max_test_length: expected an integer >= 66, got 64"),
+        ("bigram_flip", {"max_length": 1}, "option max_length: expected an integer >= 2, got 1"),
+        ("transduction_copy", {"vocab_size": 1}, "option vocab_size: expected an integer >= 2, got 1"),
+    ):
+        with pytest.raises(TaskOptionError) as err:
+            get_task(name, **options)
+        assert str(err.value) == f"{name}: {message}"
+    with pytest.raises(TaskOptionError) as err:
+        get_task("svo_sov", vocab_size=4)
+    assert str(err.value).startswith("svo_sov: unknown option(s) ['vocab_size']; expected some of [")
+    with pytest.raises(TypeError):
+        BigramFlipTask(64)  # type: ignore[misc]

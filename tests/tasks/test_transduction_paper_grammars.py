@@ -169,5 +169,7 @@ def test_the_tasks_default_to_the_papers_grammars():
     assert svo.input_size == svo.output_size == 3 + 2 * (3 * 33 + 1)
     assert gender.input_size == 3 + 2 * 4 * 25 + 4 + 7
     assert (svo.train_lengths.lo, svo.train_lengths.hi, svo.test_modes["test"].hi) == (8, 64, 128)
-    with pytest.raises(TaskOptionError, match="svo_sov: option grammar: expected one of paper, library, got 'x'"):
+    with pytest.raises(
+        TaskOptionError, match=r"svo_sov: option grammar: expected one of \['paper', 'library'\], got 'x'"
+    ):
         get_task("svo_sov", grammar="x")

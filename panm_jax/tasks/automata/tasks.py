@@ -9,6 +9,7 @@ input and output format are described in ``panm_jax.tasks.automata``.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import os
@@ -16,6 +17,8 @@ from typing import Any, cast
 
 import numpy as np
 
+from panm_jax import checks
+from panm_jax.options import option
 from panm_jax.tasks import metrics as _metrics
 from panm_jax.tasks.automata.base import MachineError
 from panm_jax.tasks.automata.finite import FiniteAutomaton
@@ -28,8 +31,8 @@ from panm_jax.tasks.base import (
     LengthRange,
     Task,
     TaskOptionError,
+    TaskOptions,
     check_int_option,
-    check_option_names,
     one_hot,
     step_mask,
 )
@@ -77,27 +80,34 @@ def _option_value(machine):
 class AcceptanceTask(Task):
     """Accept or reject a string (a finite or pushdown automaton; ``panm_jax.tasks.automata``).
 
-    Options:
-      machine: a shipped name (``"anbn"``, the default), a path to a TOML
-        file, or a ``FiniteAutomaton`` / ``PushdownAutomaton``.
-      max_train_length: the longest training string (default 20).
-      max_test_length: the longest test string (default 40); test strings are
-        longer than ``max_train_length``.
+    Its options: ``AcceptanceTask.Options``.
     """
+
+    @dataclasses.dataclass(frozen=True)
+    class Options(TaskOptions):
+        # Loaded and checked by the task itself (``_task_machine``): the machine is built once.
+        machine: str | os.PathLike | FiniteAutomaton | PushdownAutomaton = option(
+            "anbn",
+            doc="the automaton: a shipped machine's name, a TOML file, or a machine object",
+            allowed="a shipped name or a path to a TOML file, or a finite automaton or a pushdown automaton",
+        )
+        max_train_length: int = option(20, checks.positive_int, doc="the longest training string")
+        max_test_length: int = option(
+            40, checks.integer, 2, doc="the longest test string; test strings are longer than max_train_length"
+        )
 
     name = "automaton_acceptance"
     metric_names = ("accuracy",)
     length_sampling = "per_example"
     labels = ("reject", "accept")
 
-    _OPTIONS = ("machine", "max_train_length", "max_test_length")
-
-    def __init__(self, machine="anbn", max_train_length: int = 20, max_test_length: int = 40, **unknown: Any):
-        check_option_names(self.name, unknown, self._OPTIONS)
-        self.machine = cast("FiniteAutomaton | PushdownAutomaton", _task_machine(self.name, machine, ("dfa", "pda")))
-        L = check_int_option(self.name, "max_train_length", max_train_length, 1)
-        T = check_int_option(self.name, "max_test_length", max_test_length, L + 1)
-        self._options = {"machine": _option_value(machine), "max_train_length": L, "max_test_length": T}
+    def __init__(self, **options: Any):
+        o = self.take_options(options)
+        machine = _task_machine(self.name, o.machine, ("dfa", "pda"))
+        self.machine = cast("FiniteAutomaton | PushdownAutomaton", machine)
+        L = o.max_train_length
+        T = check_int_option(self.name, "max_test_length", o.max_test_length, L + 1)
+        self._options = {"machine": _option_value(o.machine), "max_train_length": L, "max_test_length": T}
         m = self.machine
         feasible = [n for n in range(1, T + 1) if m.may_have_members(n, T) and _may_have_nonmembers(m, n)]
         train = [n for n in feasible if n <= L]
@@ -208,27 +218,32 @@ class AcceptanceTask(Task):
 class TransductionTask(Task):
     """Write the tape a Turing machine leaves when it halts (``panm_jax.tasks.automata``).
 
-    Options:
-      machine: a shipped name (``"binary_increment"``, the default), a path to
-        a TOML file, or a ``TuringMachine``.
-      max_train_length: the longest training input (default 20).
-      max_test_length: the longest test input (default 40).
+    Its options: ``TransductionTask.Options``.
     """
+
+    @dataclasses.dataclass(frozen=True)
+    class Options(TaskOptions):
+        # Loaded and checked by the task itself (``_task_machine``): the machine is built once.
+        machine: str | os.PathLike | TuringMachine = option(
+            "binary_increment",
+            doc="the Turing machine: a shipped machine's name, a TOML file, or a machine object",
+            allowed="a shipped name or a path to a TOML file, or a Turing machine",
+        )
+        max_train_length: int = option(20, checks.positive_int, doc="the longest training input")
+        max_test_length: int = option(
+            40, checks.integer, 2, doc="the longest test input; test inputs are longer than max_train_length"
+        )
 
     name = "automaton_transduction"
     metric_names = ("sequence_accuracy", "token_accuracy")
     length_sampling = "per_example"
 
-    _OPTIONS = ("machine", "max_train_length", "max_test_length")
-
-    def __init__(
-        self, machine="binary_increment", max_train_length: int = 20, max_test_length: int = 40, **unknown: Any
-    ):
-        check_option_names(self.name, unknown, self._OPTIONS)
-        self.machine = cast(TuringMachine, _task_machine(self.name, machine, ("tm",)))
-        L = check_int_option(self.name, "max_train_length", max_train_length, 1)
-        T = check_int_option(self.name, "max_test_length", max_test_length, L + 1)
-        self._options = {"machine": _option_value(machine), "max_train_length": L, "max_test_length": T}
+    def __init__(self, **options: Any):
+        o = self.take_options(options)
+        self.machine = cast(TuringMachine, _task_machine(self.name, o.machine, ("tm",)))
+        L = o.max_train_length
+        T = check_int_option(self.name, "max_test_length", o.max_test_length, L + 1)
+        self._options = {"machine": _option_value(o.machine), "max_train_length": L, "max_test_length": T}
         self.lengths = LengthRange(1, T)
         self.train_lengths = LengthRange(1, L)
         self.test_modes = {"test": LengthRange(L + 1, T)}

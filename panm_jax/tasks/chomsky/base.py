@@ -7,19 +7,22 @@ protocol they follow is described in ``panm_jax.tasks.chomsky``.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar
 
 import jax.numpy as jnp
 import numpy as np
 
+from panm_jax import checks
+from panm_jax.options import option
 from panm_jax.tasks import metrics as _metrics
 from panm_jax.tasks.base import (
     Batch,
     DecodedExample,
     LengthRange,
     Task,
+    TaskOptions,
     check_int_option,
-    check_option_names,
     one_hot,
     step_mask,
 )
@@ -40,14 +43,17 @@ class ChomskyTask(Task):
     ``min_length``, ``end_symbol`` where needed), ``input_steps`` /
     ``output_steps``, and ``_draw(rng, b, n)``, which returns the input ids
     ``[b, input_steps(n)]`` and target ids ``[b, output_steps(n)]`` of ``b``
-    examples of length ``n``.
-
-    Options:
-      max_train_length: training lengths are ``min_length .. max_train_length``
-        (default 40).
-      max_test_length: the test mode holds ``max_train_length + 1 ..
-        max_test_length`` (default 500; at most 4096).
+    examples of length ``n``. Their options: ``ChomskyTask.Options``.
     """
+
+    @dataclasses.dataclass(frozen=True)
+    class Options(TaskOptions):
+        max_train_length: int = option(
+            40, checks.integer, 1, MAX_LENGTH - 1, doc="L: the training lengths are the task's shortest .. L"
+        )
+        max_test_length: int = option(
+            500, checks.integer, 2, MAX_LENGTH, doc="the test mode holds the lengths L + 1 .. max_test_length"
+        )
 
     level: ClassVar[str]
     input_vocab: ClassVar[tuple[str, ...]]
@@ -57,10 +63,11 @@ class ChomskyTask(Task):
     metric_names = ("token_accuracy", "sequence_accuracy")
     length_sampling = "per_batch"
 
-    def __init__(self, max_train_length: int = 40, max_test_length: int = 500, **unknown: Any):
-        check_option_names(self.name, unknown, ("max_train_length", "max_test_length"))
-        L = check_int_option(self.name, "max_train_length", max_train_length, self.min_length, MAX_LENGTH - 1)
-        M = check_int_option(self.name, "max_test_length", max_test_length, L + 1, MAX_LENGTH)
+    def __init__(self, **options: Any):
+        o = self.take_options(options)
+        # The bounds that depend on the task's shortest length and on L.
+        L = check_int_option(self.name, "max_train_length", o.max_train_length, self.min_length, MAX_LENGTH - 1)
+        M = check_int_option(self.name, "max_test_length", o.max_test_length, L + 1, MAX_LENGTH)
         self._options = {"max_train_length": L, "max_test_length": M}
         self.input_size = len(self.input_vocab)
         self.output_size = len(self.output_vocab)
