@@ -1,9 +1,11 @@
-"""The results pages at documentation build time: an mkdocs hook (``hooks:`` in ``mkdocs.yml``).
+"""The results pages and the settings table at documentation build time: an mkdocs hook (``hooks:`` in
+``mkdocs.yml``).
 
 ``make docs`` renders every page and image of ``results/`` from the recorded JSON of ``benchmarks/results/``
 (``benchmarks.pages.build.render``) and hands them to mkdocs as generated files, so the site's results
 are those of the records it is built from, and nothing rendered is committed. A record the renderer
-cannot read fails the build, naming the file.
+cannot read fails the build, naming the file. A page's ``<!-- settings -->`` line becomes the table of
+``TrainConfig``'s and ``OptimizerConfig``'s fields as they are declared (``panm_jax.options.declared``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from benchmarks.pages.build import render  # noqa: E402
 from benchmarks.pages.records import RecordError  # noqa: E402
 
 FOLDER = "results"  # where the pages are in the site (mkdocs.yml's nav names them there)
+SETTINGS = "<!-- settings -->"  # where a page shows the training settings
 
 
 def on_files(files: Files, config: Any) -> Files:
@@ -38,3 +41,25 @@ def on_files(files: Files, config: Any) -> Files:
             files.remove(stale)
         files.append(File.generated(config, uri, content=data))
     return files
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
+    """The ``<!-- settings -->`` line of a page as the table of the training settings."""
+    if SETTINGS not in markdown:
+        return markdown
+    return markdown.replace(SETTINGS, settings_table())
+
+
+def settings_table() -> str:
+    """``TrainConfig``'s fields, then ``OptimizerConfig``'s as ``optimizer.NAME``: a Markdown table of each
+    one's default, allowed values and meaning, read from its declaration."""
+    from panm_jax.options import declared
+    from panm_jax.train.config import OptimizerConfig, TrainConfig
+
+    rows = ["| setting | default | allowed | meaning |", "|---|---|---|---|"]
+    fields = [(n, d) for n, d in declared(TrainConfig).items() if n != "optimizer"]
+    fields += [(f"optimizer.{n}", d) for n, d in declared(OptimizerConfig).items()]
+    for name, d in fields:
+        cells = [f"`{name}`", f"`{d.default!r}`", d.allowed, d.doc]
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(rows)

@@ -8,8 +8,8 @@
 The card fits the terminal (``_tables``): at 80 columns the name, the
 description and the parameter count, with more columns as the width allows;
 piped, every column. ``show`` reads each option from the model's config
-dataclass: type and default from its field, allowed values from its checks,
-meaning from the comment on the field (``_options``).
+dataclass: type from its field, default, allowed values and meaning from its
+declaration (``panm_jax.options.option``; ``_options``).
 
 Parameter counts are for the default config built with ``input_size = 12`` and
 ``output_size = 10`` (the algorithmic tasks' sizes, docs/tasks.md). The traces
@@ -148,8 +148,8 @@ def _show(args) -> int:
     print_wrapped(
         console,
         f"options of model {args.name!r}, the fields of {config_cls.__name__} ({config_cls.__module__}): set one "
-        "with --set model_options.NAME=VALUE in panm-jax train; allowed values as the config checks them, its "
-        "other options at their defaults:",
+        "with --set model_options.NAME=VALUE in panm-jax train; each as declared (type = default; the values its "
+        "check allows; what it means):",
     )
     print_options(console, options)
     for variant, variant_options in variant_option_docs(args.name):

@@ -9,7 +9,8 @@ training and test lengths and what the task is, with more columns as the
 width allows; piped, every column.
 A task's one-line description is the first line of its class's docstring;
 ``show`` gives each option's type, default, allowed values and meaning, read
-from the task's signature, its checks and its docstring (``_options``).
+from its declaration in the task's ``Options`` (``panm_jax.options.option``;
+``_options``).
 """
 
 from __future__ import annotations
@@ -179,7 +180,7 @@ def _show(args) -> int:
     print_wrapped(
         console,
         f"options of task {args.name!r} (--option NAME=VALUE here; --set task_options.NAME=VALUE in panm-jax "
-        "train); allowed values as the task checks them, its other options at their defaults:",
+        "train); each as declared (type = default; the values its check allows; what it means):",
     )
     print_options(console, task_option_docs(args.name))
     return 0

@@ -33,8 +33,9 @@ from panm_jax.train.config import COMPUTE_DTYPES, SEED_MAX
 __all__ = ["register"]
 
 EPILOG = (
-    "model and task options (--set model_options.NAME=VALUE, --set task_options.NAME=VALUE): "
-    "'panm-jax models show MODEL' and 'panm-jax tasks show TASK' list each with its type and default"
+    "settings (--set FIELD=VALUE): 'panm-jax train --settings' lists each; model and task options "
+    "(--set model_options.NAME=VALUE, --set task_options.NAME=VALUE): 'panm-jax models show MODEL' and "
+    "'panm-jax tasks show TASK' list each with its type, default, allowed values and meaning"
 )
 
 
@@ -47,6 +48,12 @@ def register(subparsers) -> None:
         "checkpoint at every test length and write results.{json,csv,md} and accuracy.png in WORKDIR. "
         "Settings come from --config (TOML or JSON), then --set overrides, then the flags below.",
         epilog=EPILOG,
+    )
+    p.add_argument(
+        "--settings",
+        action="store_true",
+        help="list every setting (a field of --config, or --set FIELD=VALUE) with its type, default, allowed "
+        "values and meaning, and exit",
     )
     p.add_argument("--config", help="a TOML or JSON file of TrainConfig fields")
     p.add_argument(
@@ -261,6 +268,8 @@ def _train(args) -> int:
     from panm_jax.train.loop import train_and_evaluate
     from panm_jax.train.sharding import distributed_settings, is_primary, maybe_initialize_distributed
 
+    if args.settings:
+        return _print_settings()
     _check_workdir_arg(args.workdir)
     seeds = _parse_seeds(args)
     rates = _parse_learning_rates(args)
@@ -388,6 +397,21 @@ def _workdirs(args, config, seeds: list[int] | None, rates: list[float] | None) 
     if args.workdir:
         return [Path(args.workdir) / name for name in names]
     return [Path(f"runs/{config.task}-{config.model}-{name.replace('/', '-')}") for name in names]
+
+
+def _print_settings() -> int:
+    """``panm-jax train --settings``: every field of ``TrainConfig`` and ``OptimizerConfig``, as declared."""
+    from panm_jax.cli._options import settings_docs
+    from panm_jax.cli._tables import print_options, print_wrapped
+
+    console = Console()
+    print_wrapped(
+        console,
+        "settings of panm-jax train (a field of --config's file, or --set FIELD=VALUE; the optimiser's as "
+        "optimizer.NAME):",
+    )
+    print_options(console, settings_docs())
+    return 0
 
 
 def _train_seeds(args, config, seeds: list[int], rates: list[float] | None, console: Console) -> int:

@@ -3,6 +3,9 @@
 One ``TrainConfig`` describes a run completely; it is loaded from a TOML or JSON
 file and from command-line overrides (``section.field=value``), validated, and
 stored inside every checkpoint so a run can be resumed or evaluated without it.
+Each field of ``TrainConfig`` and ``OptimizerConfig`` is declared once with
+``panm_jax.options.option``: its default, its check, the values the check allows
+and its meaning (``panm-jax train --settings`` and the design page list them).
 
 **Typed from the file to the model and the task.** A config file names the model
 and the task and gives their options as tables (``model_options``,
@@ -19,7 +22,7 @@ values, integers up to what a run can hold (``num_steps`` and the other step
 counts up to ``STEP_MAX``, the int32 step counter; sizes and lengths in int32;
 ``seed`` up to ``SEED_MAX``, the seeds JAX's random keys tell apart; every
 integer of ``task_options`` and ``model_options`` in int32); the task's name
-and its options' names and types against the task's signature
+and its options' names and types against the task's ``Options``
 (``tasks.task_options``; nothing is built); and the model's options
 against its config dataclass, whose own checks run as ``model_config`` is made
 (and kept). The settings that need the task itself (its options' values, the
@@ -50,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 from panm_jax import checks
 from panm_jax.checks import check_type
 from panm_jax.errors import ConfigError, UnknownNameError, UserError
+from panm_jax.options import check_options, option
 
 if TYPE_CHECKING:
     from panm_jax.tasks.base import Task
@@ -85,84 +89,130 @@ _STEPS_WHY = "the step counter is int32"
 _SIZE_WHY = "JAX indexes arrays with int32"
 
 
+def _nonempty(name: str, value) -> str:
+    if not isinstance(value, str) or not value:
+        raise UserError(f"{name}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def _ascending_lengths(name: str, value) -> tuple[int, ...]:
+    buckets = tuple(value)
+    if any(b < 1 for b in buckets) or list(buckets) != sorted(set(buckets)):
+        raise UserError(f"{name}: expected strictly ascending positive integers, got {list(buckets)}")
+    if buckets and buckets[-1] > checks.INT32_MAX:
+        raise UserError(f"{name}: expected lengths of at most {checks.INT32_MAX} ({_SIZE_WHY}), got {list(buckets)}")
+    return buckets
+
+
+def _steps(default: int, doc: str, lo: int = 1) -> Any:
+    """An option counted in training steps: an integer up to ``STEP_MAX`` (the step counter is int32)."""
+    return option(default, checks.integer, lo, STEP_MAX, why=_STEPS_WHY, doc=doc)
+
+
+def _size(default: int, doc: str) -> Any:
+    """A size: a positive integer up to int32 (JAX indexes arrays with int32)."""
+    return option(default, checks.integer, 1, checks.INT32_MAX, why=_SIZE_WHY, doc=doc)
+
+
 @dataclasses.dataclass(frozen=True)
 class OptimizerConfig:
     """The optax optimiser, schedule and clipping (``train.optim.make_optimizer``)."""
 
-    name: str = "rmsprop"  # one of OPTIMIZERS
-    learning_rate: float = 1e-4
-    momentum: float = 0.9  # RMSprop/SGD momentum
-    decay: float = 0.95  # RMSprop decay of the squared-gradient average
-    # RMSprop's epsilon, and where it goes: false (the default) is PyTorch's RMSprop, the
-    # authors' optimiser, g / (sqrt(v) + eps); true is optax's default, g / sqrt(v + eps).
-    eps: float = 1e-8
-    eps_in_sqrt: bool = False
-    weight_decay: float = 0.0  # AdamW
-    clip_value: float | None = 10.0  # clip every gradient value to [-v, v] (authors' code); false/null: off
-    clip_norm: float | None = None  # clip the global gradient norm; false/null: off
-    schedule: str = "constant"  # one of SCHEDULES
-    warmup_steps: int = 0
+    name: str = option("rmsprop", checks.one_of, OPTIMIZERS, doc="the optimiser")
+    learning_rate: float = option(1e-4, checks.positive_number, doc="the learning rate (the schedule's peak)")
+    momentum: float = option(0.9, checks.number, 0, 1, hi_open=True, doc="RMSprop's and SGD's momentum")
+    decay: float = option(
+        0.95, checks.number, 0, 1, hi_open=True, doc="RMSprop's decay of the squared-gradient average"
+    )
+    eps: float = option(1e-8, checks.positive_number, doc="RMSprop's epsilon (Adam keeps optax's own)")
+    eps_in_sqrt: bool = option(
+        False,
+        checks.boolean,
+        doc="RMSprop: false: g / (sqrt(v) + eps), PyTorch's (the authors'); true: g / sqrt(v + eps), optax's",
+    )
+    weight_decay: float = option(0.0, checks.number, 0, doc="AdamW's weight decay")
+    clip_value: float | None = option(
+        10.0,
+        checks.optional_positive_number,
+        doc="clip every gradient value to [-v, v] (the authors' code); false or null: off",
+    )
+    clip_norm: float | None = option(
+        None, checks.optional_positive_number, doc="clip the global gradient norm; false or null: off"
+    )
+    schedule: str = option("constant", checks.one_of, SCHEDULES, doc="the learning rate's schedule over num_steps")
+    warmup_steps: int = _steps(0, "warmup_cosine: steps of linear warmup (at most num_steps)", lo=0)
 
     def __post_init__(self):
         for name in ("clip_value", "clip_norm"):
             if getattr(self, name) is False:  # TOML has no null: `clip_value = false` switches clipping off
                 object.__setattr__(self, name, None)
         _check_field_types("optimizer.", self)
-        _check(checks.one_of, "optimizer.name", self.name, OPTIMIZERS)
-        _check(checks.one_of, "optimizer.schedule", self.schedule, SCHEDULES)
-        _check(checks.positive_number, "optimizer.learning_rate", self.learning_rate)
-        _check(checks.positive_number, "optimizer.eps", self.eps)
-        for name in ("momentum", "decay"):
-            _check(checks.number, f"optimizer.{name}", getattr(self, name), 0, 1, hi_open=True)
-        if self.weight_decay < 0:
-            raise ConfigError("optimizer.weight_decay", f"expected a non-negative number, got {self.weight_decay!r}")
-        for name in ("clip_value", "clip_norm"):
-            if getattr(self, name) is not None:
-                _check(checks.positive_number, f"optimizer.{name}", getattr(self, name))
-        _check_bounded("optimizer.warmup_steps", self.warmup_steps, 0, STEP_MAX, _STEPS_WHY)
+        _check_declared(self, "optimizer.")
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """A whole training run."""
 
-    task: str = "copy"
-    task_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    model: str = "panm"
-    model_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    optimizer: OptimizerConfig = dataclasses.field(default_factory=OptimizerConfig)
-    batch_size: int = 128
-    num_steps: int = 50_000
-    seed: int = 0
-    # Bucket lengths (task lengths) that training batches are padded to; empty: the fewest that
-    # compute at most 10 % more time steps than the batches' own (train.loop.default_buckets).
-    buckets: Sequence[int] = ()
-    eval_every: int = 1_000
-    eval_modes: Sequence[str] = ()  # empty: every test mode of the task; a string: comma-separated modes
-    eval_examples: int = 1_000
-    eval_batch_size: int = 128
-    # The validation mode that picks the best checkpoint: a test mode, or "train" (fresh examples of the
-    # training distribution); "" (the default): the task's validation_mode ("L+1", Le et al. 2024's
-    # protocol, where the task has it; "train" for SCAN and Mathematics, whose test sets are finite).
-    # ``selection_mode`` is the mode in effect, and what ``to_dict`` records.
-    select_mode: str = ""
-    checkpoint_every: int = 1_000
-    keep_checkpoints: int = 3
-    log_every: int = 50
-    # Wall-clock budget of one invocation, in minutes: when it runs out the run
-    # evaluates, checkpoints and stops early (a rerun resumes with a fresh budget).
-    max_minutes: float | None = None
-    # A NaN or infinite training loss (or gradient norm): "stop" ends the run with an error
-    # naming the step and saves nothing after the last good checkpoint; "skip-batch" leaves
-    # the parameters and optimiser state unchanged for that batch and goes on.
-    on_nan: str = "stop"
-    # With on_nan = "skip-batch": the most batches a run may skip, as a fraction of num_steps (at least
-    # one batch); one more stops the run with an error, since a run that skips that many learns little.
-    max_skipped_fraction: float = 0.01
-    # The forward pass's dtype: "float32", or "bfloat16" for mixed precision on GPUs and TPUs
-    # (parameters and optimiser state stay float32; activations and memories are bfloat16;
-    # panm_jax.train.steps).
-    compute_dtype: str = "float32"
+    task: str = option("copy", _nonempty, allowed="a task's name", doc="the task (panm-jax tasks lists them)")
+    task_options: Mapping[str, Any] = option(
+        default_factory=dict, doc="the task's options (panm-jax tasks show NAME lists them)"
+    )
+    model: str = option("panm", _nonempty, allowed="a model's name", doc="the model (panm-jax models lists them)")
+    model_options: Mapping[str, Any] = option(
+        default_factory=dict, doc="the model's options (panm-jax models show NAME lists them)"
+    )
+    optimizer: OptimizerConfig = option(
+        default_factory=OptimizerConfig, doc="the optimiser's settings (a table of OptimizerConfig's fields)"
+    )
+    batch_size: int = _size(128, "training examples per step")
+    num_steps: int = _steps(50_000, "training steps")
+    seed: int = option(
+        0,
+        checks.integer,
+        0,
+        SEED_MAX,
+        why="the seeds JAX's random keys tell apart",
+        doc="the seed of the initialisation, the data stream and training's randomness",
+    )
+    buckets: Sequence[int] = option(
+        (),
+        _ascending_lengths,
+        allowed="strictly ascending positive integers",
+        doc="task lengths training batches are padded to; empty: the fewest costing at most 10 % more steps",
+    )
+    eval_every: int = _steps(1_000, "steps between validations (and best-checkpoint selection)")
+    eval_modes: Sequence[str] = option(
+        (), doc="the test modes evaluated at the end; empty: every test mode of the task; a string: comma-separated"
+    )
+    eval_examples: int = _size(1_000, "examples per evaluated mode")
+    eval_batch_size: int = _size(128, "examples per evaluation batch")
+    select_mode: str = option(
+        "", doc='the validation mode that picks the best checkpoint: a test mode, "train", or "": the task\'s own'
+    )
+    checkpoint_every: int = _steps(1_000, "steps between checkpoints")
+    keep_checkpoints: int = option(3, checks.integer, 1, checks.INT32_MAX, doc="checkpoints kept (the last ones)")
+    log_every: int = _steps(50, "steps between records of the training metrics")
+    max_minutes: float | None = option(
+        None,
+        checks.optional_positive_number,
+        doc="wall-clock minutes of one invocation: then it evaluates, saves and stops (a rerun resumes)",
+    )
+    on_nan: str = option(
+        "stop",
+        checks.one_of,
+        ON_NAN,
+        doc="a non-finite loss or gradient norm: stop with an error, or skip the batch and go on",
+    )
+    max_skipped_fraction: float = option(
+        0.01, checks.number, 0, 1, doc="skip-batch: the most batches skipped, as a fraction of num_steps"
+    )
+    compute_dtype: str = option(
+        "float32",
+        checks.one_of,
+        COMPUTE_DTYPES,
+        doc="the forward pass's dtype (bfloat16: mixed precision; parameters stay float32)",
+    )
 
     def __post_init__(self):
         if self.max_minutes is False:  # TOML has no null
@@ -170,34 +220,12 @@ class TrainConfig:
         if isinstance(self.eval_modes, str):  # "L+1" or "L,2L+1", as `panm-jax eval --modes` takes them
             object.__setattr__(self, "eval_modes", [m.strip() for m in self.eval_modes.split(",") if m.strip()])
         _check_field_types("", self)
-        for name in ("task", "model"):
-            if not getattr(self, name):
-                raise ConfigError(name, f"expected a non-empty string, got {getattr(self, name)!r}")
-        # Each integer up to what the run can hold: steps count in an int32, sizes are int32 array axes.
-        for name in ("num_steps", "eval_every", "checkpoint_every", "log_every"):
-            _check_bounded(name, getattr(self, name), 1, STEP_MAX, _STEPS_WHY)
-        for name in ("batch_size", "eval_examples", "eval_batch_size"):
-            _check_bounded(name, getattr(self, name), 1, checks.INT32_MAX, _SIZE_WHY)
-        _check_bounded("keep_checkpoints", self.keep_checkpoints, 1, checks.INT32_MAX, "")
-        _check_bounded("seed", self.seed, 0, SEED_MAX, "the seeds JAX's random keys tell apart")
-        if self.max_minutes is not None:
-            _check(checks.positive_number, "max_minutes", self.max_minutes)
-        _check(checks.one_of, "on_nan", self.on_nan, ON_NAN)
-        _check(checks.number, "max_skipped_fraction", self.max_skipped_fraction, 0, 1)
-        _check(checks.one_of, "compute_dtype", self.compute_dtype, COMPUTE_DTYPES)
+        _check_declared(self, "")
         if self.optimizer.warmup_steps > self.num_steps:
             raise ConfigError(
                 "optimizer.warmup_steps",
                 f"expected at most num_steps ({self.num_steps}), got {self.optimizer.warmup_steps}",
             )
-        buckets = tuple(self.buckets)
-        if any(b < 1 for b in buckets) or list(buckets) != sorted(set(buckets)):
-            raise ConfigError("buckets", f"expected strictly ascending positive integers, got {list(buckets)}")
-        if buckets and buckets[-1] > checks.INT32_MAX:
-            raise ConfigError(
-                "buckets", f"expected lengths of at most {checks.INT32_MAX} ({_SIZE_WHY}), got {list(buckets)}"
-            )
-        object.__setattr__(self, "buckets", buckets)
         object.__setattr__(self, "eval_modes", tuple(self.eval_modes))
         object.__setattr__(self, "task_options", dict(self.task_options))
         object.__setattr__(self, "model_options", dict(self.model_options))
@@ -460,20 +488,14 @@ def _check_model(config: TrainConfig) -> None:
         raise ConfigError("model_options", str(err)) from err
 
 
-def _check_bounded(name: str, value, lo: int, hi: int, why: str) -> None:
-    """The integer setting ``name`` in ``[lo, hi]``, each side's message of its own: ``a positive integer``
-    (``lo = 1``) or ``a non-negative integer`` (``lo = 0``) below, ``an integer <= hi (why)`` above (``why``
-    left out where it is "")."""
-    _check(checks.integer, name, value, lo)
-    _check(checks.integer, name, value, None, hi, why=why)
-
-
-def _check(check, name: str, value, *args, **kwargs) -> None:
-    """Run a ``panm_jax.checks`` check of the setting ``name``; its error becomes a ``ConfigError``."""
+def _check_declared(config, prefix: str) -> None:
+    """The declared check of every field (``panm_jax.options.check_options``); an error becomes a
+    ``ConfigError`` naming the field (``optimizer.learning_rate``)."""
     try:
-        check(name, value, *args, **kwargs)
+        check_options(config, prefix)
     except UserError as err:
-        raise ConfigError(name, str(err).removeprefix(f"{name}: ")) from None
+        field, _, message = str(err).partition(": ")
+        raise ConfigError(field, message) from None
 
 
 def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> TrainConfig:

@@ -70,16 +70,31 @@ def test_seeds_from_2_to_the_32_repeat_smaller_ones_in_jax():
 @pytest.mark.parametrize(
     "override, message",
     [
-        ("seed=18446744073709551616", r"seed: expected an integer <= 4294967295 \(the seeds JAX's random keys tell "),
-        ("seed=4294967296", r"seed: expected an integer <= 4294967295 .*, got 4294967296$"),
-        ("seed=-1", r"seed: expected a non-negative integer, got -1$"),
-        ("num_steps=2147483648", r"num_steps: expected an integer <= 2147483647 \(the step counter is int32\)"),
-        ("num_steps=0", r"num_steps: expected a positive integer, got 0$"),
-        ("eval_every=9223372036854775808", r"eval_every: expected an integer <= 2147483647 \(the step counter is"),
-        ("batch_size=2147483648", r"batch_size: expected an integer <= 2147483647 \(JAX indexes arrays with int32\)"),
-        ("eval_examples=18446744073709551616", r"eval_examples: expected an integer <= 2147483647 \(JAX indexes "),
-        ("keep_checkpoints=2147483648", r"keep_checkpoints: expected an integer <= 2147483647, got 2147483648$"),
-        ("optimizer.warmup_steps=2147483648", r"optimizer.warmup_steps: expected an integer <= 2147483647 \(the step"),
+        (
+            "seed=18446744073709551616",
+            r"seed: expected an integer in \[0, 4294967295\] \(the seeds JAX's random keys tell ",
+        ),
+        ("seed=4294967296", r"seed: expected an integer in \[0, 4294967295\] .*, got 4294967296$"),
+        ("seed=-1", r"seed: expected an integer in \[0, 4294967295\] .*, got -1$"),
+        ("num_steps=2147483648", r"num_steps: expected an integer in \[1, 2147483647\] \(the step counter is int32\)"),
+        ("num_steps=0", r"num_steps: expected an integer in \[1, 2147483647\] \(the step counter is int32\), got 0$"),
+        (
+            "eval_every=9223372036854775808",
+            r"eval_every: expected an integer in \[1, 2147483647\] \(the step counter is",
+        ),
+        (
+            "batch_size=2147483648",
+            r"batch_size: expected an integer in \[1, 2147483647\] \(JAX indexes arrays with int32\)",
+        ),
+        (
+            "eval_examples=18446744073709551616",
+            r"eval_examples: expected an integer in \[1, 2147483647\] \(JAX indexes ",
+        ),
+        ("keep_checkpoints=2147483648", r"keep_checkpoints: expected an integer in \[1, 2147483647\], got 2147483648$"),
+        (
+            "optimizer.warmup_steps=2147483648",
+            r"optimizer.warmup_steps: expected an integer in \[0, 2147483647\] \(the step",
+        ),
         ("buckets=[3, 2147483648]", r"buckets: expected lengths of at most 2147483647 .*, got \[3, 2147483648\]"),
         (
             "task_options.max_length=18446744073709551616",
@@ -118,12 +133,15 @@ def test_the_largest_integers_a_run_holds_are_accepted():
     [
         (
             ["--seed", "18446744073709551616"],
-            r"--seed: expected an integer <= 4294967295 \(the seeds JAX's random keys tell apart\), got "
+            r"--seed: expected an integer in \[0, 4294967295\] \(the seeds JAX's random keys tell apart\), got "
             r"18446744073709551616",
         ),
-        (["--seed", "-1"], r"--seed: expected a non-negative integer, got -1"),
-        (["--steps", "2147483648"], r"--steps: expected an integer <= 2147483647 \(the step counter is int32\)"),
-        (["--batch-size", "4294967296"], r"--batch-size: expected an integer <= 2147483647 \(JAX indexes arrays"),
+        (["--seed", "-1"], r"--seed: expected an integer in \[0, 4294967295\] .*, got -1"),
+        (["--steps", "2147483648"], r"--steps: expected an integer in \[1, 2147483647\] \(the step counter is int32\)"),
+        (
+            ["--batch-size", "4294967296"],
+            r"--batch-size: expected an integer in \[1, 2147483647\] \(JAX indexes arrays",
+        ),
         (
             ["--seeds", "0,4294967296"],
             r"--seeds: expected comma-separated integers in \[0, 4294967295\] \(the seeds JAX's random keys tell "

@@ -98,7 +98,7 @@ def test_config_rejects_unknown_and_invalid_fields(tmp_path):
         load_config(None, ["num_step=3"])
     with pytest.raises(ValueError, match=r"optimizer: unknown field\(s\) \['lr'\]"):
         load_config(None, ["optimizer.lr=3"])
-    with pytest.raises(ValueError, match=r"batch_size: expected a positive integer, got 0"):
+    with pytest.raises(ValueError, match=r"batch_size: expected an integer in \[1, 2147483647\] .*, got 0"):
         load_config(None, ["batch_size=0"])
     with pytest.raises(
         ValueError, match=r"optimizer.name: expected one of \['rmsprop', 'adam', 'adamw', 'sgd'\], got 'lamb'"
@@ -385,5 +385,5 @@ def test_time_budget_stops_early_with_a_checkpoint_and_results(tmp_path):
     assert ckpt.latest.all_steps() == [1]
     ckpt.close()
     assert results["step"] == 1 and (tmp_path / "results.json").exists()
-    with pytest.raises(ValueError, match=r"max_minutes: expected a finite positive number, got -1"):
+    with pytest.raises(ValueError, match=r"max_minutes: expected a finite positive number or None, got -1"):
         tiny_config(max_minutes=-1)
