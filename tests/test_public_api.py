@@ -193,13 +193,10 @@ def test_import_is_cheap(package):
 def test_the_design_page_shows_the_training_settings_as_declared():
     """docs/design.md shows the settings table where it says so; the docs build renders it from the
     declarations, one row per field (the optimiser's as ``optimizer.NAME``)."""
-    import sys
     from dataclasses import fields
 
+    from benchmarks.pages.settings import SETTINGS, settings_table
     from panm_jax.train.config import OptimizerConfig, TrainConfig
-
-    sys.path.insert(0, str(ROOT))
-    from benchmarks.pages.mkdocs_hook import SETTINGS, settings_table
 
     assert SETTINGS in (ROOT / "docs" / "design.md").read_text()
     rows = settings_table().splitlines()[2:]

@@ -23,9 +23,9 @@ from mkdocs.structure.files import File, Files  # noqa: E402
 
 from benchmarks.pages.build import render  # noqa: E402
 from benchmarks.pages.records import RecordError  # noqa: E402
+from benchmarks.pages.settings import SETTINGS, settings_table  # noqa: E402
 
 FOLDER = "results"  # where the pages are in the site (mkdocs.yml's nav names them there)
-SETTINGS = "<!-- settings -->"  # where a page shows the training settings
 
 
 def on_files(files: Files, config: Any) -> Files:
@@ -48,18 +48,3 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
     if SETTINGS not in markdown:
         return markdown
     return markdown.replace(SETTINGS, settings_table())
-
-
-def settings_table() -> str:
-    """``TrainConfig``'s fields, then ``OptimizerConfig``'s as ``optimizer.NAME``: a Markdown table of each
-    one's default, allowed values and meaning, read from its declaration."""
-    from panm_jax.options import declared
-    from panm_jax.train.config import OptimizerConfig, TrainConfig
-
-    rows = ["| setting | default | allowed | meaning |", "|---|---|---|---|"]
-    fields = [(n, d) for n, d in declared(TrainConfig).items() if n != "optimizer"]
-    fields += [(f"optimizer.{n}", d) for n, d in declared(OptimizerConfig).items()]
-    for name, d in fields:
-        cells = [f"`{name}`", f"`{d.default!r}`", d.allowed, d.doc]
-        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    return "\n".join(rows)

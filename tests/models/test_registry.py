@@ -80,7 +80,7 @@ def test_build_model_refuses_a_seed_that_is_not_a_non_negative_integer(seed):
         ("panm", "remat", "no", "true or false"),  # the option's own check (panm_jax.options)
         ("panm", "remat", 1, "true or false"),
         ("panm_transformer", "random_base_at_eval", "yes", "true or false"),
-        ("panm", "encoder_ffn_hidden", "8", "a positive integer"),
+        ("panm", "encoder_ffn_hidden", "8", "a positive integer or None"),
     ],
 )
 def test_build_model_checks_each_value_against_its_field_type(name, field, value, expected):
