@@ -17,11 +17,13 @@ relate several options (``encoder_heads`` divides ``hidden``) stay in the config
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import typing
 from typing import Any, NamedTuple
 
 from panm_jax.checks import expects
 
-__all__ = ["Declared", "check_options", "declared", "option"]
+__all__ = ["Declared", "check_options", "declared", "option", "parameters"]
 
 
 def option(
@@ -74,6 +76,21 @@ def declared(cls: type) -> dict[str, Declared]:
     allowed, docs = _nearest(cls, "allowed"), _nearest(cls, "doc")
     return {
         f.name: Declared(f.name, _default(f), allowed.get(f.name, ""), docs.get(f.name, ""))
+        for f in dataclasses.fields(cls)
+    }
+
+
+def parameters(cls: type) -> dict[str, inspect.Parameter]:
+    """The fields of the dataclass ``cls`` as keyword-only parameters, in field order: each one's resolved
+    type hint and default (``inspect.Parameter.empty`` for a field without one), as a signature gives them."""
+    hints = typing.get_type_hints(cls)
+    return {
+        f.name: inspect.Parameter(
+            f.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=inspect.Parameter.empty if (d := _default(f)) is dataclasses.MISSING else d,
+            annotation=hints.get(f.name, Any),
+        )
         for f in dataclasses.fields(cls)
     }
 

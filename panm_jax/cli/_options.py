@@ -11,12 +11,10 @@ dataclass field, a keyword of a task function) shows its type and default only.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
-import typing
 from typing import Any, NamedTuple
 
-from panm_jax.options import Declared, declared
+from panm_jax.options import Declared, declared, parameters
 
 __all__ = ["OptionDoc", "model_option_docs", "settings_docs", "task_option_docs", "variant_option_docs"]
 
@@ -54,21 +52,6 @@ def _docs(options: dict[str, inspect.Parameter], found: dict[str, Declared]) -> 
     return docs
 
 
-def _fields(cls: type) -> dict[str, inspect.Parameter]:
-    """The fields of dataclass ``cls`` as parameters (type hint, default; ``empty`` where there is none)."""
-    hints = typing.get_type_hints(cls)
-    found = declared(cls)
-    return {
-        f.name: inspect.Parameter(
-            f.name,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=inspect.Parameter.empty if found[f.name].default is dataclasses.MISSING else found[f.name].default,
-            annotation=hints[f.name],
-        )
-        for f in dataclasses.fields(cls)
-    }
-
-
 def model_option_docs(model: str) -> list[OptionDoc]:
     """Each option of model ``model`` (a field of its config dataclass), in field order; a variant's options
     (``variant_option_docs``) apart."""
@@ -87,7 +70,7 @@ def variant_option_docs(model: str) -> list[tuple[type, list[OptionDoc]]]:
 
     apart = getattr(type(get_config(model)), "variant_options", dict)()
     return [
-        (variant, _docs(_fields(variant), declared(variant)))
+        (variant, _docs(parameters(variant), declared(variant)))
         for variant in dict.fromkeys(c for owners in apart.values() for c in owners)
     ]
 
@@ -107,6 +90,6 @@ def settings_docs() -> list[OptionDoc]:
     ``optimizer`` table), in field order."""
     from panm_jax.train.config import OptimizerConfig, TrainConfig
 
-    train = [doc for doc in _docs(_fields(TrainConfig), declared(TrainConfig)) if doc.name != "optimizer"]
-    optimizer = _docs(_fields(OptimizerConfig), declared(OptimizerConfig))
+    train = [doc for doc in _docs(parameters(TrainConfig), declared(TrainConfig)) if doc.name != "optimizer"]
+    optimizer = _docs(parameters(OptimizerConfig), declared(OptimizerConfig))
     return train + [doc._replace(name=f"optimizer.{doc.name}") for doc in optimizer]

@@ -38,6 +38,7 @@ from typing import Any
 
 from panm_jax._lazy import LazyTable, import_named
 from panm_jax.checks import unknown_name
+from panm_jax.options import parameters
 from panm_jax.tasks.base import Task
 
 __all__ = ["TASKS", "get_task", "list_tasks", "register_task", "task_options"]
@@ -128,13 +129,7 @@ def task_options(name: str) -> dict[str, inspect.Parameter]:
     factory = _factory(name)
     declared = getattr(factory, "Options", None) if isinstance(factory, type) else None
     if declared is not None and dataclasses.fields(declared):
-        hints = typing.get_type_hints(declared)
-        return {
-            f.name: inspect.Parameter(
-                f.name, inspect.Parameter.KEYWORD_ONLY, default=_default(f), annotation=hints.get(f.name, Any)
-            )
-            for f in dataclasses.fields(declared)
-        }
+        return parameters(declared)
     fn: Callable[..., Any] = factory
     if isinstance(factory, type):
         fn = getattr(factory, "__init__")  # noqa: B009 (mypy refuses factory.__init__ on a class)
@@ -149,14 +144,6 @@ def task_options(name: str) -> dict[str, inspect.Parameter]:
         kind = param.kind if param.kind is inspect.Parameter.VAR_KEYWORD else inspect.Parameter.KEYWORD_ONLY
         options[param.name] = param.replace(kind=kind, annotation=hints.get(param.name, Any))
     return options
-
-
-def _default(f: dataclasses.Field) -> Any:
-    if f.default is not dataclasses.MISSING:
-        return f.default
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    return inspect.Parameter.empty
 
 
 def _register_own(path: str) -> None:
