@@ -24,10 +24,11 @@ a code that says what kind of failure it was (``EXIT_CODES``):
   and what to do;
 * 4, a process of a multi-process run was lost;
 * 130, interrupted (Ctrl-C, or SIGTERM, which a command takes as it takes
-  Ctrl-C: ``Terminated``, a ``KeyboardInterrupt``): the checkpoint being
-  written, if any, is discarded with orbax's temporary folder, the run
-  folder's lock released, and the line says where the run resumes. A second
-  SIGTERM while that is done is ignored, so the clean-up is not cut short.
+  Ctrl-C): training and evaluation stop before their next step or batch
+  (``panm_jax.train.interrupt``), so a checkpoint being written is finished
+  first; the run folder's lock is released, and the line says where the run
+  resumes. A second SIGTERM while that is done is ignored, so the clean-up is
+  not cut short; a second Ctrl-C stops at once.
 
 Any other exception is a bug and keeps its traceback.
 """
@@ -35,14 +36,11 @@ Any other exception is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import errno
 import re
 import signal
 import sys
-import threading
 import traceback
-from collections.abc import Iterator
 
 from panm_jax import __version__
 from panm_jax._cache import COMPILE_CACHE_ENV, compile_cache_dir
@@ -50,16 +48,15 @@ from panm_jax.checks import did_you_mean
 from panm_jax.cli import evaluate, models, plot, tasks, train
 from panm_jax.errors import UserError
 from panm_jax.train.compile_cache import enable_compile_cache
+from panm_jax.train.interrupt import Stopped, on_stop_signals
 
 __all__ = [
     "EXIT_CODES",
     "ArgumentParser",
-    "Terminated",
     "build_parser",
     "interrupted_by",
     "main",
     "os_error_line",
-    "sigterm_as_interrupt",
     "user_errors",
 ]
 
@@ -94,40 +91,9 @@ class ArgumentParser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread where the signal finds it, so that it unwinds as Ctrl-C does."""
-
-    def __init__(self, signum: int = signal.SIGTERM):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises ``Terminated`` (a ``KeyboardInterrupt``) in the main thread, so a
-    command stopped by a job scheduler or ``kill`` ends as Ctrl-C ends it: the checkpoint being written
-    is discarded, the lock released, one line says where the run resumes. The first SIGTERM raises;
-    later ones are ignored until the block ends, so they cannot cut short the clean-up the first one
-    started. Outside the main thread (where Python runs no signal handler) nothing changes; the
-    previous handler comes back on exit."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise Terminated(signum)
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def interrupted_by(err: BaseException) -> str:
     """``"interrupted"`` (Ctrl-C) or ``"terminated (SIGTERM)"``: how a ``KeyboardInterrupt`` came."""
-    return f"terminated ({signal.Signals(err.signum).name})" if isinstance(err, Terminated) else "interrupted"
+    return "terminated (SIGTERM)" if isinstance(err, Stopped) and err.signum == signal.SIGTERM else "interrupted"
 
 
 def user_errors() -> tuple[type[BaseException], ...]:
@@ -174,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        with sigterm_as_interrupt():
+        with on_stop_signals():
             if args.command in COMPILING:
                 enable_compile_cache(args.compile_cache)
             return int(args.func(args) or 0)

@@ -167,8 +167,8 @@ def _interrupted(err: KeyboardInterrupt, workdirs: list[Path]) -> int:
     from panm_jax.cli import EXIT_CODES, interrupted_by
 
     return _error(
-        f"{interrupted_by(err)}; the checkpoint being written (if any) was discarded and the lock released; the "
-        f"same command resumes {_resume_points(workdirs)}",
+        f"{interrupted_by(err)}; no partial checkpoint kept and the lock released; the same command resumes "
+        f"{_resume_points(workdirs)}",
         code=EXIT_CODES["interrupted"],
     )
 

@@ -100,7 +100,7 @@ class TransductionTask(Task):
 
     def __init__(self, **options: Any):
         o = self.take_options(options)
-        self._configure(o)
+        self._take_own_options(o)
         # The bounds that depend on the task's shortest source, its length step and the other lengths.
         step = self.length_step
         lo = check_int_option(self.name, "min_train_length", o.min_train_length, self.min_length)
@@ -125,7 +125,7 @@ class TransductionTask(Task):
         self._index = {w: i for i, w in enumerate(self.vocabulary)}
         self.input_size = self.output_size = len(self.vocabulary)
 
-    def _configure(self, o: Any) -> None:
+    def _take_own_options(self, o: Any) -> None:
         """Read a subclass's own options from ``o`` (its ``Options``), before the lengths (which may depend
         on them, through ``min_length``) and the vocabulary (``_words``) are made."""
 
@@ -194,7 +194,7 @@ class _RandomStringTask(TransductionTask):
     class Options(TransductionTask.Options):
         vocab_size: int = option(128, checks.integer, 2, doc="source symbols of the random strings, s0 .. s{V-1}")
 
-    def _configure(self, o: Any) -> None:
+    def _take_own_options(self, o: Any) -> None:
         self.vocab_size = o.vocab_size
 
     def _words(self):
@@ -263,7 +263,7 @@ class _GrammarTask(TransductionTask):
 
     grammars: ClassVar[dict[str, _itg.ITG]]
 
-    def _configure(self, o: Any) -> None:
+    def _take_own_options(self, o: Any) -> None:
         grammar = check_option(self.name, "grammar", checks.one_of, o.grammar, tuple(self.grammars))
         self.grammar = self.grammars[grammar]
         self.min_length = self.grammar.min_length()

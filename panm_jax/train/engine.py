@@ -66,6 +66,7 @@ from panm_jax.train import evaluate as evaluation
 from panm_jax.train import report
 from panm_jax.train.checkpoint import ORBAX_TMP_SUFFIX, Checkpointer, CheckpointError
 from panm_jax.train.config import TrainConfig, resume_differences
+from panm_jax.train.interrupt import stop_if_asked
 from panm_jax.train.io import append_jsonl, atomic_write_text, read_jsonl
 from panm_jax.train.lock import LOCK_FILE
 from panm_jax.train.provenance import environment, segment_record
@@ -366,6 +367,7 @@ def training(
     configs, S = pieces.configs, pieces.size
     c = configs[0]
     primary = is_primary()  # writes the run's files (process 0; the only process of a single-process run)
+    several = jax.process_count() > 1
     for w in workdirs:
         check_workdir_path(w)  # a path orbax can write under
         check_run_folder(w)  # now, not at the first checkpoint or results write
@@ -427,6 +429,8 @@ def training(
     yield {"event": "begin", "description": pieces.description(), "total": c.num_steps, "completed": min(pos)}
     with clock:  # counts the compilations while the loop runs
         while min(pos) < c.num_steps:
+            if not several:
+                stop_if_asked()  # Ctrl-C or SIGTERM: stop here, between steps (train/interrupt.py)
             lo = min(pos)
             active = [p == lo for p in pos]
             state, metrics = pieces.advance(state, pieces.batch(pos), active)
@@ -443,6 +447,8 @@ def training(
             if log_now or eval_now or save_now or len(pending) >= MAX_UNCHECKED_STEPS:
                 _check_pending(pieces, pending, watches)  # before anything is logged, evaluated or saved
                 pending = []
+                if several:
+                    stop_if_asked(agree=all_agree)  # all processes stop at the same step when any was asked
             if log_now:
                 m = {k: np.asarray(v) for k, v in jax.device_get(metrics).items()}
                 now = time.perf_counter()

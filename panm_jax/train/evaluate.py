@@ -23,6 +23,7 @@ import numpy as np
 from panm_jax.tasks.base import Batch, Task
 from panm_jax.tasks.buckets import pad_batch
 from panm_jax.tasks.losses import check_batch
+from panm_jax.train.interrupt import stop_if_asked
 
 __all__ = ["TEST_SEED", "VALIDATION_SEED", "eval_sets", "evaluate", "mode_seed", "split_seeds"]
 
@@ -77,6 +78,8 @@ def evaluate(
         weights: dict[str, float] = {}
         examples = 0
         for j, batch in enumerate(batches):
+            if jax.process_count() == 1:  # with several processes the training loop's agreed points alone
+                stop_if_asked()
             key = jax.random.fold_in(jax.random.key(mode_seed(task, mode, seed)), j)
             metrics = jax.device_get(eval_step(params, shard(batch) if shard else batch, key))
             n_seq = int(batch.inputs.shape[0])

@@ -27,7 +27,7 @@ already there must not stand where the run writes (``check_run_folder``: a file
 where ``checkpoints/`` or ``best/`` goes, a folder where a file goes, a folder
 that cannot be written). Either raises at once, naming the path, instead of at
 the first checkpoint or results write. Orbax's temporary folders of a save
-that was cut short (a full disk, Ctrl-C, SIGTERM, a kill) are removed when the
+that was cut short (a full disk, a second Ctrl-C, a kill) are removed when the
 save fails and again when a run starts (``remove_partial_checkpoints``).
 
 Several processes (``jax.distributed``, ``docs/distributed.md``) run the same
@@ -63,6 +63,7 @@ from panm_jax.train import evaluate as evaluation
 from panm_jax.train.checkpoint import Checkpointer
 from panm_jax.train.config import TrainConfig
 from panm_jax.train.engine import check_run_folder, check_workdir_path, note, remove_partial_checkpoints
+from panm_jax.train.interrupt import at_safe_points
 from panm_jax.train.lock import run_lock
 from panm_jax.train.optim import make_optimizer
 from panm_jax.train.progress import ProgressDisplay
@@ -324,6 +325,7 @@ def train_seeds(
                     f"{lock.path}: the run of process {lock.stale_pid} ended without releasing it (crashed or "
                     "killed); taking it over"
                 )
+        held.enter_context(at_safe_points())  # Ctrl-C and SIGTERM stop it between steps (train/interrupt.py)
         run = Run(configs)
         ckpts = []
         for w, c in zip(workdirs, configs, strict=True):

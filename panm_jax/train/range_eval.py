@@ -59,6 +59,7 @@ from panm_jax.tasks.buckets import (
 )
 from panm_jax.tasks.losses import check_batch
 from panm_jax.train.evaluate import TEST_SEED
+from panm_jax.train.interrupt import stop_if_asked
 
 __all__ = [
     "FITTED",
@@ -373,6 +374,8 @@ def range_evaluate(
     pending = []  # (length, bucket, [(metrics on device, sequences, target steps)])
     with CompileCounter(_step_name(pieces.eval_step)) as counter:
         for n in values:
+            if jax.process_count() == 1:  # Ctrl-C or SIGTERM stops before the next length (train/interrupt.py)
+                stop_if_asked()
             if buckets == PER_LENGTH:
                 bucket = n
             else:

@@ -45,6 +45,7 @@ import jax
 from panm_jax import checks
 from panm_jax.checks import did_you_mean
 from panm_jax.errors import UserError
+from panm_jax.train.interrupt import at_safe_points
 
 __all__ = ["DEFAULT_EXAMPLES_PER_LENGTH", "Evaluation", "evaluate_run", "evaluate_run_range"]
 
@@ -211,25 +212,26 @@ def evaluate_run(
 
     _check_checkpoint(checkpoint, names)
     workdir, config, ckpt = _open(workdir, examples, ignore_config_json, allow_unverified, names)
-    try:
-        if not recompute and checkpoint == "best":
-            found = _recorded(config, ckpt, workdir, modes)
-            if found is not None:
-                return Evaluation(record=found[1], recorded_in=found[0])
-        run = Run(config)
-        modes = tuple(modes) if modes else run.modes
-        unknown = [m for m in modes if m not in run.task.test_modes]
-        if unknown:
-            known = list(run.task.test_modes)
-            raise UserError(
-                f"{_name(names, 'modes')}: unknown mode(s) {unknown}; the task has {known}"
-                f"{did_you_mean(unknown, known)}"
-            )
-        params, meta = _restore_params(checkpoint, run, ckpt, workdir, names)
-        per_mode = run.evaluate(params, modes, evaluation.TEST_SEED)
-        return Evaluation(record=results_record(run, per_mode, meta["step"]), run=run, params=params)
-    finally:
-        ckpt.close()
+    with at_safe_points():  # Ctrl-C and SIGTERM stop it between batches (train/interrupt.py)
+        try:
+            if not recompute and checkpoint == "best":
+                found = _recorded(config, ckpt, workdir, modes)
+                if found is not None:
+                    return Evaluation(record=found[1], recorded_in=found[0])
+            run = Run(config)
+            modes = tuple(modes) if modes else run.modes
+            unknown = [m for m in modes if m not in run.task.test_modes]
+            if unknown:
+                known = list(run.task.test_modes)
+                raise UserError(
+                    f"{_name(names, 'modes')}: unknown mode(s) {unknown}; the task has {known}"
+                    f"{did_you_mean(unknown, known)}"
+                )
+            params, meta = _restore_params(checkpoint, run, ckpt, workdir, names)
+            per_mode = run.evaluate(params, modes, evaluation.TEST_SEED)
+            return Evaluation(record=results_record(run, per_mode, meta["step"]), run=run, params=params)
+        finally:
+            ckpt.close()
 
 
 def evaluate_run_range(
@@ -259,27 +261,28 @@ def evaluate_run_range(
     if examples_per_length is not None:
         checks.integer(_name(names, "examples_per_length"), examples_per_length, 1, checks.INT32_MAX, why=_INT32_WHY)
     workdir, config, ckpt = _open(workdir, None, ignore_config_json, allow_unverified, names)
-    try:
-        run = Run(config)
-        task = run.task
-        if not (task.lengths.contains(lo) and task.lengths.contains(hi)):
-            raise UserError(
-                f"{_name(names, 'lengths')}: expected lengths of task {task.name!r} ({task.lengths.expected()}), "
-                f"got '{lo}-{hi}'"
-            )
-        examples = examples_per_length or DEFAULT_EXAMPLES_PER_LENGTH
-        batch_size = min(run.config.eval_batch_size, examples)
-        devices = int(run.mesh.devices.size)
-        if batch_size % devices:
-            raise UserError(
-                f"{_name(names, 'examples_per_length')}: expected a multiple of the {devices} devices (or at least "
-                f"eval_batch_size, {run.config.eval_batch_size}), got {examples}"
-            )
-        params, meta = _restore_params(checkpoint, run, ckpt, workdir, names)
-        result = range_evaluate(run, params, range(lo, hi + 1), examples_per_length=examples, batch_size=batch_size)
-        record = result.with_step(meta["step"]).to_record()
-        base = results_record(run, {}, meta["step"])
-        record.update(config=base["config"], environment=base["environment"])
-        return Evaluation(record=record, run=run, params=params)
-    finally:
-        ckpt.close()
+    with at_safe_points():  # Ctrl-C and SIGTERM stop it between batches (train/interrupt.py)
+        try:
+            run = Run(config)
+            task = run.task
+            if not (task.lengths.contains(lo) and task.lengths.contains(hi)):
+                raise UserError(
+                    f"{_name(names, 'lengths')}: expected lengths of task {task.name!r} ({task.lengths.expected()}), "
+                    f"got '{lo}-{hi}'"
+                )
+            examples = examples_per_length or DEFAULT_EXAMPLES_PER_LENGTH
+            batch_size = min(run.config.eval_batch_size, examples)
+            devices = int(run.mesh.devices.size)
+            if batch_size % devices:
+                raise UserError(
+                    f"{_name(names, 'examples_per_length')}: expected a multiple of the {devices} devices (or at least "
+                    f"eval_batch_size, {run.config.eval_batch_size}), got {examples}"
+                )
+            params, meta = _restore_params(checkpoint, run, ckpt, workdir, names)
+            result = range_evaluate(run, params, range(lo, hi + 1), examples_per_length=examples, batch_size=batch_size)
+            record = result.with_step(meta["step"]).to_record()
+            base = results_record(run, {}, meta["step"])
+            record.update(config=base["config"], environment=base["environment"])
+            return Evaluation(record=record, run=run, params=params)
+        finally:
+            ckpt.close()

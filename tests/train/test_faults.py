@@ -207,7 +207,9 @@ def test_an_operating_system_error_becomes_one_line_with_what_to_do(err, advice)
     assert "\n" not in line and line.startswith(f"{err.filename or 'a file of the run'}: {err.strerror}; {advice}")
 
 
-def test_ctrl_c_discards_the_checkpoint_being_written_and_says_where_to_resume(tmp_path, monkeypatch, capsys):
+def test_an_interrupt_raised_inside_a_save_discards_that_checkpoint_and_says_where_to_resume(
+    tmp_path, monkeypatch, capsys
+):
     real = checkpoint_module.write_checksums
 
     def interrupted(path):
@@ -220,7 +222,7 @@ def test_ctrl_c_discards_the_checkpoint_being_written_and_says_where_to_resume(t
     assert main(args) == EXIT_CODES["interrupted"]
     lines = _error_lines(capsys.readouterr().err)
     assert len(lines) == 1 and re.fullmatch(
-        r"error: interrupted; the checkpoint being written \(if any\) was discarded and the lock released; the "
+        r"error: interrupted; no partial checkpoint kept and the lock released; the "
         rf"same command resumes {re.escape(str(tmp_path))} from step 4",
         lines[0],
     ), lines
