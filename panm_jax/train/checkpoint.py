@@ -304,8 +304,9 @@ ORBAX_THREADS_WAIT_SECONDS = 60.0
 
 def _wait_for_orbax_threads(timeout: float = ORBAX_THREADS_WAIT_SECONDS) -> None:
     """Wait (up to ``timeout`` seconds in all) for orbax's threads to end. A save interrupted in the main
-    thread (an error, a second Ctrl-C: ``train/interrupt.py``) leaves them writing, and renaming the temporary folder to the step's, after
-    the interrupt: what they wrote can be removed only once they are done."""
+    thread (an error, a second Ctrl-C: ``train/interrupt.py``) leaves them writing, and renaming the
+    temporary folder to the step's, after the interrupt: what they wrote can be removed only once they are
+    done."""
     deadline = time.monotonic() + timeout
     for thread in threading.enumerate():
         if thread is not threading.current_thread() and type(thread).__module__.startswith("orbax."):
