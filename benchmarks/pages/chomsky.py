@@ -139,6 +139,7 @@ def chomsky_page(records: dict[str, Record], results: Path, findings: Findings, 
         cells = list(dict.fromkeys((r["task"], r["model"]) for r in record.rows))
         out += plot_lines(record, results, images, [f"_{task}_{model}" for task, model in cells])
         out += [*provenance("Run", record), ""]
+    out += decisive_cells(peers, files, findings)
     out += chomsky_budget_tables(files, findings)
     for record in files:
         out += [f"## {code(record.stem)} ({record.machine}, {record.date})", "", *findings.take(record.key)]
@@ -240,6 +241,87 @@ def chomsky_budget_tables(files: Sequence[Record], findings: Findings) -> list[s
             table(["model", "fit", "tasks (step)"], fits),
             "",
             "From " + ", ".join(code(r.stem) for r in sources.values()) + " (each below, with its command).",
+            "",
+        ]
+    return out
+
+
+VALIDATION_MARK = "*"  # a fit step read on the runner's validation (every 250 steps), not a training curve
+
+
+def decisive_cells(peers: Sequence[Record], files: Sequence[Record], findings: Findings) -> list[str]:
+    """The tasks that ``benchmarks.accuracy.chomsky_peer`` ran, at each of its step budgets, every run of them at
+    that budget in one table: for each architecture the comparison ran on the task, DeepMind's code, ours (the
+    comparison's rows and the ``benchmarks.accuracy.chomsky`` runner's rows of the sampled sweep) and ours with
+    each model option tried (a row each); then PANM. Seeds are merged per row, the comparison's row replacing a
+    runner's row of the same seed. Findings key: ``<device>/decisive_<steps>steps``."""
+    compared: dict[tuple[str, int], dict[str, list[str]]] = {}  # (device, steps) -> task -> the architectures
+    for record in peers:
+        for r in record.rows:
+            if isinstance(r.get("steps"), int):
+                archs = compared.setdefault((record.device, r["steps"]), {}).setdefault(r["task"], [])
+                archs += [r["model"]] if r["model"] not in archs else []
+    found: dict[tuple[str, int], dict[str, dict[tuple[str, str], dict[int, dict[str, Any]]]]] = {}
+    level: dict[str, str] = {}
+    for record in [*files, *peers]:  # the comparison last: its rows replace a runner's row of the same seed
+        if "--sampled" not in record.command.split():
+            continue
+        for r in record.rows:
+            budget = (record.device, r.get("steps"))
+            archs = compared.get(budget, {}).get(r["task"], [])  # type: ignore[arg-type]
+            if not archs or r["model"].partition("-")[0] not in [*archs, "panm"]:
+                continue
+            side = "deepmind" if r.get("code") == "deepmind" else "ours"
+            runs = found.setdefault(budget, {}).setdefault(r["task"], {}).setdefault((r["model"], side), {})  # type: ignore[arg-type]
+            runs[int(r["seed"])] = {**r, "validation": record.runner == "benchmarks.accuracy.chomsky"}
+            level[r["task"]] = r["level"]
+    order = list(CHOMSKY_LEVELS)
+    out = []
+    for (device, steps), tasks in sorted(found.items(), key=lambda kv: kv[0][1]):
+        archs = compared[device, steps]
+        body = []
+        for task, rows in sorted(tasks.items(), key=lambda kv: (order.index(level[kv[0]]), kv[0])):
+
+            def rank(key: tuple[str, str], archs: list[str] = archs[task]) -> tuple[int, int, str]:
+                model, side = key
+                base = model.partition("-")[0]
+                return (archs.index(base) if base in archs else len(archs), side != "deepmind", model)
+
+            for model, side in sorted(rows, key=rank):
+                runs = [rows[model, side][seed] for seed in sorted(rows[model, side])]
+                marks = [VALIDATION_MARK * r["validation"] for r in runs]
+                fits = ["-" if r.get("fit_step") in ("", None) else f"{r['fit_step']}" for r in runs]
+                published = chomsky_cell(task, model)
+                body.append(
+                    [
+                        f"{task} ({CHOMSKY_LEVELS[level[task]]})",
+                        f"{'DeepMind' if side == 'deepmind' else 'ours'}: {model_name(model)}",
+                        ", ".join(str(r["seed"]) for r in runs),
+                        mean_pm_std([float(r["score"]) for r in runs]),
+                        ", ".join(number(float(r["score"])) for r in runs),
+                        ", ".join(
+                            f"{number(r.get('train_accuracy', ''))}{m}" for r, m in zip(runs, marks, strict=True)
+                        ),
+                        ", ".join(f if f == "-" else f + m for f, m in zip(fits, marks, strict=True)),
+                        number(published if published is not None else ""),
+                    ]
+                )
+        header = ["task", "code: model", "seeds", "score", "per seed", "train %", "fit at step", "published"]
+        out += [
+            f"## The decisive cells at {steps:,} steps ({MACHINES.get(device, device)}): DeepMind's code and ours",
+            "",
+        ]
+        out += findings.take(f"{device}/decisive_{steps}steps")
+        out += [
+            f"Every run at {steps:,} steps, sampled sweep, of the tasks run with DeepMind's code (their code: "
+            "`DeepMind`; this library: `ours`, its model options in brackets): score, token accuracy (%) over the "
+            "test lengths 41..500, mean ± std over the seeds, then each seed; train %, the best accuracy at the "
+            "training lengths, and fit at step, the first step at which it reached 99 % (-: never), both on the "
+            "comparison's curve of training batches (a point every `--curve-every` steps of its command) or, marked "
+            f"{VALIDATION_MARK}, on the runner's validation at the training lengths (every 250 steps). Published: "
+            "Delétang et al. 2023, Table 2, the best of their runs at 1,000,000 steps.",
+            "",
+            table(header, body),
             "",
         ]
     return out

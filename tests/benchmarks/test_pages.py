@@ -510,3 +510,59 @@ def test_the_findings_quote_only_numbers_their_pages_show(tmp_path):
             if missing:
                 unshown[f"{path.name} ## {key}"] = missing
     assert not unshown, f"numbers in the findings that their page does not show: {unshown}"
+
+
+def test_the_decisive_cells_put_deepminds_runs_beside_every_run_of_ours_at_their_budget(tmp_path):
+    """One table per budget of the comparison with DeepMind's code: per task, the architectures it ran (their
+    code, then ours, then ours with an option), then PANM; seeds merged across files, the comparison's own row
+    replacing the runner's of the same seed; runner rows marked as read on the validation; other budgets, other
+    sweeps and other architectures left out."""
+
+    def record(stem, command, rows):
+        env = {"device": "cpu", "commit": "abc1234", "date": "2026-12-01T12:00:00+00:00"}
+        return records.Record("cpu-2cores", stem, {"environment": env, "command": command, "rows": rows})
+
+    def row(model, seed, score, fit="", steps=1000, **extra):
+        return {
+            "task": "reverse_string",
+            "level": "context_free",
+            "model": model,
+            "seed": seed,
+            "steps": steps,
+            "selected_step": steps,
+            "score": score,
+            "train_accuracy": 90.0 + seed,
+            "fit_step": fit,
+            **extra,
+        }
+
+    peer = record(
+        "chomsky_peer_x",
+        "python -m benchmarks.accuracy.chomsky_peer --cells reverse_string:stack_rnn --seeds 0 --sampled",
+        [row("stack_rnn", 0, 100.0, 250, code="deepmind"), row("stack_rnn", 0, 54.9, code="ours")],
+    )
+    runner = "python -m benchmarks.accuracy.chomsky --steps 1000 --sampled --name y"
+    ours = record(
+        "chomsky_y",
+        runner,
+        [
+            row("stack_rnn", 0, 11.0, code="c1 (cpu)"),  # replaced by the comparison's seed 0
+            row("stack_rnn", 1, 100.0, 250, code="c1 (cpu)"),
+            row("stack_rnn-push=linear", 0, 99.0, 250, code="c1 (cpu)"),
+            row("panm", 0, 62.0, 500, code="c1 (cpu)"),
+            row("tape_rnn", 0, 77.0, code="c1 (cpu)"),  # an architecture the comparison did not run here
+            row("panm", 1, 33.0, steps=500, code="c1 (cpu)"),  # another budget
+        ],
+    )
+    every_length = record("chomsky_z", runner.replace(" --sampled", ""), [row("panm", 2, 44.0, code="c1 (cpu)")])
+    findings = records.Findings(tmp_path / "none.md")
+    lines = "\n".join(chomsky.decisive_cells([peer], [ours, every_length], findings)).splitlines()
+    assert "## The decisive cells at 1,000 steps (CPU): DeepMind's code and ours" in lines
+    body = [line for line in lines if line.startswith("| reverse_string")]
+    assert body == [
+        "| reverse_string (DCF) | DeepMind: Stack-RNN | 0 | 100.0 | 100.0 | 90.0 | 250 | 100.0 |",
+        "| reverse_string (DCF) | ours: Stack-RNN | 0, 1 | 77.5 ± 31.9 | 54.9, 100.0 | 90.0, 91.0* | -, 250* | 100.0 |",
+        "| reverse_string (DCF) | ours: Stack-RNN (push=linear) | 0 | 99.0 | 99.0 | 90.0* | 250* | 100.0 |",
+        "| reverse_string (DCF) | ours: PANM | 0 | 62.0 | 62.0 | 90.0* | 500* |  |",
+    ]
+    assert chomsky.decisive_cells([], [ours], findings) == []  # no comparison, no table
