@@ -267,22 +267,22 @@ def decisive_cells(peers: Sequence[Record], files: Sequence[Record], findings: F
         if "--sampled" not in record.command.split():
             continue
         for r in record.rows:
-            budget = (record.device, r.get("steps"))
-            archs = compared.get(budget, {}).get(r["task"], [])  # type: ignore[arg-type]
+            budget = (record.device, r.get("steps", 0))
+            archs = compared.get(budget, {}).get(r["task"], [])
             if not archs or r["model"].partition("-")[0] not in [*archs, "panm"]:
                 continue
             side = "deepmind" if r.get("code") == "deepmind" else "ours"
-            runs = found.setdefault(budget, {}).setdefault(r["task"], {}).setdefault((r["model"], side), {})  # type: ignore[arg-type]
-            runs[int(r["seed"])] = {**r, "validation": record.runner == "benchmarks.accuracy.chomsky"}
+            by_seed = found.setdefault(budget, {}).setdefault(r["task"], {}).setdefault((r["model"], side), {})
+            by_seed[int(r["seed"])] = {**r, "validation": record.runner == "benchmarks.accuracy.chomsky"}
             level[r["task"]] = r["level"]
     order = list(CHOMSKY_LEVELS)
     out = []
     for (device, steps), tasks in sorted(found.items(), key=lambda kv: kv[0][1]):
-        archs = compared[device, steps]
+        archs_of = compared[device, steps]
         body = []
         for task, rows in sorted(tasks.items(), key=lambda kv: (order.index(level[kv[0]]), kv[0])):
 
-            def rank(key: tuple[str, str], archs: list[str] = archs[task]) -> tuple[int, int, str]:
+            def rank(key: tuple[str, str], archs: list[str] = archs_of[task]) -> tuple[int, int, str]:
                 model, side = key
                 base = model.partition("-")[0]
                 return (archs.index(base) if base in archs else len(archs), side != "deepmind", model)
@@ -290,7 +290,10 @@ def decisive_cells(peers: Sequence[Record], files: Sequence[Record], findings: F
             for model, side in sorted(rows, key=rank):
                 runs = [rows[model, side][seed] for seed in sorted(rows[model, side])]
                 marks = [VALIDATION_MARK * r["validation"] for r in runs]
-                fits = ["-" if r.get("fit_step") in ("", None) else f"{r['fit_step']}" for r in runs]
+                fits = [
+                    "-" if r.get("fit_step") in ("", None) else f"{r['fit_step']}{m}"
+                    for r, m in zip(runs, marks, strict=True)
+                ]
                 published = chomsky_cell(task, model)
                 body.append(
                     [
@@ -302,7 +305,7 @@ def decisive_cells(peers: Sequence[Record], files: Sequence[Record], findings: F
                         ", ".join(
                             f"{number(r.get('train_accuracy', ''))}{m}" for r, m in zip(runs, marks, strict=True)
                         ),
-                        ", ".join(f if f == "-" else f + m for f, m in zip(fits, marks, strict=True)),
+                        ", ".join(fits),
                         number(published if published is not None else ""),
                     ]
                 )
