@@ -12,7 +12,8 @@ right before its first error (the paper's Section 4.3).
     .venv/bin/python -m benchmarks.accuracy.transduction [--tasks transduction_copy,bigram_flip]
         [--models lstm,lstm2,lstm4,lstm8,stack_lstm,queue_lstm,deque_lstm] [--steps 200] [--seeds 0]
         [--extra-seeds 1,2] [--decisive-only]
-        [--hidden 256] [--test-examples 100] [--name NAME]
+        [--hidden 256] [--test-examples 100] [--eval-every STEPS]
+        [--vocab-size 128] [--max-train-length 64] [--max-test-length 128] [--name NAME]
 
 For each task, model and seed this trains one run with ``panm_jax.train.train_and_evaluate``
 (resumable: rerunning the command continues unfinished runs and reads finished ones back), evaluates
@@ -48,6 +49,14 @@ The paper's setup where it is stated, and where we differ:
 * budget: ``--steps`` training steps per run, the same for every cell; the paper trains "an unbounded
   number of steps" until convergence and reports the best of several runs;
 * test sets: ``--test-examples`` sequences (the paper: 1,000).
+
+Scale. The paper's lengths and vocabulary are the defaults: sources of 8 to ``--max-train-length`` (64)
+symbols in training and up to ``--max-test-length`` (128) at test, random strings over ``--vocab-size``
+(128) symbols. A smaller scale (e.g. ``--vocab-size 8 --max-train-length 16 --max-test-length 32``) asks
+the same question, whether the model carries what it learnt to twice the longest training source, at a
+cost the CPU affords; its rows are then not the paper's cells, and the results page shows the paper's
+figures beside them without a difference. ``--eval-every`` validates at the training lengths every so
+many steps, so that a row gives the first step whose training-length coarse accuracy fits (``fit_step``).
 """
 
 from __future__ import annotations
@@ -101,25 +110,60 @@ def reference_train_coarse(task: str, model: str) -> float | None:
     return 100 * cells["published_train_coarse"] if cells else None
 
 
+# The tasks of random strings, the ones whose vocabulary ``--vocab-size`` sets (the grammar tasks' is their grammar's).
+RANDOM_STRING_TASKS = ("transduction_copy", "transduction_reversal", "bigram_flip")
+# The paper's scale, the tasks' defaults: sources of 8..64 symbols in training, up to 128 at test, 128 symbols.
+PAPER_SCALE = {"vocab_size": 128, "max_train_length": 64, "max_test_length": 128}
+
+
+def task_options(task: str, scale: dict[str, int]) -> dict[str, int]:
+    """The task options of ``scale`` (``PAPER_SCALE``'s keys) that differ from the paper's, for ``task``."""
+    options = {k: v for k, v in scale.items() if v != PAPER_SCALE[k]}
+    if task not in RANDOM_STRING_TASKS:
+        options.pop("vocab_size", None)
+    return options
+
+
+def scale_text(scale: dict[str, int]) -> str:
+    """``"paper"`` at the paper's scale, else e.g. ``"8 symbols, train 8..16, test 17..32"``."""
+    if scale == PAPER_SCALE:
+        return "paper"
+    return (
+        f"{scale['vocab_size']} symbols, train 8..{scale['max_train_length']}, "
+        f"test {scale['max_train_length'] + 1}..{scale['max_test_length']}"
+    )
+
+
 def make_config(
-    task: str, model: str, seed: int, steps: int, hidden: int, lr: float, test_examples: int
+    task: str,
+    model: str,
+    seed: int,
+    steps: int,
+    hidden: int,
+    lr: float,
+    test_examples: int,
+    scale: dict[str, int] | None = None,
+    eval_every: int | None = None,
 ) -> TrainConfig:
     """One run of ``model`` (a name of ``MODELS``: ``lstmL`` is the registry's ``lstm`` with ``layers = L``):
-    RMSProp ``lr`` (no momentum), batch 10, gradient values clipped at 1, ``steps`` steps, one
-    evaluation at the end (``test_examples`` test sequences; as many fresh training-length ones select)."""
+    RMSProp ``lr`` (no momentum), batch 10, gradient values clipped at 1, ``steps`` steps, at ``scale``
+    (``PAPER_SCALE`` by default), validated every ``eval_every`` steps (default: once, at the end) on
+    ``test_examples`` fresh training-length sequences, which select, and tested at the end on as many."""
     layers = LSTM_DEPTHS.get(model, 1)
+    every = min(eval_every or steps, steps)
     return TrainConfig(
         task=task,
+        task_options=task_options(task, scale or PAPER_SCALE),
         model="lstm" if model in LSTM_DEPTHS else model,
         model_options={"hidden": hidden, **({"layers": layers} if layers > 1 else {})},
         seed=seed,
         num_steps=steps,
         batch_size=10,
         optimizer=OptimizerConfig(name="rmsprop", learning_rate=lr, momentum=0.0, clip_value=1.0),
-        eval_every=steps,
+        eval_every=every,
         eval_examples=test_examples,
         eval_batch_size=min(test_examples, 100),
-        checkpoint_every=steps,
+        checkpoint_every=every,
         log_every=max(1, min(50, steps)),
         select_mode="train",
         eval_modes=("test",),
@@ -132,6 +176,16 @@ def selection_record(workdir: Path, step: int) -> dict[str, Any]:
         if r.get("step") == step and "validation" in r:
             return r["validation"].get("train", {})
     return {}
+
+
+def fit_step(workdir: Path, task: str, model: str) -> int | str:
+    """The first validated step whose coarse accuracy at the training lengths fits (``criteria.fits``), ``""``
+    where none does."""
+    for r in sorted(read_jsonl(workdir / "metrics.jsonl"), key=lambda r: r.get("step", 0)):
+        train = r.get("validation", {}).get("train")
+        if train and fits(100 * train["coarse_accuracy"], reference_train_coarse(task, model)):
+            return r["step"]
+    return ""
 
 
 def run_row(task: str, model: str, seed: int, workdir: Path, models: list[str]) -> dict[str, Any]:
@@ -153,6 +207,7 @@ def run_row(task: str, model: str, seed: int, workdir: Path, models: list[str]) 
         "train_fine": round(train["fine_accuracy"], 4) if train else "",
         # fit: its coarse accuracy at the training lengths reaches FIT (or the paper's there, less its slack)
         "fit": fits(100 * train["coarse_accuracy"], reference_train_coarse(task, model)) if train else "",
+        "fit_step": fit_step(workdir, task, model),
         "test_examples": test["examples"],
         **published.transduction_cells(task, model, published.transduction_deep_run(task, models)),
         "code": "; ".join(dict.fromkeys(trained_by(workdir))),
@@ -208,6 +263,7 @@ COLUMNS = [
     "token",
     "train_coarse",
     "fit",
+    "fit_step",
     "train_fine",
     "published_coarse",
     "published_fine",
@@ -228,6 +284,15 @@ def main(argv=None) -> int:
     p.add_argument("--hidden", type=int, default=256, help="LSTM width of every model (the paper: 256 or 512)")
     p.add_argument("--lr", type=float, default=1e-3, help="RMSProp learning rate")
     p.add_argument("--test-examples", type=int, default=100, help="test sequences per run (the paper: 1,000)")
+    p.add_argument(
+        "--eval-every",
+        type=int,
+        default=None,
+        help="validate at the training lengths every STEPS (default: at the end)",
+    )
+    p.add_argument("--vocab-size", type=int, default=None, help="random-string tasks: source symbols (the paper: 128)")
+    p.add_argument("--max-train-length", type=int, default=64, help="training sources are 8..this long (the paper: 64)")
+    p.add_argument("--max-test-length", type=int, default=128, help="test sources are up to this long (the paper: 128)")
     p.add_argument("--workdir", default="runs/transduction")
     p.add_argument("--name", default=None, help="record the table as benchmarks/results/<device>/transduction_NAME.*")
     args = p.parse_args(argv)
@@ -235,11 +300,33 @@ def main(argv=None) -> int:
     models = names(args.models, "models", MODELS)
     seeds = seed_list(args.seeds, "seeds")
     extra = [s for s in seed_list(args.extra_seeds, "extra-seeds", allow_empty=True) if s not in seeds]
-    for what in ("steps", "hidden", "test_examples"):
+    for what in ("steps", "hidden", "test_examples", "eval_every"):
         value = getattr(args, what)
-        if value < 1:
+        if value is not None and value < 1:
             raise SystemExit(f"--{what.replace('_', '-')}: expected a positive integer, got {value}")
     positive(args.lr, "lr")
+    grammar = [t for t in tasks if t not in RANDOM_STRING_TASKS]
+    if args.vocab_size is not None and grammar:
+        raise SystemExit(
+            f"--vocab-size: sets the random-string tasks' vocabulary ({','.join(RANDOM_STRING_TASKS)}), "
+            f"got it with {','.join(grammar)}"
+        )
+    if args.vocab_size is not None and args.vocab_size < 2:
+        raise SystemExit(f"--vocab-size: expected an integer of at least 2, got {args.vocab_size}")
+    if args.max_train_length < 8:
+        raise SystemExit(
+            f"--max-train-length: expected at least 8 (training sources are 8..N), got {args.max_train_length}"
+        )
+    if args.max_test_length <= args.max_train_length + 1:
+        raise SystemExit(
+            f"--max-test-length: expected more than --max-train-length + 1 ({args.max_train_length + 1}), "
+            f"got {args.max_test_length}"
+        )
+    scale = {
+        "vocab_size": args.vocab_size or PAPER_SCALE["vocab_size"],
+        "max_train_length": args.max_train_length,
+        "max_test_length": args.max_test_length,
+    }
     if args.name is not None and not args.name.replace("_", "").replace("-", "").isalnum():
         raise SystemExit(f"--name: expected letters, digits, '-' or '_', got {args.name!r}")
     from panm_jax.train.loop import train_and_evaluate
@@ -249,8 +336,14 @@ def main(argv=None) -> int:
     if not plan:
         raise SystemExit(f"--decisive-only: expected a decisive cell among --tasks and --models, got none of {tasks}")
     for task, model, seed in plan:
-        config = make_config(task, model, seed, args.steps, args.hidden, args.lr, args.test_examples)
+        config = make_config(
+            task, model, seed, args.steps, args.hidden, args.lr, args.test_examples, scale, args.eval_every
+        )
         tag = f"s{seed}-{args.steps}steps-h{args.hidden}-lr{args.lr:g}-test{args.test_examples}"
+        if args.eval_every:
+            tag += f"-every{args.eval_every}"
+        if scale != PAPER_SCALE:
+            tag += f"-v{scale['vocab_size']}-L{scale['max_train_length']}-T{scale['max_test_length']}"
         workdir = Path(args.workdir) / task / f"{model}-{tag}"
         if not finished(workdir, config):
             print(f"== {model} on {task}, seed {seed} -> {workdir}", flush=True)
@@ -275,8 +368,10 @@ def main(argv=None) -> int:
         "batch_size": 10,
         "optimizer": f"rmsprop lr {args.lr:g}, no momentum, gradient values clipped at 1",
         "test_examples": args.test_examples,
-        "train_lengths": "8..64 (bigram flipping: even)",
-        "test_lengths": "65..128 (bigram flipping: even 66..128)",
+        "scale": scale_text(scale),
+        "eval_every": args.eval_every or args.steps,
+        "train_lengths": f"8..{args.max_train_length} (bigram flipping: even)",
+        "test_lengths": f"{args.max_train_length + 1}..{args.max_test_length} (bigram flipping: even)",
         "grammars": "Table 1 of the paper (the tasks' default)",
         "name": args.name,
     }
@@ -284,11 +379,17 @@ def main(argv=None) -> int:
     notes = (
         f"Budget: {args.steps:,} training steps per run (batch 10, RMSProp {args.lr:g}, gradient values clipped "
         f"at 1, LSTM width {args.hidden}), {spent:,} steps in all; coarse and fine test accuracy on "
-        f"{args.test_examples} sequences of source length 65..128 (train_*: as many of length 8..64). "
+        f"{args.test_examples} sequences of source length {args.max_train_length + 1}..{args.max_test_length} "
+        f"(train_*: as many of length 8..{args.max_train_length}). "
         f"Published: {PAPER}, Figure 2a (Stack-, Queue-, DeQue-LSTMs) and Table 3 (the LSTM of each depth), "
         "testing coarse and fine; the paper trains to convergence, so 'ours - published' measures the budget "
         "as much as the models."
     )
+    if scale != PAPER_SCALE:
+        notes += (
+            f" Scale: {scale_text(scale)}, not the paper's (128 symbols, train 8..64, test 65..128): the published "
+            "cells are the paper's at its scale, shown for reference, not as a difference."
+        )
     common.write_results(
         f"transduction_{args.name}",
         "Transduction tasks of Grefenstette et al. 2015",

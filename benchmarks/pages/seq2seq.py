@@ -72,6 +72,7 @@ def seq2seq_page(records: dict[str, Record], findings: Findings) -> str:
     for record in files:
         out += [f"## {code(record.stem)} ({record.machine}, {record.date})", "", *findings.take(record.key)]
         chance = any("chance" in r for r in record.rows)
+        fitted = any("fit_step" in r for r in record.rows)
         header = [
             "task",
             "model",
@@ -82,6 +83,7 @@ def seq2seq_page(records: dict[str, Record], findings: Findings) -> str:
             "exact match %",
             "per seed",
             *(["chance %"] if chance else []),
+            *(["train token % (per seed)", "fit at step"] if fitted else []),
             "published",
             "ours - published",
         ]
@@ -101,6 +103,7 @@ def seq2seq_page(records: dict[str, Record], findings: Findings) -> str:
                     r["exact_match"],
                     str(r["per_seed"]),
                     *([r.get("chance", "")] if chance else []),
+                    *([str(r.get("train_accuracy", "")), str(r.get("fit_step", ""))] if fitted else []),
                     theirs,
                     with_difference("", leading_number(r["exact_match"]), theirs, recorded).strip(" ()"),
                 ]

@@ -17,6 +17,13 @@ def args(**overrides) -> argparse.Namespace:
     return seq2seq.parse_args([f"--{k.replace('_', '-')}={v}" for k, v in overrides.items()])
 
 
+def test_validation_every_so_many_steps_is_an_option_and_must_be_positive():
+    assert seq2seq.make_config("scan-22", "transformer", 0, args()).eval_every == 1_000  # earlier runs resume
+    assert seq2seq.make_config("scan-22", "transformer", 0, args(eval_every=250)).checkpoint_every == 250
+    with pytest.raises(SystemExit, match="--eval-every: expected a positive integer, got 0"):
+        args(eval_every=0)
+
+
 def test_a_model_the_runner_cannot_run_is_refused_by_name(tmp_path):
     with pytest.raises(SystemExit, match=r"--models: expected models among universal_transformer_rpe, .*got 'lstm'"):
         seq2seq.main(["--cutoffs", "22", "--math", "", "--models", "lstm", "--workdir", str(tmp_path)])
@@ -118,9 +125,15 @@ def test_the_table_reads_finished_runs_back_with_the_papers_statistic_and_row(tm
             mode = {"mode": "test", "sequence_accuracy": value}
             record = {"metric": "sequence_accuracy", "step": 150, "modes": [mode], "config": config.to_dict()}
             (run / "results.json").write_text(json.dumps(record))
-            (run / "metrics.jsonl").write_text(json.dumps({"step": 150, "loss": 1.0}) + "\n")
+            # seed 1 fits at step 100, the others never: token accuracy on the training split's examples
+            curve = [(50, 0.6), (100, 0.995 if seed == 1 else 0.9), (150, 0.97)]
+            lines = [{"step": 150, "loss": 1.0}] + [
+                {"step": step, "validation": {"train": {"token_accuracy": acc}}} for step, acc in curve
+            ]
+            (run / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     rows = seq2seq.table_rows(["scan-22"], list(accuracies), [0, 1, 2], a, tmp_path)
     panm, ut = rows
+    assert panm["fit"] == "1 of 3" and panm["fit_step"] == "-,100,-" and panm["train_accuracy"] == "97.0,99.5,97.0"
     assert panm["model"] == "panm_transformer (transformer encoder)" and panm["paper row"] == "PANM"
     assert panm["exact_match"] == "30.0 (10.0-50.0)" and panm["published"] == "22"
     assert panm["ours - published"] == "+8.0" and panm["steps"] == "150,150,150"

@@ -180,6 +180,18 @@ def test_extra_seeds_go_to_the_decisive_cells_after_every_cells_first_seeds():
         (["--seeds", "a"], "--seeds: expected comma-separated non-negative integers, got 'a'"),
         (["--lr", "0"], "--lr: expected a positive number, got 0.0"),
         (["--name", "a/b"], "--name: expected letters, digits, '-' or '_', got 'a/b'"),
+        (["--eval-every", "0"], "--eval-every: expected a positive integer, got 0"),
+        (
+            ["--tasks", "transduction_copy,svo_sov", "--vocab-size", "8"],
+            "--vocab-size: sets the random-string tasks' vocabulary (transduction_copy,transduction_reversal,"
+            "bigram_flip), got it with svo_sov",
+        ),
+        (["--tasks", "transduction_copy", "--vocab-size", "1"], "--vocab-size: expected an integer of at least 2"),
+        (["--max-train-length", "7"], "--max-train-length: expected at least 8 (training sources are 8..N), got 7"),
+        (
+            ["--max-train-length", "16", "--max-test-length", "17"],
+            "--max-test-length: expected more than --max-train-length + 1 (17), got 17",
+        ),
     ],
 )
 def test_bad_options_give_one_line(argv, message):
@@ -199,3 +211,45 @@ def test_decisive_only_trains_the_decisive_cells_alone():
     ]
     with pytest.raises(SystemExit, match="--decisive-only: expected a decisive cell"):
         transduction.main(["--tasks", "svo_sov", "--models", "lstm", "--decisive-only"])
+
+
+def test_a_smaller_scale_sets_the_random_string_tasks_options_and_leaves_the_grammars_vocabulary():
+    scale = {"vocab_size": 8, "max_train_length": 16, "max_test_length": 32}
+    copy = transduction.make_config("transduction_copy", "queue_lstm", 0, 10, 16, 1e-3, 5, scale, eval_every=4)
+    assert dict(copy.task_options) == scale and copy.eval_every == 4 and copy.checkpoint_every == 4
+    task = copy.build_task()
+    assert (task.train_lengths.lo, task.train_lengths.hi) == (8, 16)
+    assert (task.test_modes["test"].lo, task.test_modes["test"].hi) == (17, 32)
+    assert task.input_size == 8 + 3  # eight symbols and <s>, |||, </s>
+    grammar = transduction.make_config("svo_sov", "queue_lstm", 0, 10, 16, 1e-3, 5, scale)
+    assert dict(grammar.task_options) == {"max_train_length": 16, "max_test_length": 32}
+    paper_scale = transduction.make_config("transduction_copy", "queue_lstm", 0, 10, 16, 1e-3, 5)
+    assert dict(paper_scale.task_options) == {} and paper_scale.eval_every == 10  # earlier runs still resume
+    assert transduction.scale_text(scale) == "8 symbols, train 8..16, test 17..32"
+    assert transduction.scale_text(transduction.PAPER_SCALE) == "paper"
+
+
+def test_the_fit_step_is_the_first_validation_whose_training_length_coarse_accuracy_fits(tmp_path):
+    lines = [
+        {"step": 50, "loss": 1.0},
+        {"step": 100, "validation": {"train": {"coarse_accuracy": 0.985}}},
+        {"step": 200, "validation": {"train": {"coarse_accuracy": 0.99}}},
+        {"step": 300, "validation": {"train": {"coarse_accuracy": 0.2}}},
+        {"step": 400, "validation": {"train": {"coarse_accuracy": 1.0}}},
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    assert transduction.fit_step(tmp_path, "transduction_copy", "queue_lstm") == 200
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines[:2]))
+    assert transduction.fit_step(tmp_path, "transduction_copy", "queue_lstm") == ""
+
+
+def test_a_smaller_scale_table_shows_the_papers_cells_without_a_difference_and_each_seeds_fit_step():
+    rows = [
+        _fake_row("transduction_copy", "queue_lstm", s) | {"coarse": c, "fit_step": f}
+        for s, c, f in ((0, 0.25, 750), (1, 0.75, ""))
+    ]
+    data = {"rows": rows, "settings": {"scale": "8 symbols, train 8..16, test 17..32"}}
+    text = "\n".join(transduction_table(Record("cpu-2cores", "transduction_small", data)))
+    header, _, row = ([c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()[:3])
+    assert "ours - published" not in header and "published (paper's scale)" in header
+    assert row[4] == "750, -" and row[5] == "0.50 ± 0.35" and row[6] == "1.00" and row[7] == "0.25, 0.75"
