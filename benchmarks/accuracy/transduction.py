@@ -382,14 +382,14 @@ def main(argv=None) -> int:
         f"{args.test_examples} sequences of source length {args.max_train_length + 1}..{args.max_test_length} "
         f"(train_*: as many of length 8..{args.max_train_length}). "
         f"Published: {PAPER}, Figure 2a (Stack-, Queue-, DeQue-LSTMs) and Table 3 (the LSTM of each depth), "
-        "testing coarse and fine; the paper trains to convergence, so 'ours - published' measures the budget "
-        "as much as the models."
-    )
-    if scale != PAPER_SCALE:
-        notes += (
-            f" Scale: {scale_text(scale)}, not the paper's (128 symbols, train 8..64, test 65..128): the published "
-            "cells are the paper's at its scale, shown for reference, not as a difference."
+        "testing coarse and fine; "
+        + (
+            "the paper trains to convergence, so 'ours - published' measures the budget as much as the models."
+            if scale == PAPER_SCALE
+            else f"at the paper's scale (128 symbols, train 8..64, test 65..128), not this one ({scale_text(scale)}): "
+            "shown for reference, not as a difference."
         )
+    )
     common.write_results(
         f"transduction_{args.name}",
         "Transduction tasks of Grefenstette et al. 2015",
