@@ -62,6 +62,7 @@ many steps, so that a row gives the first step whose training-length coarse accu
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,7 @@ from benchmarks.accuracy.chomsky import finished
 from benchmarks.accuracy.criteria import fits
 from benchmarks.accuracy.reproduce import steps_trained, trained_by
 from panm_jax import enable_compile_cache
+from panm_jax.tasks.transduction import TransductionCopyTask
 from panm_jax.train.config import OptimizerConfig, TrainConfig
 from panm_jax.train.io import read_jsonl
 
@@ -112,8 +114,11 @@ def reference_train_coarse(task: str, model: str) -> float | None:
 
 # The tasks of random strings, the ones whose vocabulary ``--vocab-size`` sets (the grammar tasks' is their grammar's).
 RANDOM_STRING_TASKS = ("transduction_copy", "transduction_reversal", "bigram_flip")
-# The paper's scale, the tasks' defaults: sources of 8..64 symbols in training, up to 128 at test, 128 symbols.
-PAPER_SCALE = {"vocab_size": 128, "max_train_length": 64, "max_test_length": 128}
+# The paper's scale is the tasks' defaults (sources of 8..64 symbols in training, up to 128 at test, 128
+# symbols): read from the tasks' options, the one place they are set.
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(TransductionCopyTask.Options)}
+PAPER_SCALE = {k: _DEFAULTS[k] for k in ("vocab_size", "max_train_length", "max_test_length")}
+MIN_TRAIN_LENGTH = _DEFAULTS["min_train_length"]  # the shortest training source at every scale
 
 
 def task_options(task: str, scale: dict[str, int]) -> dict[str, int]:
@@ -124,12 +129,12 @@ def task_options(task: str, scale: dict[str, int]) -> dict[str, int]:
     return options
 
 
-def scale_text(scale: dict[str, int]) -> str:
-    """``"paper"`` at the paper's scale, else e.g. ``"8 symbols, train 8..16, test 17..32"``."""
-    if scale == PAPER_SCALE:
+def scale_text(scale: dict[str, int], named: bool = True) -> str:
+    """``"paper"`` at the paper's scale (with ``named``), else e.g. ``"8 symbols, train 8..16, test 17..32"``."""
+    if named and scale == PAPER_SCALE:
         return "paper"
     return (
-        f"{scale['vocab_size']} symbols, train 8..{scale['max_train_length']}, "
+        f"{scale['vocab_size']} symbols, train {MIN_TRAIN_LENGTH}..{scale['max_train_length']}, "
         f"test {scale['max_train_length'] + 1}..{scale['max_test_length']}"
     )
 
@@ -290,9 +295,21 @@ def main(argv=None) -> int:
         default=None,
         help="validate at the training lengths every STEPS (default: at the end)",
     )
-    p.add_argument("--vocab-size", type=int, default=None, help="random-string tasks: source symbols (the paper: 128)")
-    p.add_argument("--max-train-length", type=int, default=64, help="training sources are 8..this long (the paper: 64)")
-    p.add_argument("--max-test-length", type=int, default=128, help="test sources are up to this long (the paper: 128)")
+    p.add_argument(
+        "--vocab-size", type=int, default=None, help="random-string tasks: source symbols (default: the paper's)"
+    )
+    p.add_argument(
+        "--max-train-length",
+        type=int,
+        default=PAPER_SCALE["max_train_length"],
+        help=f"training sources are {MIN_TRAIN_LENGTH}..this long (default: the paper's)",
+    )
+    p.add_argument(
+        "--max-test-length",
+        type=int,
+        default=PAPER_SCALE["max_test_length"],
+        help="test sources are up to this long (default: the paper's)",
+    )
     p.add_argument("--workdir", default="runs/transduction")
     p.add_argument("--name", default=None, help="record the table as benchmarks/results/<device>/transduction_NAME.*")
     args = p.parse_args(argv)
@@ -313,9 +330,10 @@ def main(argv=None) -> int:
         )
     if args.vocab_size is not None and args.vocab_size < 2:
         raise SystemExit(f"--vocab-size: expected an integer of at least 2, got {args.vocab_size}")
-    if args.max_train_length < 8:
+    if args.max_train_length < MIN_TRAIN_LENGTH:
         raise SystemExit(
-            f"--max-train-length: expected at least 8 (training sources are 8..N), got {args.max_train_length}"
+            f"--max-train-length: expected at least {MIN_TRAIN_LENGTH} (training sources are {MIN_TRAIN_LENGTH}..N), "
+            f"got {args.max_train_length}"
         )
     if args.max_test_length <= args.max_train_length + 1:
         raise SystemExit(
@@ -370,7 +388,7 @@ def main(argv=None) -> int:
         "test_examples": args.test_examples,
         "scale": scale_text(scale),
         "eval_every": args.eval_every or args.steps,
-        "train_lengths": f"8..{args.max_train_length} (bigram flipping: even)",
+        "train_lengths": f"{MIN_TRAIN_LENGTH}..{args.max_train_length} (bigram flipping: even)",
         "test_lengths": f"{args.max_train_length + 1}..{args.max_test_length} (bigram flipping: even)",
         "grammars": "Table 1 of the paper (the tasks' default)",
         "name": args.name,
@@ -380,13 +398,13 @@ def main(argv=None) -> int:
         f"Budget: {args.steps:,} training steps per run (batch 10, RMSProp {args.lr:g}, gradient values clipped "
         f"at 1, LSTM width {args.hidden}), {spent:,} steps in all; coarse and fine test accuracy on "
         f"{args.test_examples} sequences of source length {args.max_train_length + 1}..{args.max_test_length} "
-        f"(train_*: as many of length 8..{args.max_train_length}). "
+        f"(train_*: as many of length {MIN_TRAIN_LENGTH}..{args.max_train_length}). "
         f"Published: {PAPER}, Figure 2a (Stack-, Queue-, DeQue-LSTMs) and Table 3 (the LSTM of each depth), "
         "testing coarse and fine; "
         + (
             "the paper trains to convergence, so 'ours - published' measures the budget as much as the models."
             if scale == PAPER_SCALE
-            else f"at the paper's scale (128 symbols, train 8..64, test 65..128), not this one ({scale_text(scale)}): "
+            else f"at the paper's scale ({scale_text(PAPER_SCALE, named=False)}), not this one ({scale_text(scale)}): "
             "shown for reference, not as a difference."
         )
     )
