@@ -30,12 +30,13 @@ ntm-demo: $(STAMP)
 # Two pytest workers (pytest-xdist), one per core of a 2-core machine; a module's
 # tests stay on one worker (--dist loadfile), so its module-scoped fixtures are built once.
 # TEST_WORKERS=0 runs everything in one process. A worker that crashes is not replaced
-# (--max-worker-restart 0): the run reports it and ends, where a replaced worker under
-# --dist loadfile can leave pytest-xdist waiting for ever.
+# (--max-worker-restart 0): a replaced worker under --dist loadfile can leave pytest-xdist
+# waiting for ever. tests/suite.py runs pytest; when a run's only failures are crashed
+# workers, the tests that did not finish run once more in fresh workers.
 TEST_WORKERS ?= 2
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --max-worker-restart 0 tests
+	$(BIN)/python -m tests.suite -n $(TEST_WORKERS) --dist loadfile --max-worker-restart 0 tests
 
 # The documentation site (mkdocs.yml) into site/: the API reference from the docstrings,
 # the results pages rendered from benchmarks/results/ (benchmarks/pages). --strict: a
