@@ -247,6 +247,22 @@ def chomsky_budget_tables(files: Sequence[Record], findings: Findings) -> list[s
 
 
 VALIDATION_MARK = "*"  # a fit step read on the runner's validation (every 250 steps), not a training curve
+PAPER_TEST_RANGE = (41, 500)
+Budget = tuple[str, int, tuple[int, int]]  # a decisive table's device, steps and first and last test length
+
+
+def test_range(record: Record, row: dict[str, Any]) -> tuple[int, int]:
+    """The first and last test length of a row: its per-length results where it has them, else its command's
+    ``--max-train-length`` + 1 and ``--max-test-length`` (the paper's 41..500 where the command sets neither)."""
+    per_length = row.get("test_accuracy")
+    if per_length:
+        return int(per_length[0][0]), int(per_length[-1][0])
+    args = record.command.split()
+
+    def flag(name: str, default: int) -> int:
+        return int(args[args.index(name) + 1]) if name in args[:-1] else default
+
+    return flag("--max-train-length", PAPER_TEST_RANGE[0] - 1) + 1, flag("--max-test-length", PAPER_TEST_RANGE[1])
 
 
 def decisive_cells(peers: Sequence[Record], files: Sequence[Record], findings: Findings) -> list[str]:
@@ -254,20 +270,23 @@ def decisive_cells(peers: Sequence[Record], files: Sequence[Record], findings: F
     that budget in one table: for each architecture the comparison ran on the task, DeepMind's code, ours (the
     comparison's rows and the ``benchmarks.accuracy.chomsky`` runner's rows of the sampled sweep) and ours with
     each model option tried (a row each); then PANM. Seeds are merged per row, the comparison's row replacing a
-    runner's row of the same seed. Findings key: ``<device>/decisive_<steps>steps``."""
-    compared: dict[tuple[str, int], dict[str, list[str]]] = {}  # (device, steps) -> task -> the architectures
+    runner's row of the same seed. One table per device, budget and test lengths. Findings key:
+    ``<device>/decisive_<steps>steps``, and ``_test<last length>`` after it for test lengths other than the
+    paper's."""
+    compared: dict[Budget, dict[str, list[str]]] = {}  # budget -> task -> the architectures
     for record in peers:
         for r in record.rows:
             if isinstance(r.get("steps"), int):
-                archs = compared.setdefault((record.device, r["steps"]), {}).setdefault(r["task"], [])
+                budget = (record.device, r["steps"], test_range(record, r))
+                archs = compared.setdefault(budget, {}).setdefault(r["task"], [])
                 archs += [r["model"]] if r["model"] not in archs else []
-    found: dict[tuple[str, int], dict[str, dict[tuple[str, str], dict[int, dict[str, Any]]]]] = {}
+    found: dict[Budget, dict[str, dict[tuple[str, str], dict[int, dict[str, Any]]]]] = {}
     level: dict[str, str] = {}
     for record in [*files, *peers]:  # the comparison last: its rows replace a runner's row of the same seed
         if "--sampled" not in record.command.split():
             continue
         for r in record.rows:
-            budget = (record.device, r.get("steps", 0))
+            budget = (record.device, r.get("steps", 0), test_range(record, r))
             archs = compared.get(budget, {}).get(r["task"], [])
             if not archs or r["model"].partition("-")[0] not in [*archs, "panm"]:
                 continue
@@ -277,8 +296,10 @@ def decisive_cells(peers: Sequence[Record], files: Sequence[Record], findings: F
             level[r["task"]] = r["level"]
     order = list(CHOMSKY_LEVELS)
     out = []
-    for (device, steps), tasks in sorted(found.items(), key=lambda kv: kv[0][1]):
-        archs_of = compared[device, steps]
+    for (device, steps, lengths), tasks in sorted(found.items(), key=lambda kv: (kv[0][1], -kv[0][2][1])):
+        archs_of = compared[device, steps, lengths]
+        paper_lengths = lengths == PAPER_TEST_RANGE
+        span = f"{lengths[0]}..{lengths[1]}"
         body = []
         for task, rows in sorted(tasks.items(), key=lambda kv: (order.index(level[kv[0]]), kv[0])):
 
@@ -310,19 +331,21 @@ def decisive_cells(peers: Sequence[Record], files: Sequence[Record], findings: F
                     ]
                 )
         header = ["task", "code: model", "seeds", "score", "per seed", "train %", "fit at step", "published"]
+        at = "" if paper_lengths else f", test lengths {span}"
         out += [
-            f"## The decisive cells at {steps:,} steps ({MACHINES.get(device, device)}): DeepMind's code and ours",
+            f"## The decisive cells at {steps:,} steps{at} ({MACHINES.get(device, device)}): DeepMind's code and ours",
             "",
         ]
-        out += findings.take(f"{device}/decisive_{steps}steps")
+        out += findings.take(f"{device}/decisive_{steps}steps" + ("" if paper_lengths else f"_test{lengths[1]}"))
         out += [
             f"Every run at {steps:,} steps, sampled sweep, of the tasks run with DeepMind's code (their code: "
             "`DeepMind`; this library: `ours`, its model options in brackets): score, token accuracy (%) over the "
-            "test lengths 41..500, mean ± std over the seeds, then each seed; train %, the best accuracy at the "
+            f"test lengths {span}, mean ± std over the seeds, then each seed; train %, the best accuracy at the "
             "training lengths, and fit at step, the first step at which it reached 99 % (-: never), both on the "
             "comparison's curve of training batches (a point every `--curve-every` steps of its command) or, marked "
             f"{VALIDATION_MARK}, on the runner's validation at the training lengths (every 250 steps). Published: "
-            "Delétang et al. 2023, Table 2, the best of their runs at 1,000,000 steps.",
+            "Delétang et al. 2023, Table 2, the best of their runs at 1,000,000 steps"
+            + ("." if paper_lengths else ", over the test lengths 41..500 (for reference: not these lengths)."),
             "",
             table(header, body),
             "",

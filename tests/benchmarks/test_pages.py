@@ -566,3 +566,51 @@ def test_the_decisive_cells_put_deepminds_runs_beside_every_run_of_ours_at_their
         "| reverse_string (DCF) | ours: PANM | 0 | 62.0 | 62.0 | 90.0* | 500* |  |",
     ]
     assert chomsky.decisive_cells([], [ours], findings) == []  # no comparison, no table
+
+
+def test_decisive_cells_at_shorter_test_lengths_get_a_table_of_their_own(tmp_path):
+    """A comparison run to test length 80 (a smaller tape) is not merged with runs scored over 41..500: its rows,
+    and the runner's rows of the same lengths (its command's --max-test-length), make a table headed with those
+    lengths, after the paper's; its published column is marked as the paper's lengths."""
+
+    def record(stem, command, rows):
+        env = {"device": "cpu", "commit": "abc1234", "date": "2026-12-01T12:00:00+00:00"}
+        return records.Record("cpu-2cores", stem, {"environment": env, "command": command, "rows": rows})
+
+    def row(seed, score, code, model="tape_rnn", last=None):  # last: the comparison's last test length
+        r = {"task": "odds_first", "level": "context_sensitive", "model": model, "seed": seed, "steps": 1000}
+        r.update(score=score, train_accuracy=60.0, fit_step="", code=code)
+        return r if last is None else {**r, "test_accuracy": [[41, score], [last, score]]}
+
+    short = record(
+        "chomsky_peer_short",
+        "python -m benchmarks.accuracy.chomsky_peer --cells odds_first:tape_rnn --max-test-length 80 --sampled",
+        [row(0, 70.0, "deepmind", last=80), row(0, 60.0, "ours", last=80)],
+    )
+    full = record(
+        "chomsky_peer_full",
+        "python -m benchmarks.accuracy.chomsky_peer --cells odds_first:tape_rnn --sampled",
+        [row(1, 50.0, "deepmind", last=500), row(1, 51.0, "ours", last=500)],
+    )
+    runner = "python -m benchmarks.accuracy.chomsky --steps 1000 --sampled"
+    panm_short = record("chomsky_a", runner + " --max-test-length 80", [row(2, 65.0, "c1 (cpu)", "panm")])
+    panm_full = record("chomsky_b", runner, [row(2, 50.5, "c1 (cpu)", "panm")])
+    findings = records.Findings(tmp_path / "none.md")
+    text = "\n".join(chomsky.decisive_cells([short, full], [panm_short, panm_full], findings))
+    paper, _, shorter = text.partition("## The decisive cells at 1,000 steps, test lengths 41..80 (CPU)")
+    assert "## The decisive cells at 1,000 steps (CPU): DeepMind's code and ours" in paper and shorter
+    assert "over the test lengths 41..500 (for reference: not these lengths)" in shorter
+
+    def body(part):
+        return [line.split(" | ")[1:4] for line in part.splitlines() if line.startswith("| odds_first")]
+
+    assert body(paper) == [
+        ["DeepMind: Tape-RNN", "1", "50.0"],
+        ["ours: Tape-RNN", "1", "51.0"],
+        ["ours: PANM", "2", "50.5"],
+    ]
+    assert body(shorter) == [
+        ["DeepMind: Tape-RNN", "0", "70.0"],
+        ["ours: Tape-RNN", "0", "60.0"],
+        ["ours: PANM", "2", "65.0"],
+    ]

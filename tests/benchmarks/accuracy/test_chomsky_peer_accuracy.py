@@ -140,6 +140,19 @@ def test_a_run_records_both_codes_rows_and_one_plot_per_cell(tmp_path, monkeypat
     assert runner.main(argv) == 0
     assert given == {"peer": [], "ours": []}
 
+    # Shorter test lengths are other runs, kept in folders of their own; a test length not past the training
+    # lengths is refused in one line.
+    assert runner.main([*argv[:-2], "--max-test-length", "80", "--seeds", "0"]) == 0
+    assert [c[c.index("--max-test-length") + 1] for c in given["peer"]] == ["80"]
+    assert [c.task_options["max_test_length"] for c in given["ours"]] == [80]
+    assert sorted(p.name for p in (tmp_path / "runs" / "parity_check").iterdir()) == [
+        f"rnn-{code}-s{seed}-200steps{tag}"
+        for code in ("deepmind", "ours")
+        for seed, tag in [(0, ""), (0, "-train40-test80"), (1, "")]
+    ]
+    with pytest.raises(SystemExit, match=r"^--max-test-length: expected more than --max-train-length \(40\), got 40$"):
+        runner.main([*argv, "--max-test-length", "40"])
+
 
 def test_the_plot_of_a_cell_is_written(tmp_path):
     rows = [
