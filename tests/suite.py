@@ -2,9 +2,9 @@
 
     python -m tests.suite [pytest arguments]      (what ``make test`` runs)
 
-A pytest-xdist worker that dies of a signal (XLA:CPU has crashed with SIGSEGV while
-loading an executable from the persistent compilation cache, jax 0.10.2, about one suite
-run in ten) takes with it the test it was running and every test still queued for it
+A pytest-xdist worker that dies of a signal (CI runs have lost workers to SIGSEGVs in
+XLA:CPU, jax 0.10.2, some while it loaded an executable from the persistent compilation
+cache; tests/conftest.py) takes with it the test it was running and every test still queued for it
 (``--max-worker-restart 0``: a replaced worker under ``--dist loadfile`` can leave
 pytest-xdist waiting for ever). When the only failures of the run are such crashes, the
 tests that did not finish (the crashed ones and the ones never run) run again, once,

@@ -232,8 +232,8 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", default="0", help="comma-separated seeds")
     p.add_argument("--minutes", type=float, default=None, help="training minutes per task, model and seed")
     p.add_argument("--steps", type=int, default=None, help="training steps per task, model and seed (2000)")
-    p.add_argument("--max-train-length", type=int, default=40)
-    p.add_argument("--max-test-length", type=int, default=500)
+    p.add_argument("--max-train-length", type=int, default=published.CHOMSKY_LENGTHS[0])
+    p.add_argument("--max-test-length", type=int, default=published.CHOMSKY_LENGTHS[1])
     p.add_argument(
         "--sampled",
         action="store_true",

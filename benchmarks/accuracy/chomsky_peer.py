@@ -79,6 +79,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.accuracy import published
 from benchmarks.accuracy.criteria import FIT
 from benchmarks.speed import chomsky_peer as speed
 
@@ -485,13 +486,19 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=2000, help="training steps per run, both codes (default 2000)")
     p.add_argument("--curve-every", type=int, default=100, help="steps per point of the learning curve (100)")
     p.add_argument("--learning-rate", type=float, default=1e-3, help="Adam's learning rate, both codes (1e-3)")
-    p.add_argument("--max-train-length", type=int, default=40, help="longest training length (40, the paper's)")
+    paper_train, paper_test = published.CHOMSKY_LENGTHS
+    p.add_argument(
+        "--max-train-length",
+        type=int,
+        default=paper_train,
+        help=f"longest training length ({paper_train}, the paper's)",
+    )
     p.add_argument(
         "--max-test-length",
         type=int,
-        default=500,
-        help="longest test length (500, the paper's); it sizes the memories, and DeepMind's Tape-RNN costs the "
-        "square of its tape per step",
+        default=paper_test,
+        help=f"longest test length ({paper_test}, the paper's); it sizes the memories, and DeepMind's Tape-RNN costs "
+        "the square of its tape per step",
     )
     p.add_argument("--sampled", action="store_true", help="every 10th test length (and the last), 16 examples each")
     p.add_argument("--length-step", type=int, default=None, help=argparse.SUPPRESS)
@@ -547,7 +554,8 @@ def main(argv=None) -> int:
     env["peer_checkout"] = f"{speed.PEER_REPO} @ {commit}"
     lr_tag = "" if args.learning_rate == 1e-3 else f"-lr{args.learning_rate:g}"
     # Other lengths size the memories differently: their runs are kept apart.
-    range_tag = "" if (args.max_train_length, hi) == (40, 500) else f"-train{args.max_train_length}-test{hi}"
+    paper = (args.max_train_length, hi) == published.CHOMSKY_LENGTHS
+    range_tag = "" if paper else f"-train{args.max_train_length}-test{hi}"
     sweep = (
         f"every {args.length_step}-th length of {lo}..{hi} and {hi}"
         if args.length_step > 1

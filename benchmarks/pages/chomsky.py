@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.accuracy.published import (
+    CHOMSKY_LENGTHS,
     CHOMSKY_LEVELS,
     CHOMSKY_MODELS,
     chomsky_cell,
@@ -247,7 +248,7 @@ def chomsky_budget_tables(files: Sequence[Record], findings: Findings) -> list[s
 
 
 VALIDATION_MARK = "*"  # a fit step read on the runner's validation (every 250 steps), not a training curve
-PAPER_TEST_RANGE = (41, 500)
+PAPER_TEST_RANGE = (CHOMSKY_LENGTHS[0] + 1, CHOMSKY_LENGTHS[1])
 Budget = tuple[str, int, tuple[int, int]]  # a decisive table's device, steps and first and last test length
 
 
@@ -345,7 +346,12 @@ def decisive_cells(peers: Sequence[Record], files: Sequence[Record], findings: F
             "comparison's curve of training batches (a point every `--curve-every` steps of its command) or, marked "
             f"{VALIDATION_MARK}, on the runner's validation at the training lengths (every 250 steps). Published: "
             "Delétang et al. 2023, Table 2, the best of their runs at 1,000,000 steps"
-            + ("." if paper_lengths else ", over the test lengths 41..500 (for reference: not these lengths)."),
+            + (
+                "."
+                if paper_lengths
+                else f", over the test lengths {PAPER_TEST_RANGE[0]}..{PAPER_TEST_RANGE[1]} (for reference: not "
+                "these lengths)."
+            ),
             "",
             table(header, body),
             "",
