@@ -49,7 +49,11 @@ Memory sizes: the Stack-RNN's stack and the Tape-RNN's tape get one cell per ste
 of the longest test sequence, ``T_in(500) + T_out(500)`` (Delétang et al. make
 them large enough for the test lengths; a 30-cell stack, the default of their
 released code and ours, holds the last 30 symbols only); ``--set
-stack_rnn.stack_size=30`` gives the small one back.
+stack_rnn.stack_size=30`` gives the small one back. ``--set task.OPTION=VALUE`` sets an
+option of every task of the run (``task.padding=zero``: the answers of stack
+manipulation and the binary tasks padded with 0 after their ``END``, as the
+released code pads; ``panm_jax.tasks.chomsky.base.EndedAnswerTask``); it joins
+the run's name and column like a model's option.
 
 Our budget, not the paper's: the paper trains 1,000,000 steps per run over 10
 seeds and 3 learning rates and reports the best; here each run gets ``--steps``
@@ -75,8 +79,8 @@ import jax
 from benchmarks import common
 from benchmarks.accuracy import published
 from benchmarks.accuracy.criteria import FIT
-from benchmarks.accuracy.reproduce import options_tag, parse_model_sets, steps_trained, trained_by
-from panm_jax.tasks import get_task
+from benchmarks.accuracy.reproduce import TASK, options_tag, parse_model_sets, steps_trained, trained_by
+from panm_jax.tasks import TaskOptionError, get_task
 from panm_jax.tasks.chomsky import CHOMSKY_TASKS
 from panm_jax.train.config import OptimizerConfig, TrainConfig
 from panm_jax.train.io import atomic_write_text, read_jsonl
@@ -245,8 +249,9 @@ def main(argv=None) -> int:
         "--set",
         action="append",
         default=[],
-        metavar="MODEL.OPTION=VALUE",
-        help="one model option of one model (repeatable), e.g. stack_rnn.stack_size=30; joins the run's name",
+        metavar="MODEL.OPTION=VALUE | task.OPTION=VALUE",
+        help="one option of one model, or of every task with task.OPTION (repeatable), e.g. stack_rnn.stack_size=30, "
+        "task.padding=zero; joins the run's name",
     )
     p.add_argument("--workdir", default="runs/chomsky")
     p.add_argument("--name", default=None, help="record the tables under benchmarks/results/<device>/chomsky_NAME.*")
@@ -258,6 +263,13 @@ def main(argv=None) -> int:
         raise SystemExit(f"--tasks: expected names among {list(TASKS)}, got {unknown}")
     seeds = [int(s) for s in args.seeds.split(",")]
     model_sets = parse_model_sets(args.set, models)
+    task_sets = model_sets.pop(TASK, {})
+    for task in tasks:
+        try:
+            get_task(task, **task_sets)
+        except TaskOptionError as err:
+            raise SystemExit(f"--set task.OPTION: {err}") from None
+    task_tag = options_tag({f"{TASK}.{k}": v for k, v in task_sets.items()})
     if args.minutes is None and args.steps is None:
         args.steps = 2000
     length_step = args.length_step if args.length_step is not None else (SAMPLED[0] if args.sampled else 1)
@@ -293,7 +305,9 @@ def main(argv=None) -> int:
                 options = model_sets.get(model, {})
                 if options:
                     config = config.replace(model_options={**config.model_options, **options})
-                label = model + options_tag(options)  # a variant is its own run and its own column
+                if task_sets:
+                    config = config.replace(task_options={**config.task_options, **task_sets})
+                label = model + task_tag + options_tag(options)  # a variant is its own run and its own column
                 workdir = Path(args.workdir) / task / f"{label}-s{seed}-{budget}"
                 if not finished(workdir, config):
                     print(f"== {model} on {task}, seed {seed} -> {workdir}", flush=True)
@@ -344,7 +358,7 @@ def main(argv=None) -> int:
         "eval_seconds",
         "code",
     ]
-    labels = [m + options_tag(model_sets.get(m, {})) for m in models]
+    labels = [m + task_tag + options_tag(model_sets.get(m, {})) for m in models]
     levels = per_level(rows)
     task_levels = {t: get_task(t).level for t in tasks}
     paper = published.chomsky_table_two(rows, task_levels)

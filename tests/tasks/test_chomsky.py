@@ -382,6 +382,43 @@ def test_metrics_stop_at_the_first_end_symbol(name):
     assert float(m["token_accuracy"]) == pytest.approx(1.0 - 16 / scored, abs=1e-6)
 
 
+@pytest.mark.parametrize("name", ["stack_manipulation", "binary_addition", "binary_multiplication"])
+def test_zero_padding_changes_only_the_steps_after_the_first_end(name):
+    """``padding="zero"``: the released code's layout (the answer, END, then output 0); the same draws otherwise."""
+    ended, zeroed = _task(name), _task(name, padding="zero")
+    assert ended.options()["padding"] == "end" and zeroed.options()["padding"] == "zero"
+    lengths = np.array([SPEC[name][3], 7, 25, 40, 90] * 3)
+    a = ended.sample(np.random.default_rng(4), len(lengths), lengths)
+    z = zeroed.sample(np.random.default_rng(4), len(lengths), lengths)
+    np.testing.assert_array_equal(a.inputs, z.inputs)
+    np.testing.assert_array_equal(a.input_mask, z.input_mask)
+    np.testing.assert_array_equal(a.target_mask, z.target_mask)
+    scored = np.asarray(ended.scored_mask(a))
+    np.testing.assert_array_equal(scored, np.asarray(zeroed.scored_mask(z)))
+    np.testing.assert_array_equal(a.targets[scored], z.targets[scored])
+    after = np.asarray(a.target_mask) & ~scored  # the padding: after the first END, within T_out
+    assert after.any()
+    assert (a.targets[after] == ended.end_symbol).all() and (z.targets[after] == 0).all()
+    for i, n in enumerate(lengths):  # each answer still the solver's, up to and including its END
+        src, tgt = _read(zeroed, z, i)
+        want = SOLVERS[name](src)
+        k = want.index("END")
+        assert tgt[: k + 1] == want[: k + 1] and set(tgt[k + 1 :]) <= {zeroed.output_vocab[0]}
+    # The metrics read the same steps: a model right on the answers and wrong on the padding scores 1 either way.
+    for task, b in ((ended, a), (zeroed, z)):
+        logits = np.asarray(_perfect_logits(task, b)).copy()
+        logits[after] = np.roll(logits[after], 1, axis=-1)
+        m = task.metrics(jnp.asarray(logits), b)
+        assert float(m["token_accuracy"]) == 1.0 and float(m["sequence_accuracy"]) == 1.0
+    with pytest.raises(TaskOptionError, match=rf"{name}: option padding: expected one of \['end', 'zero'\], got 'zeros'"):
+        _task(name, padding="zeros")
+
+
+def test_only_the_tasks_with_an_end_symbol_take_a_padding():
+    with pytest.raises(TaskOptionError, match=r"reverse_string: unknown option\(s\) \['padding'\]"):
+        _task("reverse_string", padding="zero")
+
+
 def test_answers_are_spread_over_the_classes():
     rng = np.random.default_rng(11)
     for name in (

@@ -37,7 +37,8 @@ Protocol (the paper's):
   batch of one length has one shape.
 * Variable-length answers (``stack_manipulation``, ``binary_addition``,
   ``binary_multiplication``) are followed by the end symbol ``END`` and padded
-  with ``END`` up to ``T_out``. The loss covers every output step, padding
+  up to ``T_out`` with ``END`` (the option ``padding="zero"``: with output 0, as
+  the benchmark's released code pads; ``EndedAnswerTask``). The loss covers every output step, padding
   included (as the benchmark's released training does); the metrics, as its
   accuracy does, score the steps up to and including the first ``END`` of the
   target (``scored_mask``).

@@ -27,10 +27,11 @@ from panm_jax.tasks.base import (
     step_mask,
 )
 
-__all__ = ["MAX_LENGTH", "MODULUS", "ChomskyTask"]
+__all__ = ["MAX_LENGTH", "MODULUS", "PADDINGS", "ChomskyTask", "EndedAnswerTask"]
 
 MAX_LENGTH = 4096  # the longest N ``sample`` accepts
 MODULUS = 5  # the arithmetic tasks' modulus and the cycle's length
+PADDINGS = ("end", "zero")  # what fills a variable-length answer's steps after its END (``EndedAnswerTask``)
 
 _DIGITS = tuple(str(d) for d in range(MODULUS))
 _BINARY = ("a", "b")
@@ -151,3 +152,43 @@ class ChomskyTask(Task):
         ids = np.asarray(batch.inputs[index])[np.asarray(batch.input_mask[index])].argmax(axis=-1)
         tgt = np.asarray(batch.targets[index])[np.asarray(batch.target_mask[index])]
         return DecodedExample([self.input_vocab[i] for i in ids], [self.output_vocab[i] for i in tgt])
+
+
+class EndedAnswerTask(ChomskyTask):
+    """A task whose answer varies in length: the answer, ``END``, then padding up to ``T_out``.
+
+    Subclasses' ``_draw`` returns targets whose steps after the first ``END`` hold ``END``; the option
+    ``padding`` says what those steps hold in the batches:
+
+    * ``"end"`` (the default): ``END`` again, so the answer's end is a state the model keeps;
+    * ``"zero"``: output id 0, as Delétang et al.'s released code pads (its ``stack_manipulation.py``,
+      ``binary_addition.py`` and ``binary_multiplication.py``: "padded with 0s").
+
+    The metrics score the steps up to and including the first ``END`` in both cases (``scored_mask``) and the
+    inputs are the same draws, so the padding changes the loss's targets alone, and through them what a model
+    that has not learned where an answer ends writes past the lengths it was trained on.
+    """
+
+    end_symbol = 2
+
+    @dataclasses.dataclass(frozen=True)
+    class Options(ChomskyTask.Options):
+        padding: str = option(
+            "end",
+            checks.one_of,
+            PADDINGS,
+            doc="what follows the answer's END: END again, or output 0 as Delétang et al.'s released code pads",
+        )
+
+    def __init__(self, **options: Any):
+        super().__init__(**options)
+        self._options["padding"] = self.take_options(options).padding
+
+    def _generate(self, rng: np.random.Generator, lengths: np.ndarray) -> Batch:
+        batch = super()._generate(rng, lengths)
+        if self._options["padding"] == "end":
+            return batch
+        targets = np.asarray(batch.targets)
+        is_end = targets == self.end_symbol
+        after_end = np.cumsum(is_end, axis=1) - is_end > 0  # every step after the first END
+        return batch._replace(targets=np.where(after_end, 0, targets).astype(targets.dtype))

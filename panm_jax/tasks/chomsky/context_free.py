@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from panm_jax.tasks.chomsky.base import _BINARY, _DIGITS, MODULUS, ChomskyTask
+from panm_jax.tasks.chomsky.base import _BINARY, _DIGITS, MODULUS, ChomskyTask, EndedAnswerTask
 
 __all__ = [
     "ModularArithmeticBracketsTask",
@@ -150,7 +150,7 @@ class SolveEquationTask(ChomskyTask):
         return x, y
 
 
-class StackManipulationTask(ChomskyTask):
+class StackManipulationTask(EndedAnswerTask):
     """Stack Manipulation: a stack (bottom to top) and actions -> the final stack, top to bottom.
 
     Delétang et al. 2023, *Neural Networks and the Chomsky Hierarchy* (ICLR
@@ -162,17 +162,16 @@ class StackManipulationTask(ChomskyTask):
     one-symbol stack and no action).
 
     ``T_in = N``; ``T_out = N + 1`` (the paper's output length: the final stack
-    holds at most ``N`` symbols). The answer is padded with ``END`` to ``T_out``;
-    the loss covers every step, the metrics stop at the first ``END`` (module
-    docstring). The paper pads with symbol 0 instead; the padding it scores in
-    neither case, so only the loss's padding target differs.
+    holds at most ``N`` symbols). The answer is padded to ``T_out`` as the option
+    ``padding`` says (``EndedAnswerTask``: ``END`` by default, ``"zero"`` as the
+    paper's released code pads); the loss covers every step, the metrics stop at
+    the first ``END`` (module docstring).
     """
 
     name = "stack_manipulation"
     level = "context_free"
     input_vocab = ("a", "b", "POP", "PUSH a", "PUSH b")
     output_vocab = ("a", "b", "END")
-    end_symbol = 2
     POP, PUSH_A = 2, 3
 
     def output_steps(self, length):

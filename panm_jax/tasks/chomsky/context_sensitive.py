@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from panm_jax.tasks.chomsky.base import _BINARY, _DIGITS, MODULUS, ChomskyTask
+from panm_jax.tasks.chomsky.base import _BINARY, _DIGITS, MODULUS, ChomskyTask, EndedAnswerTask
 
 __all__ = [
     "BinaryAdditionTask",
@@ -110,22 +110,21 @@ def _int_to_bits(value: int, width: int) -> np.ndarray:
     return np.unpackbits(np.frombuffer(raw, dtype=np.uint8), bitorder="little")[:width].astype(np.int64)
 
 
-class _BinaryOperationTask(ChomskyTask):
+class _BinaryOperationTask(EndedAnswerTask):
     """Two little-endian binary numbers and an operator -> the result, little-endian, then ``END``.
 
     The input ``n_1 op n_2`` has ``N`` tokens: as in the paper, the first number
     has ``l ~ U{1..N-2}`` bits and the second ``N - 1 - l``; each number is uniform
     over ``1 .. 2^bits - 1`` written on exactly its bit count, least significant
     bit first (so it may end in zeros). The result is written least significant
-    bit first without leading zeros, followed by ``END`` and padded with ``END``.
-    ``N >= 3`` (the library's choice: two numbers of at least one bit and the
+    bit first without leading zeros, followed by ``END`` and padded as the option ``padding`` says
+    (``EndedAnswerTask``: ``END`` by default). ``N >= 3`` (the library's choice: two numbers of at least one bit and the
     operator). ``T_in = N``.
     """
 
     min_length = 3
     input_vocab: ClassVar[tuple[str, ...]] = ("0", "1")  # + the operator, set by subclasses
     output_vocab = ("0", "1", "END")
-    end_symbol = 2
     OPERATOR = 2
 
     def _combine(self, p: int, q: int) -> int:

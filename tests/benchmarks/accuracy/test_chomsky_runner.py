@@ -154,3 +154,32 @@ def test_per_level_means_average_each_models_scores_within_a_level():
 def test_a_set_option_must_name_a_model_of_the_run():
     with pytest.raises(SystemExit, match="neither 'task' nor one of --models"):
         chomsky.main(["--models", "lstm", "--set", "stack_rnn.stack_size=512"])
+
+
+def test_a_task_option_is_refused_by_a_task_without_it():
+    with pytest.raises(SystemExit, match=r"--set task.OPTION: reverse_string: unknown option\(s\) \['padding'\]"):
+        chomsky.main(["--tasks", "reverse_string", "--models", "rnn", "--set", "task.padding=zero"])
+    with pytest.raises(SystemExit, match=r"--set task.OPTION: stack_manipulation: option padding: expected one of"):
+        chomsky.main(["--tasks", "stack_manipulation", "--models", "rnn", "--set", "task.padding=0"])
+
+
+def test_a_task_option_reaches_the_runs_config_and_names_its_folder(tmp_path, monkeypatch):
+    import panm_jax.train.loop as loop
+
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_train(config, workdir, progress=True):
+        seen.append((config, workdir))
+        raise Stop
+
+    monkeypatch.setattr(loop, "train_and_evaluate", fake_train)
+    argv = ["--tasks", "binary_addition", "--models", "tape_rnn", "--steps", "10", "--max-test-length", "60"]
+    with pytest.raises(Stop):
+        chomsky.main([*argv, "--set", "task.padding=zero", "--workdir", str(tmp_path)])
+    config, workdir = seen[0]
+    assert config.task_options == {"max_train_length": 40, "max_test_length": 60, "padding": "zero"}
+    assert workdir == tmp_path / "binary_addition" / "tape_rnn-task.padding=zero-s0-10steps"
+    assert config.build_task().options()["padding"] == "zero"
