@@ -289,8 +289,9 @@ def test_length_modes(name):
     assert len(seen) > 20  # uniform over the range, not a fixed length
     other = _task(name, max_train_length=10, max_test_length=20)
     assert other.train_lengths.hi == 10 and list(other.test_modes) == ["11-20", f"{other.min_length}-10"]
-    assert other.options() == {"max_train_length": 10, "max_test_length": 20}
-    assert task.options() == {"max_train_length": 40, "max_test_length": 500}
+    padding = {"padding": "end"} if task.end_symbol is not None else {}  # the tasks whose answers end with END
+    assert other.options() == {"max_train_length": 10, "max_test_length": 20, **padding}
+    assert task.options() == {"max_train_length": 40, "max_test_length": 500, **padding}
 
 
 @pytest.mark.parametrize("name", NAMES)
