@@ -400,7 +400,7 @@ def test_zero_padding_changes_only_the_steps_after_the_first_end(name):
     after = np.asarray(a.target_mask) & ~scored  # the padding: after the first END, within T_out
     assert after.any()
     assert (a.targets[after] == ended.end_symbol).all() and (z.targets[after] == 0).all()
-    for i, n in enumerate(lengths):  # each answer still the solver's, up to and including its END
+    for i in range(len(lengths)):  # each answer still the solver's, up to and including its END
         src, tgt = _read(zeroed, z, i)
         want = SOLVERS[name](src)
         k = want.index("END")
@@ -411,7 +411,9 @@ def test_zero_padding_changes_only_the_steps_after_the_first_end(name):
         logits[after] = np.roll(logits[after], 1, axis=-1)
         m = task.metrics(jnp.asarray(logits), b)
         assert float(m["token_accuracy"]) == 1.0 and float(m["sequence_accuracy"]) == 1.0
-    with pytest.raises(TaskOptionError, match=rf"{name}: option padding: expected one of \['end', 'zero'\], got 'zeros'"):
+    with pytest.raises(
+        TaskOptionError, match=rf"{name}: option padding: expected one of \['end', 'zero'\], got 'zeros'"
+    ):
         _task(name, padding="zeros")
 
 
