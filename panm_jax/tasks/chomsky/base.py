@@ -69,7 +69,7 @@ class ChomskyTask(Task):
         # The bounds that depend on the task's shortest length and on L.
         L = check_int_option(self.name, "max_train_length", o.max_train_length, self.min_length, MAX_LENGTH - 1)
         M = check_int_option(self.name, "max_test_length", o.max_test_length, L + 1, MAX_LENGTH)
-        self._options = {"max_train_length": L, "max_test_length": M}
+        self._options = {**dataclasses.asdict(o), "max_train_length": L, "max_test_length": M}  # a subclass's too
         self.input_size = len(self.input_vocab)
         self.output_size = len(self.output_vocab)
         self.lengths = LengthRange(self.min_length, MAX_LENGTH)
@@ -179,10 +179,6 @@ class EndedAnswerTask(ChomskyTask):
             PADDINGS,
             doc="what follows the answer's END: END again, or output 0 as Delétang et al.'s released code pads",
         )
-
-    def __init__(self, **options: Any):
-        super().__init__(**options)
-        self._options["padding"] = self.take_options(options).padding
 
     def _generate(self, rng: np.random.Generator, lengths: np.ndarray) -> Batch:
         batch = super()._generate(rng, lengths)
