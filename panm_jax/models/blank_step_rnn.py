@@ -21,7 +21,10 @@ Cores: ``rnn`` is Elman's, ``h' = relu(W_x x + b_x + W_h h + b_h)``
 is an LSTM (``LSTMCell``) whose forget-gate bias starts at 1 (Haiku's ``LSTM``
 adds a constant 1 to that gate; a learned bias starting at 1 trains the same
 way). Width ``hidden = 256`` (Delétang et al. 2023's cores). Initialisation is
-Flax's default (Haiku's differs; our choice).
+Flax's default (our choice); ``init="haiku"`` draws every layer as dm-haiku's defaults do, as
+their released code builds these models (``modules.haiku_init``: for the LSTM one fan-in over
+``[x; h]``, so its input weights start about ``sqrt((D_in + 1 + D) / (D_in + 1))`` times smaller
+than Flax's).
 
 Masks: an input padding step (``input_mask`` false) carries the state unchanged
 and its output is zero, so padding appended to an input, or garbage in it,
@@ -45,10 +48,12 @@ from panm_jax.kernels.scan import scan, select
 from panm_jax.models.memory_models import ACTIVATIONS, VanillaRNNCell
 from panm_jax.models.registry import prepare_inputs, refuse_aligned
 from panm_jax.modules.controllers import LSTMCell
+from panm_jax.modules.haiku_init import haiku_init
 from panm_jax.options import check_options, option
 
 __all__ = ["BlankStepRNN", "RNNConfig", "SingleLSTMConfig"]
 
+INITS = ("flax", "haiku")  # the initialisations: this library's, or dm-haiku's (modules.haiku_init)
 FORGET_BIAS = 1.0  # the LSTM's initial forget-gate bias (Haiku's LSTM adds 1 to that gate)
 
 
@@ -57,6 +62,12 @@ class SingleLSTMConfig:
     """The single LSTM's one option (Delétang et al. 2023: an LSTM core of 256 units)."""
 
     hidden: int = option(256, checks.positive_int, doc="D, the core's width (Delétang et al. 2023: 256)")
+    init: str = option(
+        "flax",
+        checks.one_of,
+        INITS,
+        doc='"flax" (LeCun normal, zero biases) or "haiku": dm-haiku\'s defaults (Delétang et al.\'s code)',
+    )
 
     def __post_init__(self):
         check_options(self)
@@ -83,24 +94,37 @@ class BlankStepRNN(nnx.Module):
       hidden: ``D``, the core's width.
       input_size: ``D_in``; the core reads ``D_in + 1`` features (the blank token's).
       output_size: ``K`` classes.
+      init: ``"flax"`` (the layers' own initialisers) or ``"haiku"`` (``modules.haiku_init``).
       rngs: parameter initialisation.
     """
 
     def __init__(
-        self, cell: str, hidden: int, input_size: int, output_size: int, *, activation: str = "relu", rngs: nnx.Rngs
+        self,
+        cell: str,
+        hidden: int,
+        input_size: int,
+        output_size: int,
+        *,
+        activation: str = "relu",
+        init: str = "flax",
+        rngs: nnx.Rngs,
     ):
         if cell not in ("rnn", "lstm"):
             raise ValueError(f"cell: expected 'rnn' or 'lstm', got {cell!r}")
         self.name = "rnn" if cell == "rnn" else "single_lstm"
         self.input_size = input_size
         self.hidden = hidden
+        checks.one_of("init", init, INITS)
         if cell == "rnn":
             self.core = VanillaRNNCell(input_size + 1, hidden, activation=activation, rngs=rngs)
         else:
             self.core = LSTMCell(input_size + 1, hidden, rngs=rngs)
+        self.readout = nnx.Linear(hidden, output_size, rngs=rngs)  # W_y, b
+        if init == "haiku":
+            haiku_init(self, rngs.params())
+        if cell == "lstm":
             bias = self.core.hidden_proj.bias  # gates laid out i, f, g, o
             bias[...] = bias[...].at[hidden : 2 * hidden].set(FORGET_BIAS)
-        self.readout = nnx.Linear(hidden, output_size, rngs=rngs)  # W_y, b
 
     def __call__(
         self,
@@ -142,8 +166,10 @@ class BlankStepRNN(nnx.Module):
 
 
 def _build_rnn(config: RNNConfig, input_size: int, output_size: int, rngs: nnx.Rngs) -> BlankStepRNN:
-    return BlankStepRNN("rnn", config.hidden, input_size, output_size, activation=config.activation, rngs=rngs)
+    return BlankStepRNN(
+        "rnn", config.hidden, input_size, output_size, activation=config.activation, init=config.init, rngs=rngs
+    )
 
 
 def _build_single_lstm(config: SingleLSTMConfig, input_size: int, output_size: int, rngs: nnx.Rngs) -> BlankStepRNN:
-    return BlankStepRNN("lstm", config.hidden, input_size, output_size, rngs=rngs)
+    return BlankStepRNN("lstm", config.hidden, input_size, output_size, init=config.init, rngs=rngs)

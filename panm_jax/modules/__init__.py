@@ -17,6 +17,9 @@ Modules:
   Generalize: Length Extrapolation with Pointer-Augmented Neural Memory");
   ``panm_extensions``: this library's own options of that decoder;
   ``panm_authors``: the choices of the authors' public code, as options.
+* ``haiku_init``, ``pytorch_init``: dm-haiku's and torch.nn's default
+  initialisations, re-drawn over a built model (the options ``init="haiku"``
+  and ``init="pytorch"``).
 * ``transformer``: attention with absolute or relative positions, encoder and
   decoder layers, the causal Transformer controller.
 

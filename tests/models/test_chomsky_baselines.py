@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
+from panm_jax.errors import UserError
 from panm_jax.models import AlignedModeError, build_model
 from panm_jax.models.transformer_encoder import alibi_bias, alibi_slopes, rotate, sin_cos_encoding
 
@@ -75,7 +76,12 @@ def _reference(model, x, mask, t_out, cell, activation="relu"):
 
 @pytest.mark.parametrize(
     "name,cell,options",
-    [("rnn", "rnn", {}), ("rnn", "rnn", {"activation": "tanh"}), ("single_lstm", "lstm", {})],
+    [
+        ("rnn", "rnn", {}),
+        ("rnn", "rnn", {"activation": "tanh"}),
+        ("single_lstm", "lstm", {}),
+        ("single_lstm", "lstm", {"init": "haiku"}),
+    ],
 )
 def test_recurrent_models_match_a_float64_transcription(name, cell, options):
     model = build_model(name, input_size=D_IN, output_size=K, hidden=D, **options)
@@ -86,6 +92,54 @@ def test_recurrent_models_match_a_float64_transcription(name, cell, options):
     if cell == "lstm":  # the forget gate's bias starts at 1, the others at 0
         bias = np.asarray(model.core.hidden_proj.bias[...])
         assert (bias[D : 2 * D] == 1).all() and (np.delete(bias, np.s_[D : 2 * D]) == 0).all()
+
+
+# The standard deviation of a standard normal truncated to [-2, 2] (Haiku's TruncatedNormal before scaling).
+_PHI2 = np.exp(-2.0) / np.sqrt(2 * np.pi)  # the standard normal's density at 2
+_MASS = 0.9544997361036416  # P(-2 < Z < 2)
+TRUNCATED_STD = float(np.sqrt(1 - 2 * 2 * _PHI2 / _MASS))  # 0.8796
+
+
+def _spread(param, scale):
+    """Within Haiku's truncation (2 * scale), reaching near it, with the truncated normal's deviation."""
+    v = np.asarray(param[...], np.float64).ravel()
+    assert np.abs(v).max() <= 2 * scale + 1e-6
+    assert np.abs(v).max() > 1.8 * scale
+    np.testing.assert_allclose(v.std(), TRUNCATED_STD * scale, rtol=0.1)
+    assert abs(v.mean()) < 0.1 * scale
+
+
+def test_haiku_init_draws_each_layer_as_dm_haikus_defaults():
+    hidden, inputs = 64, D_IN + 1  # the core reads D_in features and the blank token's
+    lstm = build_model("single_lstm", input_size=D_IN, output_size=K, hidden=hidden, init="haiku")
+    # hk.LSTM: one hk.Linear(4D) over [x; h], so both kernels share the fan-in I + D; biases 0, forget 1.
+    for layer in (lstm.core.input_proj, lstm.core.hidden_proj):
+        _spread(layer.kernel, 1 / np.sqrt(inputs + hidden))
+    assert (np.asarray(lstm.core.input_proj.bias[...]) == 0).all()
+    bias = np.asarray(lstm.core.hidden_proj.bias[...])
+    assert (bias[hidden : 2 * hidden] == 1).all() and (np.delete(bias, np.s_[hidden : 2 * hidden]) == 0).all()
+    _spread(lstm.readout.kernel, 1 / np.sqrt(hidden))  # hk.Linear(K) on relu(h): fan-in D
+    assert (np.asarray(lstm.readout.bias[...]) == 0).all()
+    # Flax's default gives the input projection its own fan-in (I): its weights are far larger.
+    flax = build_model("single_lstm", input_size=D_IN, output_size=K, hidden=hidden)
+    ratio = np.asarray(flax.core.input_proj.kernel[...]).std() / np.asarray(lstm.core.input_proj.kernel[...]).std()
+    assert ratio > 0.8 * np.sqrt((inputs + hidden) / inputs) / TRUNCATED_STD
+    # hk.VanillaRNN: two hk.Linear, each its own fan-in.
+    rnn = build_model("rnn", input_size=D_IN, output_size=K, hidden=hidden, init="haiku")
+    _spread(rnn.core.hidden_proj.kernel, 1 / np.sqrt(hidden))
+    assert np.abs(np.asarray(rnn.core.input_proj.kernel[...])).max() <= 2 / np.sqrt(inputs) + 1e-6
+    for layer in (rnn.core.input_proj, rnn.core.hidden_proj, rnn.readout):
+        assert (np.asarray(layer.bias[...]) == 0).all()
+    # The draw depends on the seed only.
+    again = build_model("single_lstm", input_size=D_IN, output_size=K, hidden=hidden, init="haiku")
+    other = build_model("single_lstm", input_size=D_IN, output_size=K, hidden=hidden, init="haiku", seed=1)
+    np.testing.assert_array_equal(again.core.hidden_proj.kernel[...], lstm.core.hidden_proj.kernel[...])
+    assert not np.array_equal(other.core.hidden_proj.kernel[...], lstm.core.hidden_proj.kernel[...])
+
+
+def test_init_option_is_checked():
+    with pytest.raises(UserError, match=r"init: expected one of \['flax', 'haiku'\], got 'pytorch'"):
+        build_model("single_lstm", input_size=D_IN, output_size=K, hidden=D, init="pytorch")
 
 
 @pytest.mark.parametrize("name", ["rnn", "single_lstm"])
