@@ -18,7 +18,7 @@ this library      Haiku's default; ``TN(s)`` = a normal truncated to ``[-2, 2]``
 
 ``TN(s)`` is Haiku's ``TruncatedNormal(stddev=s)``: the truncated draw scaled by ``s``
 without Flax's correction for the truncation, so its standard deviation is about
-``0.88 s``. An ``VanillaRNNCell`` (``hk.VanillaRNN``: two ``hk.Linear``) takes the
+``0.88 s``. A ``VanillaRNNCell`` (``hk.VanillaRNN``: two ``hk.Linear``) takes the
 ``nnx.Linear`` rule for each of its projections. Parameters of no such layer keep their
 values. Every parameter of a layer above is re-drawn, from ``key`` alone, so the result
 depends only on the model's structure and ``key``.
