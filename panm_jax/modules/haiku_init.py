@@ -36,9 +36,8 @@ from panm_jax.modules.controllers import LSTMCell
 __all__ = ["haiku_init"]
 
 
-def _truncated(scale: float):
-    """Haiku's ``TruncatedNormal(stddev=scale)``: a standard normal truncated to [-2, 2], times ``scale``."""
-    return lambda key, shape, dtype: scale * jax.random.truncated_normal(key, -2.0, 2.0, shape, dtype)
+# Haiku's ``TruncatedNormal(stddev=s)`` is JAX's: a standard normal truncated to [-2, 2], times ``s``.
+_truncated = jax.nn.initializers.truncated_normal
 
 
 def haiku_init(module: nnx.Module, key: jax.Array) -> None:

@@ -11,6 +11,7 @@ in training; named errors.
 from __future__ import annotations
 
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -96,7 +97,7 @@ def test_recurrent_models_match_a_float64_transcription(name, cell, options):
 
 # The standard deviation of a standard normal truncated to [-2, 2] (Haiku's TruncatedNormal before scaling).
 _PHI2 = np.exp(-2.0) / np.sqrt(2 * np.pi)  # the standard normal's density at 2
-_MASS = 0.9544997361036416  # P(-2 < Z < 2)
+_MASS = math.erf(2 / math.sqrt(2))  # P(-2 < Z < 2)
 TRUNCATED_STD = float(np.sqrt(1 - 2 * 2 * _PHI2 / _MASS))  # 0.8796
 
 
